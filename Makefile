@@ -1,0 +1,57 @@
+# Two commands for a fresh machine (see README):
+#   make demo   set everything up, build, segment the bundled image
+#   make test   set everything up, build, run every test (C++ ctest, ruff, pytest)
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+
+VENV ?= .venv
+PY := $(VENV)/bin/python
+NVCC ?= $(firstword $(wildcard /usr/local/cuda/bin/nvcc) $(shell command -v nvcc 2>/dev/null))
+# CUDA sources are compiled whenever nvcc exists (CI too, so a CUDA compile
+# error fails CI), even where no GPU is present to run them.
+TORCHGRABCUT_CUDA ?= $(if $(and $(NVCC),$(wildcard csrc/cuda/*.cu)),1,0)
+CMAKE_CUDA := $(if $(filter 1,$(TORCHGRABCUT_CUDA)),-DGRABCUT_CUDA=ON -DCMAKE_CUDA_COMPILER=$(NVCC),-DGRABCUT_CUDA=OFF)
+JOBS ?= $(shell nproc)
+
+.PHONY: demo test setup build cmake-test lint pytest bench eval clean
+
+demo: build
+	$(PY) -m torchgrabcut demo -o out
+
+test: build cmake-test lint pytest
+
+setup: $(VENV)/.installed
+
+$(VENV)/.installed: requirements-dev.txt
+	python3 -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -r requirements-dev.txt
+	touch $@
+
+# The extension, built in place (python/torchgrabcut/_C*.so) and installed editable.
+build: setup
+	@echo "torchgrabcut: TORCHGRABCUT_CUDA=$(TORCHGRABCUT_CUDA) (nvcc: $(or $(NVCC),none))"
+	CUDA_HOME=$(if $(NVCC),$(patsubst %/bin/nvcc,%,$(NVCC)),) TORCHGRABCUT_CUDA=$(TORCHGRABCUT_CUDA) MAX_JOBS=$(JOBS) \
+	  $(PY) setup.py -q build_ext --inplace
+	$(PY) -m pip install -q --no-build-isolation --no-deps -e . >/dev/null
+
+cmake-test:
+	cmake -S . -B build-cmake -DCMAKE_BUILD_TYPE=Release $(CMAKE_CUDA) >/dev/null
+	cmake --build build-cmake -j $(JOBS)
+	cd build-cmake && ctest --output-on-failure -j $(JOBS)
+
+lint: setup
+	$(VENV)/bin/ruff check python tests setup.py
+	$(VENV)/bin/ruff format --check python tests setup.py
+
+pytest: build
+	$(PY) -m pytest -q
+
+eval: build
+	$(PY) -m torchgrabcut eval ../shared/data/grabcut50
+
+bench: build
+	$(PY) -m torchgrabcut bench
+
+clean:
+	rm -rf build build-cmake out python/torchgrabcut/*.so

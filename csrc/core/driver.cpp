@@ -1,0 +1,114 @@
+#include "core/driver.h"
+
+#include <cmath>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "core/energy.h"
+#include "core/gmm.h"
+#include "core/maxflow.h"
+
+namespace grabcut {
+namespace {
+
+void check_labels(const std::uint8_t* mask, int height, int width) {
+  const std::int64_t n = static_cast<std::int64_t>(height) * width;
+  for (std::int64_t p = 0; p < n; ++p) {
+    if (mask[p] > kProbForeground) {
+      throw std::invalid_argument("mask: expected labels 0..3 (GC_BGD, GC_FGD, GC_PR_BGD, GC_PR_FGD), got " +
+                                  std::to_string(mask[p]) + " at (y=" + std::to_string(p / width) +
+                                  ", x=" + std::to_string(p % width) + ")");
+    }
+  }
+}
+
+void check_model_usable(const double* model, int k) {
+  const std::vector<ComponentEval> evals = prepare_model_cpu(model, k);
+  for (int cls = 0; cls < 2; ++cls) {
+    bool any = false;
+    for (int j = 0; j < k; ++j) any = any || evals[cls * k + j].usable;
+    if (!any) {
+      throw std::invalid_argument(std::string("model: the ") + (cls == 1 ? "foreground" : "background") +
+                                  " mixture has no usable component (expected a positive weight and a "
+                                  "positive definite covariance in at least one)");
+    }
+  }
+}
+
+}  // namespace
+
+void validate_options(const GrabCutOptions& options) {
+  if (options.max_iter < 0)
+    throw std::invalid_argument("max_iter: expected >= 0, got " + std::to_string(options.max_iter));
+  if (options.components < 1 || options.components > kMaxComponents)
+    throw std::invalid_argument("components: expected 1.." + std::to_string(kMaxComponents) + ", got " +
+                                std::to_string(options.components));
+  // gamma <= 1e4 keeps lambda * kCapacityScale (and so every capacity) inside int32.
+  if (!(options.gamma > 0.0) || !(options.gamma <= 1e4) || !std::isfinite(options.gamma))
+    throw std::invalid_argument("gamma: expected a finite value in (0, 10000], got " + std::to_string(options.gamma));
+}
+
+GrabCutStats grabcut_cpu(const std::uint8_t* image, int height, int width, std::uint8_t* mask, double* model,
+                         const GrabCutOptions& options) {
+  validate_options(options);
+  if (height < 0 || width < 0) throw std::invalid_argument("image: negative size");
+  check_labels(mask, height, width);
+  GrabCutStats stats;
+  const std::int64_t n = static_cast<std::int64_t>(height) * width;
+  if (n == 0) return stats;
+  const int k = options.components;
+
+  std::vector<std::uint8_t> component(static_cast<std::size_t>(n), 0);
+  std::vector<std::uint8_t> previous_component;
+  if (options.init_model) {
+    kmeans_init_cpu(image, mask, n, k, options.seed, component.data());
+    learn_gmms_cpu(image, mask, n, k, component.data(), model);
+    previous_component = component;  // the model is exactly learn(component, mask)
+  } else {
+    check_model_usable(model, k);
+  }
+  if (options.max_iter == 0) return stats;
+
+  // n-links depend on the image alone: built once for all iterations.
+  const double beta = beta_from_sum(sum_squared_differences_cpu(image, height, width), height, width);
+  std::vector<std::int32_t> nlink_storage(static_cast<std::size_t>(kNumForwardDirections * n));
+  std::int32_t* nlink[kNumForwardDirections];
+  for (int d = 0; d < kNumForwardDirections; ++d) nlink[d] = nlink_storage.data() + d * n;
+  nlinks_cpu(image, height, width, options.gamma, beta, nlink);
+
+  std::vector<std::int32_t> terminal(static_cast<std::size_t>(n));
+  std::vector<std::uint8_t> source_side(static_cast<std::size_t>(n));
+  GridGraphView graph;
+  graph.height = height;
+  graph.width = width;
+  graph.terminal = terminal.data();
+  for (int d = 0; d < kNumForwardDirections; ++d) graph.nlink[d] = nlink[d];
+  GridMaxflowSolver solver;
+
+  for (int iter = 0; iter < options.max_iter; ++iter) {
+    if (!options.freeze_model) {
+      assign_components_cpu(image, mask, n, k, model, component.data());
+      learn_gmms_cpu(image, mask, n, k, component.data(), model);
+    }
+    tlinks_cpu(image, mask, n, k, model, options.gamma, terminal.data());
+    stats.last_flow = solver.solve(graph, source_side.data());
+    bool mask_changed = false;
+    for (std::int64_t p = 0; p < n; ++p) {
+      if (!is_probable_label(mask[p])) continue;
+      const std::uint8_t label = source_side[p] ? kProbForeground : kProbBackground;
+      mask_changed = mask_changed || label != mask[p];
+      mask[p] = label;
+    }
+    stats.iterations = iter + 1;
+    // A frozen model gives the same graph every time: one iteration is the fixed point.
+    if (options.freeze_model) break;
+    // Same mask and same components: the next iteration would learn the same model
+    // and cut the same graph, so every later result is this one.
+    if (!mask_changed && !previous_component.empty() && component == previous_component) break;
+    previous_component = component;
+  }
+  return stats;
+}
+
+}  // namespace grabcut

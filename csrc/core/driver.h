@@ -1,0 +1,45 @@
+// The GrabCut iteration loop on the CPU (the CUDA driver mirrors it stage by stage).
+//
+// With init_model, the model is first fitted by seeded k-means on the mask's two
+// classes (OpenCV's GC_INIT_WITH_RECT / GC_INIT_WITH_MASK); otherwise the given
+// model is used (GC_EVAL). Each iteration then (unless freeze_model) assigns every
+// pixel to its best component and relearns both mixtures, builds the graph, finds
+// the canonical min cut and relabels the probable pixels. The loop stops early
+// only at an exact fixed point (mask and components unchanged), where further
+// iterations would repeat the same one.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "core/common.h"
+
+namespace grabcut {
+
+struct GrabCutOptions {
+  int max_iter = 5;
+  int components = kDefaultComponents;
+  double gamma = kDefaultGamma;
+  std::uint64_t seed = 0;
+  bool init_model = true;     // fit the model from the mask first
+  bool freeze_model = false;  // never relearn the model (GC_EVAL_FREEZE_MODEL)
+};
+
+struct GrabCutStats {
+  int iterations = 0;          // iterations actually run
+  std::int64_t last_flow = 0;  // max-flow value of the last graph
+};
+
+// Throws std::invalid_argument naming the offending argument.
+void validate_options(const GrabCutOptions& options);
+
+// Segments one image in place. image: planar uint8, 3 x height x width. mask:
+// height x width labels 0..3, updated in place. model: 2 * components rows of
+// kParamsPerComponent doubles (background then foreground); read when
+// !init_model, always overwritten with the final model (unchanged if frozen).
+// Throws std::invalid_argument on bad arguments (a class without pixels, labels
+// outside 0..3, a model without a usable component).
+GrabCutStats grabcut_cpu(const std::uint8_t* image, int height, int width, std::uint8_t* mask, double* model,
+                         const GrabCutOptions& options);
+
+}  // namespace grabcut

@@ -1,0 +1,47 @@
+// Exact max-flow and canonical cut for a batch of grid graphs on the GPU: the CUDA
+// twin of core/maxflow.h, with the same graph, the same cut and the same flow value.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "core/maxflow.h"
+
+namespace grabcut::cuda {
+
+// Where graph b of a batch lives in the flat per-pixel arrays: pixels
+// offset .. offset + height * width - 1, row-major.
+struct GridDesc {
+  std::int64_t offset = 0;
+  std::int32_t height = 0;
+  std::int32_t width = 0;
+};
+
+// Device arrays of a batch of graphs, packed one after another (see GridDesc).
+// terminal and nlink[d] are as in core/maxflow.h (net terminal capacities; forward
+// n-links, 0 off the grid), total_pixels entries each.
+struct BatchedGridGraph {
+  std::vector<GridDesc> desc;  // host copy, one per graph
+  std::int64_t total_pixels = 0;
+  const std::int32_t* terminal = nullptr;
+  const std::int32_t* nlink[kNumForwardDirections] = {nullptr, nullptr, nullptr, nullptr};
+};
+
+// Bytes of device scratch memory maxflow_cuda needs for this batch (the solver's
+// state lives there between calls, which is what makes warm starts possible).
+std::size_t maxflow_workspace_bytes(const std::vector<GridDesc>& desc);
+
+// Solves every graph of the batch on `stream`. source_side (total_pixels bytes) gets
+// the canonical cut (1 = source side: cannot reach the sink in the residual graph),
+// flows (one int64 per graph, may be null) the max-flow value of each graph.
+// warm_start: the workspace holds the state of a previous solve of a batch of the
+// same layout and the same n-links, whose terminals alone changed; the solve
+// starts from that flow instead of zero. All pointers are device pointers; nothing
+// synchronises with the host except where the implementation documents it.
+void maxflow_cuda(const BatchedGridGraph& graph, std::uint8_t* source_side, std::int64_t* flows, void* workspace,
+                  std::size_t workspace_bytes, bool warm_start, cudaStream_t stream);
+
+}  // namespace grabcut::cuda

@@ -1,0 +1,109 @@
+// Argument checks shared by the CPU and the CUDA kernels of the operators. The
+// Python layer checks first with friendlier names; these guard direct calls of
+// torch.ops.torchgrabcut.* so that no input can reach the core malformed.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "core/driver.h"
+#include "core/gmm.h"
+
+namespace torchgrabcut {
+
+struct GrabCutArgs {
+  std::vector<int64_t> heights;
+  std::vector<int64_t> widths;
+  grabcut::GrabCutOptions options;
+};
+
+inline GrabCutArgs check_grabcut_args(const at::Tensor& image, const at::Tensor& mask, const at::Tensor& model,
+                                      at::IntArrayRef sizes, int64_t max_iter, int64_t components, double gamma,
+                                      int64_t seed, bool init_model, bool freeze_model) {
+  TORCH_CHECK_TYPE(image.scalar_type() == at::kByte, "image: expected dtype uint8, got ", image.scalar_type());
+  TORCH_CHECK_VALUE(image.dim() == 4 && image.size(1) == 3, "image: expected shape (B, 3, H, W), got ",
+                    image.sizes());
+  TORCH_CHECK_TYPE(mask.scalar_type() == at::kByte, "mask: expected dtype uint8, got ", mask.scalar_type());
+  TORCH_CHECK_VALUE(mask.dim() == 3 && mask.size(0) == image.size(0) && mask.size(1) == image.size(2) &&
+                        mask.size(2) == image.size(3),
+                    "mask: expected shape (B, H, W) = (", image.size(0), ", ", image.size(2), ", ", image.size(3),
+                    "), got ", mask.sizes());
+  TORCH_CHECK_VALUE(components >= 1 && components <= grabcut::kMaxComponents, "components: expected 1..",
+                    grabcut::kMaxComponents, ", got ", components);
+  TORCH_CHECK_TYPE(model.scalar_type() == at::kDouble, "model: expected dtype float64, got ", model.scalar_type());
+  TORCH_CHECK_VALUE(model.dim() == 3 && model.size(0) == image.size(0) && model.size(1) == 2 * components &&
+                        model.size(2) == grabcut::kParamsPerComponent,
+                    "model: expected shape (B, 2 * components, ", grabcut::kParamsPerComponent, ") = (",
+                    image.size(0), ", ", 2 * components, ", ", grabcut::kParamsPerComponent, "), got ",
+                    model.sizes());
+  TORCH_CHECK_VALUE(mask.device() == image.device() && model.device() == image.device(),
+                    "image, mask and model: expected one device, got ", image.device(), ", ", mask.device(), ", ",
+                    model.device());
+  TORCH_CHECK_VALUE(max_iter >= 0 && max_iter <= 1000000, "max_iter: expected 0..1000000, got ", max_iter);
+  const int64_t batch = image.size(0);
+  GrabCutArgs args;
+  if (sizes.empty()) {
+    args.heights.assign(static_cast<size_t>(batch), image.size(2));
+    args.widths.assign(static_cast<size_t>(batch), image.size(3));
+  } else {
+    TORCH_CHECK_VALUE(static_cast<int64_t>(sizes.size()) == 2 * batch,
+                      "sizes: expected 2 * B = ", 2 * batch, " values (h, w per image), got ", sizes.size());
+    for (int64_t b = 0; b < batch; ++b) {
+      const int64_t h = sizes[2 * b];
+      const int64_t w = sizes[2 * b + 1];
+      TORCH_CHECK_VALUE(h >= 0 && h <= image.size(2) && w >= 0 && w <= image.size(3), "sizes: image ", b,
+                        " is ", h, "x", w, ", expected within the padded ", image.size(2), "x", image.size(3));
+      args.heights.push_back(h);
+      args.widths.push_back(w);
+    }
+  }
+  TORCH_CHECK_VALUE(image.size(2) <= INT32_MAX && image.size(3) <= INT32_MAX, "image: too large, got ",
+                    image.sizes());
+  args.options.max_iter = static_cast<int>(max_iter);
+  args.options.components = static_cast<int>(components);
+  args.options.gamma = gamma;
+  args.options.seed = static_cast<std::uint64_t>(seed);
+  args.options.init_model = init_model;
+  args.options.freeze_model = freeze_model;
+  try {
+    grabcut::validate_options(args.options);
+  } catch (const std::exception& e) {
+    TORCH_CHECK_VALUE(false, e.what());
+  }
+  return args;
+}
+
+inline void check_maxflow_args(const at::Tensor& terminal, const at::Tensor& nlinks) {
+  TORCH_CHECK_TYPE(terminal.scalar_type() == at::kInt, "terminal: expected dtype int32, got ",
+                   terminal.scalar_type());
+  TORCH_CHECK_TYPE(nlinks.scalar_type() == at::kInt, "nlinks: expected dtype int32, got ", nlinks.scalar_type());
+  TORCH_CHECK_VALUE(terminal.dim() == 3, "terminal: expected shape (B, H, W), got ", terminal.sizes());
+  TORCH_CHECK_VALUE(nlinks.dim() == 4 && nlinks.size(0) == terminal.size(0) && nlinks.size(1) == 4 &&
+                        nlinks.size(2) == terminal.size(1) && nlinks.size(3) == terminal.size(2),
+                    "nlinks: expected shape (B, 4, H, W) matching terminal, got ", nlinks.sizes());
+  TORCH_CHECK_VALUE(terminal.device() == nlinks.device(), "terminal and nlinks: expected one device");
+  TORCH_CHECK_VALUE(terminal.size(1) <= INT32_MAX && terminal.size(2) <= INT32_MAX, "terminal: too large");
+  if (nlinks.numel() > 0) {
+    TORCH_CHECK_VALUE(nlinks.min().item<int32_t>() >= 0, "nlinks: expected non-negative capacities");
+  }
+}
+
+// A contiguous copy of nlinks with the links that leave the grid set to 0, as the
+// solvers expect (direction order: right, down-right, down, down-left).
+inline at::Tensor grid_nlinks(const at::Tensor& nlinks) {
+  at::Tensor out = nlinks.contiguous().clone();
+  if (out.numel() == 0) return out;
+  const int64_t last_x = out.size(3) - 1;
+  const int64_t last_y = out.size(2) - 1;
+  out.select(1, 0).select(2, last_x).zero_();
+  out.select(1, 1).select(2, last_x).zero_();
+  out.select(1, 1).select(1, last_y).zero_();
+  out.select(1, 2).select(1, last_y).zero_();
+  out.select(1, 3).select(1, last_y).zero_();
+  out.select(1, 3).select(2, 0).zero_();
+  return out;
+}
+
+}  // namespace torchgrabcut

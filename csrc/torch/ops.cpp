@@ -1,0 +1,111 @@
+// The torchgrabcut operators: schemas and their CPU kernels. The layer only
+// converts: it checks tensors, makes them contiguous, allocates outputs and calls
+// the framework-free core. The CUDA kernels of the same schemas are registered in
+// ops_cuda.cpp when the extension is built with CUDA.
+#include <Python.h>
+#include <ATen/Parallel.h>
+#include <torch/library.h>
+#include <torch/torch.h>
+
+#include <stdexcept>
+#include <vector>
+
+#include "core/driver.h"
+#include "core/maxflow.h"
+#include "torch/op_checks.h"
+
+namespace torchgrabcut {
+namespace {
+
+std::tuple<at::Tensor, at::Tensor> grabcut_cpu_kernel(const at::Tensor& image, const at::Tensor& mask,
+                                                      const at::Tensor& model, at::IntArrayRef sizes,
+                                                      int64_t max_iter, int64_t components, double gamma,
+                                                      int64_t seed, bool init_model, bool freeze_model) {
+  const GrabCutArgs args =
+      check_grabcut_args(image, mask, model, sizes, max_iter, components, gamma, seed, init_model, freeze_model);
+  const at::Tensor image_c = image.contiguous();
+  at::Tensor mask_out = mask.contiguous().clone();
+  at::Tensor model_out = model.detach().contiguous().clone();
+  const int64_t batch = image.size(0);
+  const int64_t pitch_h = image.size(2);
+  const int64_t pitch_w = image.size(3);
+  std::vector<std::string> errors(static_cast<size_t>(batch));
+  // Images in parallel when there are several; a single image uses the core's own
+  // threads for its per-pixel stages (nested regions run serially).
+  at::parallel_for(0, batch, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t b = begin; b < end; ++b) {
+      const int64_t h = args.heights[b];
+      const int64_t w = args.widths[b];
+      at::Tensor img = image_c[b].slice(1, 0, h).slice(2, 0, w).contiguous();
+      at::Tensor msk = mask_out[b].slice(0, 0, h).slice(1, 0, w).contiguous();
+      at::Tensor mdl = model_out[b];
+      try {
+        grabcut::grabcut_cpu(img.data_ptr<uint8_t>(), static_cast<int>(h), static_cast<int>(w),
+                             msk.data_ptr<uint8_t>(), mdl.data_ptr<double>(), args.options);
+      } catch (const std::exception& e) {
+        errors[static_cast<size_t>(b)] = e.what();
+        continue;
+      }
+      if (h != pitch_h || w != pitch_w) mask_out[b].slice(0, 0, h).slice(1, 0, w).copy_(msk);
+    }
+  });
+  for (int64_t b = 0; b < batch; ++b) {
+    const std::string& err = errors[static_cast<size_t>(b)];
+    TORCH_CHECK_VALUE(err.empty(), batch > 1 ? "image " + std::to_string(b) + " of the batch: " + err : err);
+  }
+  return {mask_out, model_out};
+}
+
+std::tuple<at::Tensor, at::Tensor> maxflow_grid_cpu_kernel(const at::Tensor& terminal, const at::Tensor& nlinks) {
+  check_maxflow_args(terminal, nlinks);
+  const at::Tensor term_c = terminal.contiguous();
+  const at::Tensor nl_c = grid_nlinks(nlinks);
+  const int64_t batch = terminal.size(0);
+  const int64_t h = terminal.size(1);
+  const int64_t w = terminal.size(2);
+  at::Tensor cut = at::empty({batch, h, w}, terminal.options().dtype(at::kByte));
+  at::Tensor flows = at::empty({batch}, terminal.options().dtype(at::kLong));
+  at::parallel_for(0, batch, 1, [&](int64_t begin, int64_t end) {
+    grabcut::GridMaxflowSolver solver;
+    for (int64_t b = begin; b < end; ++b) {
+      grabcut::GridGraphView graph;
+      graph.height = static_cast<int>(h);
+      graph.width = static_cast<int>(w);
+      graph.terminal = term_c[b].data_ptr<int32_t>();
+      for (int d = 0; d < grabcut::kNumForwardDirections; ++d) graph.nlink[d] = nl_c[b][d].data_ptr<int32_t>();
+      flows[b] = solver.solve(graph, cut[b].data_ptr<uint8_t>());
+    }
+  });
+  return {cut, flows};
+}
+
+}  // namespace
+
+TORCH_LIBRARY(torchgrabcut, m) {
+  m.def(
+      "grabcut(Tensor image, Tensor mask, Tensor model, int[] sizes, int max_iter, int components, "
+      "float gamma, int seed, bool init_model, bool freeze_model) -> (Tensor, Tensor)");
+  m.def("maxflow_grid(Tensor terminal, Tensor nlinks) -> (Tensor, Tensor)");
+}
+
+// Not differentiable: the outputs are integer masks and a refitted model. Falling
+// through the autograd key means no graph is recorded and no output requires grad.
+TORCH_LIBRARY_IMPL(torchgrabcut, Autograd, m) {
+  m.impl("grabcut", torch::CppFunction::makeFallthrough());
+  m.impl("maxflow_grid", torch::CppFunction::makeFallthrough());
+}
+
+TORCH_LIBRARY_IMPL(torchgrabcut, CPU, m) {
+  m.impl("grabcut", &grabcut_cpu_kernel);
+  m.impl("maxflow_grid", &maxflow_grid_cpu_kernel);
+}
+
+}  // namespace torchgrabcut
+
+// An empty Python module, so that `from torchgrabcut import _C` loads this library
+// (which registers the operators) the ordinary way.
+extern "C" PyMODINIT_FUNC PyInit__C(void) {
+  static PyModuleDef module = {PyModuleDef_HEAD_INIT, "_C", "torchgrabcut operators (torch.ops.torchgrabcut)", -1,
+                               nullptr, nullptr, nullptr, nullptr, nullptr};
+  return PyModule_Create(&module);
+}

@@ -1,0 +1,3 @@
+from torchgrabcut.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,403 @@
+"""torchgrabcut.grabcut: the Python entry point.
+
+It owns the conversions (numpy <-> torch, boxes to masks, padding a list of
+images into one batch) and checks every argument, so that the operators below
+only ever see well-formed tensors.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import torch
+
+from torchgrabcut import _ops
+from torchgrabcut.model import PARAMS_PER_COMPONENT, GrabCutModel
+
+__all__ = ["GC_BGD", "GC_FGD", "GC_PR_BGD", "GC_PR_FGD", "grabcut", "masks_from_boxes", "resolve_device"]
+
+GC_BGD = 0
+GC_FGD = 1
+GC_PR_BGD = 2
+GC_PR_FGD = 3
+
+ImageLike = np.ndarray | torch.Tensor
+Box = Sequence[float]
+MAX_ITER_LIMIT = 1_000_000
+
+
+def resolve_device(device: str | torch.device | None, default: torch.device | None = None) -> torch.device:
+    """The device to compute on: ``device`` if given, else ``default``, else CUDA when usable."""
+    if device is not None:
+        try:
+            dev = torch.device(device)
+        except (RuntimeError, TypeError) as err:
+            raise ValueError(f"device: expected 'cpu', 'cuda' or a torch.device, got {device!r}") from err
+        if dev.type == "cuda" and not (torch.cuda.is_available() and _ops.cuda_kernels_built()):
+            raise ValueError(
+                "device: 'cuda' was asked for, but "
+                + (
+                    "no CUDA GPU is available"
+                    if not torch.cuda.is_available()
+                    else "the extension was built without CUDA"
+                )
+            )
+        if dev.type not in ("cpu", "cuda"):
+            raise ValueError(f"device: expected 'cpu' or 'cuda', got {dev.type!r}")
+        return dev
+    if default is not None:
+        return default
+    if torch.cuda.is_available() and _ops.cuda_kernels_built():
+        return torch.device("cuda", torch.cuda.current_device())
+    return torch.device("cpu")
+
+
+def _check_int(value: object, name: str, low: int, high: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"{name}: expected an int, got {type(value).__name__}")
+    v = int(value)
+    if not low <= v <= high:
+        raise ValueError(f"{name}: expected {low}..{high}, got {v}")
+    return v
+
+
+def _image_to_chw(image: object, name: str) -> tuple[torch.Tensor, bool]:
+    """One image as a uint8 (3, H, W) tensor; True when it came as a numpy array."""
+    if isinstance(image, np.ndarray):
+        if image.dtype != np.uint8:
+            raise TypeError(f"{name}: expected dtype uint8 (0..255 colours), got {image.dtype}")
+        if image.ndim != 3 or image.shape[2] != 3:
+            raise ValueError(f"{name}: expected a numpy array of shape (H, W, 3), got {image.shape}")
+        if image.shape[0] == 0 or image.shape[1] == 0:
+            raise ValueError(f"{name}: expected a non-empty image, got shape {image.shape}")
+        return torch.from_numpy(np.ascontiguousarray(image)).permute(2, 0, 1), True
+    if isinstance(image, torch.Tensor):
+        _check_tensor_image(image, name, batched=False)
+        return image, False
+    raise TypeError(f"{name}: expected a numpy array or a torch.Tensor, got {type(image).__name__}")
+
+
+def _check_tensor_image(image: torch.Tensor, name: str, batched: bool) -> None:
+    if image.dtype != torch.uint8:
+        raise TypeError(f"{name}: expected dtype torch.uint8 (0..255 colours), got {image.dtype}")
+    shape = "(B, 3, H, W)" if batched else "(3, H, W)"
+    if image.dim() != (4 if batched else 3) or image.shape[-3] != 3:
+        raise ValueError(f"{name}: expected a tensor of shape {shape}, got {tuple(image.shape)}")
+    if image.shape[-1] == 0 or image.shape[-2] == 0:
+        raise ValueError(f"{name}: expected a non-empty image, got shape {tuple(image.shape)}")
+    if image.device.type not in ("cpu", "cuda"):
+        raise ValueError(f"{name}: expected a CPU or CUDA tensor, got device {image.device}")
+
+
+def _parse_box(box: object, height: int, width: int, name: str) -> tuple[int, int, int, int]:
+    if isinstance(box, torch.Tensor):
+        box = box.detach().cpu().tolist()
+    elif isinstance(box, np.ndarray):
+        box = box.tolist()
+    if isinstance(box, (str, bytes)) or not isinstance(box, Sequence) or len(box) != 4:
+        raise ValueError(f"{name}: expected 4 numbers (x0, y0, x1, y1), got {box!r}")
+    values: list[int] = []
+    for v in box:
+        if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)):
+            raise TypeError(f"{name}: expected numbers (x0, y0, x1, y1), got {box!r}")
+        f = float(v)
+        if not math.isfinite(f) or f != math.floor(f):
+            raise ValueError(f"{name}: expected whole, finite pixel coordinates (x0, y0, x1, y1), got {box!r}")
+        values.append(int(f))
+    x0, y0, x1, y1 = values
+    if x1 <= x0 or y1 <= y0:
+        raise ValueError(
+            f"{name}: expected x0 < x1 and y0 < y1 (half-open, pixels x0 <= x < x1), got {tuple(values)}: "
+            + ("empty" if x1 == x0 or y1 == y0 else "inverted")
+        )
+    if x0 < 0 or y0 < 0 or x1 > width or y1 > height:
+        raise ValueError(
+            f"{name}: expected 0 <= x0 < x1 <= {width} and 0 <= y0 < y1 <= {height} for a {height}x{width} image, "
+            f"got {tuple(values)}"
+        )
+    return x0, y0, x1, y1
+
+
+def masks_from_boxes(
+    boxes: list[tuple[int, int, int, int]],
+    heights: list[int],
+    widths: list[int],
+    ph: int,
+    pw: int,
+    device: torch.device,
+) -> torch.Tensor:
+    """Initial masks of boxes, (B, ph, pw): PR_FGD inside each box (half-open), BGD outside.
+
+    A box that leaves no pixel outside it leaves nothing to learn the background
+    from (``cv2.grabCut`` raises there); the one-pixel image border is then taken
+    as background (BGD) instead, on images at least 3 pixels high and wide.
+    """
+    b = torch.tensor(boxes, dtype=torch.int64, device=device).reshape(-1, 4)
+    h = torch.tensor(heights, dtype=torch.int64, device=device)[:, None, None]
+    w = torch.tensor(widths, dtype=torch.int64, device=device)[:, None, None]
+    ys = torch.arange(ph, device=device)[None, :, None]
+    xs = torch.arange(pw, device=device)[None, None, :]
+    x0, y0, x1, y1 = (b[:, i, None, None] for i in range(4))
+    inside = (ys >= y0) & (ys < y1) & (xs >= x0) & (xs < x1)
+    whole = (x0 == 0) & (y0 == 0) & (x1 == w) & (y1 == h) & (h >= 3) & (w >= 3)
+    border = (ys == 0) | (ys == h - 1) | (xs == 0) | (xs == w - 1)
+    inside = inside & ~(whole & border)
+    return torch.where(inside, GC_PR_FGD, GC_BGD).to(torch.uint8)
+
+
+def _valid_pixels(heights: list[int], widths: list[int], ph: int, pw: int, device: torch.device) -> torch.Tensor:
+    """(B, ph, pw) bool: True on the pixels of each image of a padded batch."""
+    h = torch.tensor(heights, dtype=torch.int64, device=device)[:, None, None]
+    w = torch.tensor(widths, dtype=torch.int64, device=device)[:, None, None]
+    ys = torch.arange(ph, device=device)[None, :, None]
+    xs = torch.arange(pw, device=device)[None, None, :]
+    return (ys < h) & (xs < w)
+
+
+def _to_mask_tensor(mask: object, name: str) -> torch.Tensor:
+    if isinstance(mask, np.ndarray):
+        if not (np.issubdtype(mask.dtype, np.integer) or mask.dtype == np.bool_):
+            raise TypeError(f"{name}: expected an integer array of labels 0..3, got dtype {mask.dtype}")
+        return torch.from_numpy(np.ascontiguousarray(mask))
+    if isinstance(mask, torch.Tensor):
+        if mask.dtype.is_floating_point or mask.dtype.is_complex:
+            raise TypeError(f"{name}: expected an integer tensor of labels 0..3, got dtype {mask.dtype}")
+        return mask
+    raise TypeError(f"{name}: expected a numpy array or a torch.Tensor, got {type(mask).__name__}")
+
+
+def _check_labels(mask: torch.Tensor, name: str) -> torch.Tensor:
+    """Checks labels 0..3 (one host sync for device tensors) and returns uint8."""
+    if mask.numel() > 0:
+        low, high = int(mask.min()), int(mask.max())
+        if low < 0 or high > 3:
+            bad = low if low < 0 else high
+            raise ValueError(f"{name}: expected labels 0..3 (GC_BGD, GC_FGD, GC_PR_BGD, GC_PR_FGD), got {bad}")
+    return mask.to(torch.uint8)
+
+
+def _check_classes(masks: torch.Tensor, heights: list[int], widths: list[int], name: str) -> None:
+    """Both classes must have a pixel to learn from in every image (one host sync)."""
+    fg = (masks & 1).bool()
+    valid = _valid_pixels(heights, widths, masks.shape[1], masks.shape[2], masks.device)
+    has_fg = (fg & valid).flatten(1).any(1).cpu().tolist()
+    has_bg = (~fg & valid).flatten(1).any(1).cpu().tolist()
+    for b in range(len(heights)):
+        where = f" (image {b} of the batch)" if len(heights) > 1 else ""
+        if not has_fg[b]:
+            raise ValueError(f"{name}: no foreground pixel (label GC_FGD or GC_PR_FGD) to learn from{where}")
+        if not has_bg[b]:
+            raise ValueError(f"{name}: no background pixel (label GC_BGD or GC_PR_BGD) to learn from{where}")
+
+
+def _check_model(model: object, batch: int, components: int) -> torch.Tensor:
+    if not isinstance(model, GrabCutModel):
+        raise TypeError(f"model: expected a torchgrabcut.GrabCutModel, got {type(model).__name__}")
+    p = model.params
+    if model.components != components:
+        raise ValueError(f"model: expected {components} components per class, got {model.components}")
+    if p.dim() == 2:
+        p = p.unsqueeze(0).expand(batch, -1, -1)
+    if p.shape[0] != batch:
+        raise ValueError(f"model: expected a model per image ({batch}), got {p.shape[0]}")
+    if not bool(torch.isfinite(p).all()):
+        raise ValueError("model: expected finite parameters, got NaN or inf")
+    # A class needs a usable component: positive weight, positive definite covariance.
+    cov = p[..., 4:].reshape(batch, 2, components, 3, 3)
+    weight = p[..., 0].reshape(batch, 2, components)
+    sym = (cov + cov.transpose(-1, -2)) / 2
+    eig_min = torch.linalg.eigvalsh(sym.cpu()).amin(-1).to(p.device)
+    usable = ((weight > 0) & (eig_min > 0)).any(-1)
+    if not bool(usable.all()):
+        raise ValueError(
+            "model: every class needs a component with a positive weight and a positive definite covariance"
+        )
+    return p.contiguous()
+
+
+def _split_batch(image: object) -> tuple[list[torch.Tensor], str]:
+    """Images as (3, H, W) tensors and how to return the masks: 'numpy', 'tensor', 'batch' or 'list'."""
+    if isinstance(image, torch.Tensor) and image.dim() == 4:
+        _check_tensor_image(image, "image", batched=True)
+        return list(image.unbind(0)), "batch"
+    if isinstance(image, (list, tuple)):
+        if len(image) == 0:
+            raise ValueError("image: expected at least one image, got an empty list")
+        return [_image_to_chw(im, f"image[{i}]")[0] for i, im in enumerate(image)], "list"
+    chw, was_numpy = _image_to_chw(image, "image")
+    return [chw], ("numpy" if was_numpy else "tensor")
+
+
+def grabcut(
+    image: ImageLike | Sequence[ImageLike],
+    mask: Any = None,
+    *,
+    box: Any = None,
+    max_iter: int = 5,
+    model: GrabCutModel | None = None,
+    freeze_model: bool = False,
+    return_model: bool = False,
+    seed: int = 0,
+    device: str | torch.device | None = None,
+    gamma: float = 50.0,
+    components: int = 5,
+) -> Any:
+    """Segments an image (or a batch) with GrabCut and returns the mask.
+
+    Args:
+        image: an (H, W, 3) uint8 numpy array (the mask comes back as an (H, W)
+            uint8 numpy array); a uint8 tensor (3, H, W) or (B, 3, H, W) (the mask
+            comes back as a tensor on the same device, (H, W) or (B, H, W)); or a
+            list of such images of any sizes (a list of masks comes back).
+        mask: initial labels (0 BGD, 1 FGD, 2 PR_BGD, 3 PR_FGD), (H, W) or
+            (B, H, W) or a list; without ``model`` the mixtures are learnt from it
+            (GC_INIT_WITH_MASK), with ``model`` it is the mask being refined
+            (GC_EVAL). Never modified.
+        box: (x0, y0, x1, y1), half-open (pixels x0 <= x < x1, y0 <= y < y1), or
+            one box per image ((B, 4)). Inside starts as PR_FGD, outside as BGD
+            (GC_INIT_WITH_RECT). Give either ``box`` or ``mask``.
+        max_iter: at most this many iterations; it stops earlier only at an exact
+            fixed point, so the result equals running all of them.
+        model: a GrabCutModel to continue from instead of learning one.
+        freeze_model: keep ``model`` as it is (GC_EVAL_FREEZE_MODEL).
+        return_model: also return the final GrabCutModel.
+        seed: seed of the k-means initialisation of the mixtures.
+        device: 'cpu' or 'cuda'; by default tensors compute where they are and
+            numpy arrays on the GPU when one is usable.
+        gamma: smoothness weight (OpenCV's 50).
+        components: Gaussian components per class (OpenCV's 5).
+
+    Returns:
+        The mask, or ``(mask, model)`` with ``return_model``.
+    """
+    images, kind = _split_batch(image)
+    batch = len(images)
+    max_iter = _check_int(max_iter, "max_iter", 0, MAX_ITER_LIMIT)
+    components = _check_int(components, "components", 1, 16)
+    seed = _check_int(seed, "seed", -(2**63), 2**63 - 1)
+    if isinstance(gamma, bool) or not isinstance(gamma, (int, float)) or not math.isfinite(gamma):
+        raise ValueError(f"gamma: expected a finite number, got {gamma!r}")
+    if not 0 < float(gamma) <= 1e4:
+        raise ValueError(f"gamma: expected 0 < gamma <= 10000, got {gamma}")
+    if not isinstance(freeze_model, bool) or not isinstance(return_model, bool):
+        raise TypeError("freeze_model and return_model: expected bool")
+    if freeze_model and model is None:
+        raise ValueError("freeze_model: needs a model to keep (model=None was given)")
+    if box is None and mask is None:
+        raise ValueError("box or mask: expected one of them to say where the object is, got neither")
+    if box is not None and mask is not None:
+        raise ValueError("box and mask: expected one of them, got both (a mask already holds the box)")
+
+    first = images[0]
+    default = None if kind == "numpy" else first.device
+    if kind in ("list",) and any(im.device != first.device for im in images):
+        raise ValueError("image: expected all images of the list on one device")
+    dev = resolve_device(device, default)
+
+    heights = [int(im.shape[1]) for im in images]
+    widths = [int(im.shape[2]) for im in images]
+    ph, pw = max(heights), max(widths)
+    ragged = any(h != ph or w != pw for h, w in zip(heights, widths))
+    if kind == "batch":
+        batch_image = image.to(dev)  # type: ignore[union-attr]
+    else:
+        batch_image = torch.zeros((batch, 3, ph, pw), dtype=torch.uint8, device=dev)
+        for b, im in enumerate(images):
+            batch_image[b, :, : heights[b], : widths[b]] = im.to(dev)
+
+    if box is not None:
+        boxes = _boxes_per_image(box, batch)
+        parsed = [
+            _parse_box(boxes[b], heights[b], widths[b], "box" if batch == 1 else f"box[{b}]") for b in range(batch)
+        ]
+        for b, (x0, y0, x1, y1) in enumerate(parsed):
+            if (x0, y0, x1, y1) == (0, 0, widths[b], heights[b]) and min(heights[b], widths[b]) < 3:
+                raise ValueError(
+                    f"box: covers the whole {heights[b]}x{widths[b]} image, leaving no background to learn from"
+                )
+        masks = masks_from_boxes(parsed, heights, widths, ph, pw, dev)
+    else:
+        masks = torch.zeros((batch, ph, pw), dtype=torch.uint8, device=dev)
+        _fill_masks(mask, masks, heights, widths, kind)
+
+    if model is None:
+        if box is None:  # (a box always leaves pixels of both classes, as checked above)
+            _check_classes(masks, heights, widths, "mask")
+        params = torch.zeros((batch, 2 * components, PARAMS_PER_COMPONENT), dtype=torch.float64, device=dev)
+    else:
+        params = _check_model(model, batch, components).to(dev)
+
+    sizes = [v for hw in zip(heights, widths) for v in hw] if ragged else []
+    out_mask, out_model = _ops.grabcut_op(
+        batch_image,
+        masks,
+        params,
+        sizes,
+        max_iter,
+        components,
+        float(gamma),
+        seed,
+        model is None,
+        freeze_model,
+    )
+    result_mask: Any
+    if kind == "numpy":
+        result_mask = out_mask[0].cpu().numpy()
+    elif kind == "tensor":
+        result_mask = out_mask[0]
+    elif kind == "batch":
+        result_mask = out_mask
+    else:
+        result_mask = [out_mask[b, : heights[b], : widths[b]] for b in range(batch)]
+        if all(isinstance(im, np.ndarray) for im in image):  # type: ignore[union-attr]
+            result_mask = [m.cpu().numpy() for m in result_mask]
+    if not return_model:
+        return result_mask
+    result_model = GrabCutModel(out_model if kind in ("batch", "list") else out_model[0])
+    if kind == "numpy":
+        result_model = result_model.to("cpu")
+    return result_mask, result_model
+
+
+def _boxes_per_image(box: object, batch: int) -> list[object]:
+    if isinstance(box, torch.Tensor):
+        box = box.detach().cpu().numpy()
+    if isinstance(box, np.ndarray):
+        if box.ndim == 1:
+            return [box] * batch
+        if box.ndim == 2 and box.shape[1] == 4 and box.shape[0] == batch:
+            return list(box)
+        raise ValueError(f"box: expected shape (4,) or ({batch}, 4), got {box.shape}")
+    if isinstance(box, (list, tuple)) and len(box) > 0 and isinstance(box[0], (list, tuple, np.ndarray, torch.Tensor)):
+        if len(box) != batch:
+            raise ValueError(f"box: expected one box per image ({batch}), got {len(box)}")
+        return list(box)
+    return [box] * batch
+
+
+def _fill_masks(mask: object, masks: torch.Tensor, heights: list[int], widths: list[int], kind: str) -> None:
+    batch = len(heights)
+    if isinstance(mask, (list, tuple)):
+        if len(mask) != batch:
+            raise ValueError(f"mask: expected one mask per image ({batch}), got {len(mask)}")
+        per_image = [_to_mask_tensor(m, f"mask[{b}]") for b, m in enumerate(mask)]
+    else:
+        t = _to_mask_tensor(mask, "mask")
+        if t.dim() == 3:
+            if t.shape[0] != batch:
+                raise ValueError(f"mask: expected {batch} masks, got shape {tuple(t.shape)}")
+            per_image = list(t.unbind(0))
+        elif t.dim() == 2:
+            per_image = [t] * batch if kind == "batch" else [t]
+            if len(per_image) != batch:
+                raise ValueError(f"mask: expected one mask per image ({batch}), got one")
+        else:
+            raise ValueError(f"mask: expected shape (H, W) or (B, H, W), got {tuple(t.shape)}")
+    for b, m in enumerate(per_image):
+        name = "mask" if batch == 1 else f"mask[{b}]"
+        if tuple(m.shape) != (heights[b], widths[b]):
+            raise ValueError(f"{name}: expected the image's size ({heights[b]}, {widths[b]}), got {tuple(m.shape)}")
+        masks[b, : heights[b], : widths[b]] = _check_labels(m, name).to(masks.device)

@@ -1,0 +1,140 @@
+"""Quality on a GrabCut-style dataset: error rate in the box and IoU against ground truth.
+
+A dataset folder holds ``images/``, ``gt/<stem>.png`` (0 background, 255
+foreground, 128 unscored) and ``boxes.csv`` (``name,x0,y0,x1,y1``, INCLUSIVE
+pixel coordinates), as the GrabCut benchmark does. ``cv2.grabCut`` runs on the
+same boxes in the same run when OpenCV is installed.
+"""
+
+from __future__ import annotations
+
+import csv
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from torchgrabcut.api import grabcut
+from torchgrabcut.imageio import read_image
+
+__all__ = ["DatasetItem", "EvalResult", "evaluate_dataset", "format_eval", "load_dataset", "score"]
+
+
+@dataclass
+class DatasetItem:
+    name: str
+    image: np.ndarray  # (H, W, 3) uint8, BGR as OpenCV reads it
+    gt: np.ndarray  # (H, W) uint8
+    box: tuple[int, int, int, int]  # half-open (x0, y0, x1, y1)
+
+
+@dataclass
+class EvalResult:
+    names: list[str] = field(default_factory=list)
+    error: dict[str, list[float]] = field(default_factory=dict)
+    iou: dict[str, list[float]] = field(default_factory=dict)
+    seconds: dict[str, float] = field(default_factory=dict)
+    agreement_iou: list[float] = field(default_factory=list)  # ours vs cv2
+    cv2_failures: list[str] = field(default_factory=list)
+
+
+def load_dataset(root: str | Path) -> list[DatasetItem]:
+    root = Path(root)
+    boxes_csv = root / "boxes.csv"
+    if not boxes_csv.is_file():
+        raise FileNotFoundError(f"dataset: expected {boxes_csv} (name,x0,y0,x1,y1 inclusive)")
+    items = []
+    with boxes_csv.open(newline="") as f:
+        for row in csv.DictReader(f):
+            name = row["name"]
+            image = read_image(root / "images" / name)
+            gt = read_image(root / "gt" / (Path(name).stem + ".png"), grayscale=True)
+            x0, y0, x1, y1 = (int(row[k]) for k in ("x0", "y0", "x1", "y1"))
+            items.append(DatasetItem(name, image, gt, (x0, y0, x1 + 1, y1 + 1)))
+    return items
+
+
+def score(fg: np.ndarray, gt: np.ndarray, box: tuple[int, int, int, int]) -> tuple[float, float]:
+    """(error rate inside the box, IoU), both over pixels where gt != 128."""
+    scored = gt != 128
+    truth = gt > 128
+    x0, y0, x1, y1 = box
+    in_box = np.zeros_like(scored)
+    in_box[y0:y1, x0:x1] = True
+    s_box = scored & in_box
+    error = float(((fg != truth) & s_box).sum() / max(int(s_box.sum()), 1))
+    union = int(((fg | truth) & scored).sum())
+    iou = float(((fg & truth) & scored).sum() / union) if union else 1.0
+    return error, iou
+
+
+def _foreground(mask: np.ndarray) -> np.ndarray:
+    return (mask & 1).astype(bool)
+
+
+def evaluate_dataset(
+    root: str | Path, device: str | None = None, max_iter: int = 5, with_cv2: bool = True
+) -> EvalResult:
+    items = load_dataset(root)
+    res = EvalResult(names=[it.name for it in items])
+    t0 = time.perf_counter()
+    ours = grabcut([it.image for it in items], box=[it.box for it in items], max_iter=max_iter, device=device)
+    res.seconds["torchgrabcut"] = time.perf_counter() - t0
+    ours_fg = [_foreground(m) for m in ours]
+    res.error["torchgrabcut"], res.iou["torchgrabcut"] = _scores(ours_fg, items)
+    if with_cv2:
+        try:
+            import cv2
+        except ImportError:
+            return res
+        cv2_fg = []
+        t0 = time.perf_counter()
+        for it in items:
+            x0, y0, x1, y1 = it.box
+            mask = np.zeros(it.gt.shape, np.uint8)
+            try:
+                cv2.grabCut(
+                    it.image,
+                    mask,
+                    (x0, y0, x1 - x0, y1 - y0),
+                    np.zeros((1, 65)),
+                    np.zeros((1, 65)),
+                    max_iter,
+                    cv2.GC_INIT_WITH_RECT,
+                )
+            except cv2.error:
+                # OpenCV raises when the box leaves no background; score it as "whole box is foreground".
+                res.cv2_failures.append(it.name)
+                mask[y0:y1, x0:x1] = 3
+            cv2_fg.append(_foreground(mask))
+        res.seconds["cv2.grabCut"] = time.perf_counter() - t0
+        res.error["cv2.grabCut"], res.iou["cv2.grabCut"] = _scores(cv2_fg, items)
+        for a, b in zip(ours_fg, cv2_fg):
+            union = int((a | b).sum())
+            res.agreement_iou.append(float((a & b).sum() / union) if union else 1.0)
+    return res
+
+
+def _scores(fgs: list[np.ndarray], items: list[DatasetItem]) -> tuple[list[float], list[float]]:
+    pairs = [score(fg, it.gt, it.box) for fg, it in zip(fgs, items)]
+    return [p[0] for p in pairs], [p[1] for p in pairs]
+
+
+def format_eval(res: EvalResult) -> str:
+    lines = [f"{'method':<14} {'mean error in box':>18} {'mean IoU':>9} {'seconds':>9}"]
+    for method in res.error:
+        lines.append(
+            f"{method:<14} {100 * np.mean(res.error[method]):>17.2f}% {np.mean(res.iou[method]):>9.3f}"
+            f" {res.seconds[method]:>9.2f}"
+        )
+    if res.agreement_iou:
+        same = sum(a == 1.0 for a in res.agreement_iou)
+        lines.append(
+            f"mean IoU between torchgrabcut and cv2.grabCut masks: {np.mean(res.agreement_iou):.3f} "
+            f"({same} of {len(res.agreement_iou)} identical)"
+        )
+    if res.cv2_failures:
+        lines.append("cv2.grabCut raised on " + ", ".join(res.cv2_failures) + " (scored as whole box foreground)")
+    lines.append(f"{len(res.names)} images")
+    return "\n".join(lines)

@@ -1,0 +1,752 @@
+// Tests of the grid max-flow solver (csrc/core/maxflow.h) against references that
+// share no code with it: Dinic's algorithm on a general adjacency-list graph with
+// its own residual search for the canonical cut, and, for graphs of at most 12
+// pixels, enumeration of every cut.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <random>
+#include <stdexcept>
+#include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "core/maxflow.h"
+
+namespace {
+
+using grabcut::GridGraphView;
+using grabcut::GridMaxflowSolver;
+
+// (dy, dx) of the forward n-links kRight, kDownRight, kDown, kDownLeft.
+constexpr int kForwardDy[4] = {0, 1, 1, 1};
+constexpr int kForwardDx[4] = {1, 1, 0, -1};
+
+struct TestGraph {
+  int height = 0;
+  int width = 0;
+  std::vector<std::int32_t> terminal;
+  std::array<std::vector<std::int32_t>, 4> nlink;
+
+  TestGraph(int h, int w) : height(h), width(w) {
+    const std::size_t n = static_cast<std::size_t>(h) * static_cast<std::size_t>(w);
+    terminal.assign(n, 0);
+    for (auto& v : nlink) v.assign(n, 0);
+  }
+  std::size_t size() const { return terminal.size(); }
+  bool has_neighbour(int y, int x, int d) const {
+    const int ny = y + kForwardDy[d];
+    const int nx = x + kForwardDx[d];
+    return ny < height && nx >= 0 && nx < width;
+  }
+  GridGraphView view() const {
+    GridGraphView v;
+    v.height = height;
+    v.width = width;
+    v.terminal = terminal.data();
+    for (int d = 0; d < 4; ++d) v.nlink[d] = nlink[d].data();
+    return v;
+  }
+};
+
+// Sets every in-grid n-link by calling f(d) (diagonals only if eight_connected).
+template <typename F>
+void set_nlinks(TestGraph& g, bool eight_connected, F&& f) {
+  for (int y = 0; y < g.height; ++y) {
+    for (int x = 0; x < g.width; ++x) {
+      const std::size_t i = static_cast<std::size_t>(y) * g.width + x;
+      for (int d = 0; d < 4; ++d) {
+        const bool diagonal = d == 1 || d == 3;
+        if (g.has_neighbour(y, x, d) && (eight_connected || !diagonal)) g.nlink[d][i] = f(d);
+      }
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Reference: Dinic's algorithm on an explicit graph, int64 capacities.
+class ReferenceMaxflow {
+ public:
+  explicit ReferenceMaxflow(const TestGraph& g)
+      : num_pixels_(static_cast<int>(g.size())),
+        source_(num_pixels_),
+        sink_(num_pixels_ + 1),
+        adjacency_(static_cast<std::size_t>(num_pixels_) + 2) {
+    for (int y = 0; y < g.height; ++y) {
+      for (int x = 0; x < g.width; ++x) {
+        const int i = y * g.width + x;
+        const std::int64_t t = g.terminal[static_cast<std::size_t>(i)];
+        if (t > 0) add_edge(source_, i, t, 0);
+        if (t < 0) add_edge(i, sink_, -t, 0);
+        for (int d = 0; d < 4; ++d) {
+          if (!g.has_neighbour(y, x, d)) continue;
+          const std::int64_t c = g.nlink[d][static_cast<std::size_t>(i)];
+          const int j = (y + kForwardDy[d]) * g.width + (x + kForwardDx[d]);
+          if (c > 0) add_edge(i, j, c, c);  // undirected: both directions c
+        }
+      }
+    }
+  }
+
+  std::int64_t max_flow() {
+    std::int64_t flow = 0;
+    const int n = num_pixels_ + 2;
+    std::vector<int> level(static_cast<std::size_t>(n));
+    std::vector<std::size_t> next_arc(static_cast<std::size_t>(n));
+    std::vector<int> path;  // arc indices from the source
+    while (build_levels(level)) {
+      std::fill(next_arc.begin(), next_arc.end(), 0);
+      path.clear();
+      int u = source_;
+      for (;;) {
+        if (u == sink_) {
+          std::int64_t f = std::numeric_limits<std::int64_t>::max();
+          for (int e : path) f = std::min(f, cap_[static_cast<std::size_t>(e)]);
+          for (int e : path) {
+            cap_[static_cast<std::size_t>(e)] -= f;
+            cap_[static_cast<std::size_t>(e ^ 1)] += f;
+          }
+          flow += f;
+          std::size_t k = 0;
+          while (cap_[static_cast<std::size_t>(path[k])] != 0) ++k;
+          path.resize(k);
+          u = k == 0 ? source_ : head_[static_cast<std::size_t>(path.back())];
+          continue;
+        }
+        const auto& arcs = adjacency_[static_cast<std::size_t>(u)];
+        std::size_t& it = next_arc[static_cast<std::size_t>(u)];
+        while (it < arcs.size()) {
+          const int e = arcs[it];
+          const int v = head_[static_cast<std::size_t>(e)];
+          if (cap_[static_cast<std::size_t>(e)] > 0 &&
+              level[static_cast<std::size_t>(v)] == level[static_cast<std::size_t>(u)] + 1) {
+            break;
+          }
+          ++it;
+        }
+        if (it < arcs.size()) {
+          const int e = arcs[it];
+          path.push_back(e);
+          u = head_[static_cast<std::size_t>(e)];
+        } else {
+          level[static_cast<std::size_t>(u)] = -1;  // dead end
+          if (path.empty()) break;
+          const int e = path.back();
+          path.pop_back();
+          u = head_[static_cast<std::size_t>(e ^ 1)];
+          ++next_arc[static_cast<std::size_t>(u)];
+        }
+      }
+    }
+    return flow;
+  }
+
+  // After max_flow(): 1 for pixels that cannot reach the sink in the residual graph.
+  std::vector<std::uint8_t> canonical_cut() const {
+    std::vector<char> reaches(static_cast<std::size_t>(num_pixels_) + 2, 0);
+    std::vector<int> queue{sink_};
+    reaches[static_cast<std::size_t>(sink_)] = 1;
+    for (std::size_t k = 0; k < queue.size(); ++k) {
+      const int v = queue[k];
+      for (int e : adjacency_[static_cast<std::size_t>(v)]) {
+        const int u = head_[static_cast<std::size_t>(e)];
+        // e ^ 1 is the arc u -> v.
+        if (!reaches[static_cast<std::size_t>(u)] && cap_[static_cast<std::size_t>(e ^ 1)] > 0) {
+          reaches[static_cast<std::size_t>(u)] = 1;
+          queue.push_back(u);
+        }
+      }
+    }
+    std::vector<std::uint8_t> side(static_cast<std::size_t>(num_pixels_));
+    for (std::size_t i = 0; i < side.size(); ++i) side[i] = reaches[i] ? 0 : 1;
+    return side;
+  }
+
+ private:
+  void add_edge(int u, int v, std::int64_t cuv, std::int64_t cvu) {
+    adjacency_[static_cast<std::size_t>(u)].push_back(static_cast<int>(head_.size()));
+    head_.push_back(v);
+    cap_.push_back(cuv);
+    adjacency_[static_cast<std::size_t>(v)].push_back(static_cast<int>(head_.size()));
+    head_.push_back(u);
+    cap_.push_back(cvu);
+  }
+
+  bool build_levels(std::vector<int>& level) const {
+    std::fill(level.begin(), level.end(), -1);
+    std::vector<int> queue{source_};
+    level[static_cast<std::size_t>(source_)] = 0;
+    for (std::size_t k = 0; k < queue.size(); ++k) {
+      const int u = queue[k];
+      for (int e : adjacency_[static_cast<std::size_t>(u)]) {
+        const int v = head_[static_cast<std::size_t>(e)];
+        if (cap_[static_cast<std::size_t>(e)] > 0 && level[static_cast<std::size_t>(v)] < 0) {
+          level[static_cast<std::size_t>(v)] = level[static_cast<std::size_t>(u)] + 1;
+          queue.push_back(v);
+        }
+      }
+    }
+    return level[static_cast<std::size_t>(sink_)] >= 0;
+  }
+
+  int num_pixels_;
+  int source_;
+  int sink_;
+  std::vector<std::vector<int>> adjacency_;
+  std::vector<int> head_;            // arc e goes to head_[e]; e ^ 1 is its reverse
+  std::vector<std::int64_t> cap_;    // residual capacity of arc e
+};
+
+// Reference 2: every cut of a graph of at most 12 pixels. Returns the minimum cut
+// value and the union of all minimum source sets (the largest one).
+std::pair<std::int64_t, std::vector<std::uint8_t>> brute_force_min_cut(const TestGraph& g) {
+  const int n = static_cast<int>(g.size());
+  std::int64_t best = std::numeric_limits<std::int64_t>::max();
+  unsigned best_union = 0;
+  for (unsigned mask = 0; mask < (1U << n); ++mask) {
+    std::int64_t value = 0;
+    for (int y = 0; y < g.height; ++y) {
+      for (int x = 0; x < g.width; ++x) {
+        const int i = y * g.width + x;
+        const bool s = ((mask >> i) & 1U) != 0;
+        const std::int64_t t = g.terminal[static_cast<std::size_t>(i)];
+        if (s && t < 0) value += -t;
+        if (!s && t > 0) value += t;
+        for (int d = 0; d < 4; ++d) {
+          if (!g.has_neighbour(y, x, d)) continue;
+          const int j = (y + kForwardDy[d]) * g.width + (x + kForwardDx[d]);
+          if (s != (((mask >> j) & 1U) != 0)) value += g.nlink[d][static_cast<std::size_t>(i)];
+        }
+      }
+    }
+    if (value < best) {
+      best = value;
+      best_union = mask;
+    } else if (value == best) {
+      best_union |= mask;
+    }
+  }
+  std::vector<std::uint8_t> side(static_cast<std::size_t>(n));
+  for (int i = 0; i < n; ++i) side[static_cast<std::size_t>(i)] = (best_union >> i) & 1U;
+  return {best, side};
+}
+
+// ---------------------------------------------------------------------------
+// Graph generators.
+enum class Regime {
+  kSmall,           // n-links 0..10, terminals -20..20
+  kTiny,            // n-links 0..2, terminals -3..3, many ties
+  kHuge,            // n-links up to 2^20, terminals up to +-2^30
+  kStrongNlinks,    // n-links up to 1000, terminals -50..50: flow runs far
+  kSparseTerminals, // 98% of terminals zero, the rest large: long paths
+  kZeroHeavy,       // half of everything zero
+};
+
+const char* regime_name(Regime r) {
+  switch (r) {
+    case Regime::kSmall: return "Small";
+    case Regime::kTiny: return "Tiny";
+    case Regime::kHuge: return "Huge";
+    case Regime::kStrongNlinks: return "StrongNlinks";
+    case Regime::kSparseTerminals: return "SparseTerminals";
+    case Regime::kZeroHeavy: return "ZeroHeavy";
+  }
+  return "?";
+}
+
+TestGraph random_graph(int h, int w, Regime regime, bool eight_connected, std::uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  auto uniform = [&rng](std::int64_t lo, std::int64_t hi) {
+    return static_cast<std::int32_t>(std::uniform_int_distribution<std::int64_t>(lo, hi)(rng));
+  };
+  auto chance = [&rng](double p) { return std::bernoulli_distribution(p)(rng); };
+  TestGraph g(h, w);
+  std::int64_t nmax = 10;
+  std::int64_t tmax = 20;
+  switch (regime) {
+    case Regime::kSmall: break;
+    case Regime::kTiny: nmax = 2; tmax = 3; break;
+    case Regime::kHuge: nmax = std::int64_t{1} << 20; tmax = std::int64_t{1} << 30; break;
+    case Regime::kStrongNlinks: nmax = 1000; tmax = 50; break;
+    case Regime::kSparseTerminals: nmax = 100; tmax = 5000; break;
+    case Regime::kZeroHeavy: nmax = 30; tmax = 30; break;
+  }
+  set_nlinks(g, eight_connected, [&](int) {
+    if (regime == Regime::kZeroHeavy && chance(0.5)) return std::int32_t{0};
+    return uniform(0, nmax);
+  });
+  for (auto& t : g.terminal) {
+    if (regime == Regime::kSparseTerminals && !chance(0.02)) continue;
+    if (regime == Regime::kZeroHeavy && chance(0.5)) continue;
+    t = uniform(-tmax, tmax);
+  }
+  return g;
+}
+
+// A GrabCut-like graph: a smooth colour field with an elliptic object, OpenCV's
+// n-links gamma * exp(-beta * |dc|^2) (diagonals / sqrt 2) scaled by 256, noisy
+// terminals inside a box, hard background (-lambda) outside it.
+TestGraph grabcut_like_graph(int h, int w, std::uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<double> noise(0.0, 1.0);
+  std::vector<std::array<double, 3>> colour(static_cast<std::size_t>(h) * w);
+  const double cy = 0.5 * h;
+  const double cx = 0.5 * w;
+  for (int y = 0; y < h; ++y) {
+    for (int x = 0; x < w; ++x) {
+      const double ey = (y - cy) / (0.3 * h);
+      const double ex = (x - cx) / (0.25 * w);
+      const bool object = ey * ey + ex * ex < 1.0;
+      auto& c = colour[static_cast<std::size_t>(y) * w + x];
+      for (int k = 0; k < 3; ++k) {
+        const double base = object ? 180.0 - 40.0 * k : 60.0 + 30.0 * k;
+        c[static_cast<std::size_t>(k)] =
+            base + 25.0 * std::sin(0.05 * x + 0.9 * k) * std::cos(0.07 * y) + 6.0 * noise(rng);
+      }
+    }
+  }
+  auto dist2 = [&](int y0, int x0, int y1, int x1) {
+    const auto& a = colour[static_cast<std::size_t>(y0) * w + x0];
+    const auto& b = colour[static_cast<std::size_t>(y1) * w + x1];
+    double s = 0;
+    for (int k = 0; k < 3; ++k) s += (a[k] - b[k]) * (a[k] - b[k]);
+    return s;
+  };
+  double sum = 0;
+  std::int64_t count = 0;
+  for (int y = 0; y < h; ++y) {
+    for (int x = 0; x < w; ++x) {
+      for (int d = 0; d < 4; ++d) {
+        const int ny = y + kForwardDy[d];
+        const int nx = x + kForwardDx[d];
+        if (ny < h && nx >= 0 && nx < w) {
+          sum += dist2(y, x, ny, nx);
+          ++count;
+        }
+      }
+    }
+  }
+  const double beta = count > 0 && sum > 0 ? 1.0 / (2.0 * sum / static_cast<double>(count)) : 0.0;
+  constexpr double kGamma = 50.0;
+  constexpr double kScale = 256.0;
+  TestGraph g(h, w);
+  for (int y = 0; y < h; ++y) {
+    for (int x = 0; x < w; ++x) {
+      const std::size_t i = static_cast<std::size_t>(y) * w + x;
+      for (int d = 0; d < 4; ++d) {
+        const int ny = y + kForwardDy[d];
+        const int nx = x + kForwardDx[d];
+        if (ny >= h || nx < 0 || nx >= w) continue;
+        const double diag = (d == 1 || d == 3) ? 1.0 / std::sqrt(2.0) : 1.0;
+        g.nlink[d][i] = static_cast<std::int32_t>(
+            std::nearbyint(kGamma * diag * std::exp(-beta * dist2(y, x, ny, nx)) * kScale));
+      }
+      const bool in_box = y >= h / 8 && y < h - h / 8 && x >= w / 8 && x < w - w / 8;
+      if (!in_box) {
+        g.terminal[i] = -static_cast<std::int32_t>(9 * kGamma * kScale);
+        continue;
+      }
+      const double ey = (y - cy) / (0.3 * h);
+      const double ex = (x - cx) / (0.25 * w);
+      const double evidence = (ey * ey + ex * ex < 1.0 ? 2.0 : -2.0) + 4.0 * noise(rng);
+      g.terminal[i] = static_cast<std::int32_t>(std::nearbyint(evidence * kScale));
+    }
+  }
+  return g;
+}
+
+struct SolveResult {
+  std::int64_t flow = 0;
+  std::vector<std::uint8_t> side;
+};
+
+SolveResult solve_with(GridMaxflowSolver& solver, const TestGraph& g) {
+  SolveResult r;
+  // Guard bytes after the output catch writes past height * width.
+  r.side.assign(g.size() + 16, 0xAB);
+  r.flow = solver.solve(g.view(), r.side.data());
+  for (std::size_t k = g.size(); k < r.side.size(); ++k) {
+    EXPECT_EQ(r.side[k], 0xAB) << "write past the end at " << k;
+  }
+  r.side.resize(g.size());
+  return r;
+}
+
+SolveResult solve_fresh(const TestGraph& g) {
+  GridMaxflowSolver solver;
+  return solve_with(solver, g);
+}
+
+std::string first_difference(const std::vector<std::uint8_t>& a, const std::vector<std::uint8_t>& b,
+                             int width) {
+  for (std::size_t i = 0; i < a.size() && i < b.size(); ++i) {
+    if (a[i] != b[i]) {
+      return "first difference at (y=" + std::to_string(i / static_cast<std::size_t>(width)) +
+             ", x=" + std::to_string(i % static_cast<std::size_t>(width)) +
+             "): " + std::to_string(a[i]) + " vs " + std::to_string(b[i]);
+    }
+  }
+  return a.size() == b.size() ? "no difference" : "sizes differ";
+}
+
+// Solves g with a (possibly reused) solver and checks flow, cut and cut capacity
+// against the Dinic reference.
+void expect_matches_reference(GridMaxflowSolver& solver, const TestGraph& g,
+                              const std::string& what) {
+  SCOPED_TRACE(what);
+  const SolveResult r = solve_with(solver, g);
+  ReferenceMaxflow ref(g);
+  const std::int64_t ref_flow = ref.max_flow();
+  const std::vector<std::uint8_t> ref_side = ref.canonical_cut();
+  EXPECT_EQ(r.flow, ref_flow);
+  EXPECT_EQ(grabcut::cut_capacity(g.view(), r.side.data()), r.flow);
+  EXPECT_EQ(grabcut::cut_capacity(g.view(), ref_side.data()), ref_flow);
+  EXPECT_TRUE(r.side == ref_side) << first_difference(r.side, ref_side, g.width);
+  for (std::uint8_t s : r.side) ASSERT_TRUE(s == 0 || s == 1);
+}
+
+void expect_matches_reference(const TestGraph& g, const std::string& what) {
+  GridMaxflowSolver solver;
+  expect_matches_reference(solver, g, what);
+}
+
+// ---------------------------------------------------------------------------
+// Small and degenerate graphs.
+
+TEST(Maxflow, EmptyGraphsReturnZeroAndWriteNothing) {
+  GridMaxflowSolver solver;
+  for (auto [h, w] : {std::pair{0, 0}, std::pair{0, 7}, std::pair{5, 0}}) {
+    GridGraphView v;
+    v.height = h;
+    v.width = w;
+    std::uint8_t sentinel = 0x5A;
+    EXPECT_EQ(solver.solve(v, &sentinel), 0);
+    EXPECT_EQ(sentinel, 0x5A);
+    EXPECT_EQ(solver.solve(v, nullptr), 0);
+    EXPECT_EQ(grabcut::cut_capacity(v, nullptr), 0);
+  }
+}
+
+TEST(Maxflow, SinglePixel) {
+  for (std::int32_t t : {0, 1, -1, 77, -77, 1 << 30, -(1 << 30), std::numeric_limits<std::int32_t>::max(),
+                         std::numeric_limits<std::int32_t>::min()}) {
+    TestGraph g(1, 1);
+    g.terminal[0] = t;
+    const SolveResult r = solve_fresh(g);
+    EXPECT_EQ(r.flow, 0) << t;
+    EXPECT_EQ(r.side[0], t < 0 ? 0 : 1) << t;  // a zero terminal ties toward the source
+  }
+}
+
+TEST(Maxflow, TwoPixels) {
+  // source -5-> a -3- b -4-> sink: flow 3, the n-link is the cut; b can reach the sink,
+  // a cannot (a -> b saturated).
+  TestGraph g(1, 2);
+  g.terminal = {5, -4};
+  g.nlink[grabcut::kRight][0] = 3;
+  SolveResult r = solve_fresh(g);
+  EXPECT_EQ(r.flow, 3);
+  EXPECT_EQ(r.side, (std::vector<std::uint8_t>{1, 0}));
+  // A strong n-link: b -> sink saturates and a keeps 1 unit from the source, so
+  // neither pixel reaches the sink.
+  g.nlink[grabcut::kRight][0] = 100;
+  r = solve_fresh(g);
+  EXPECT_EQ(r.flow, 4);
+  EXPECT_EQ(r.side, (std::vector<std::uint8_t>{1, 1}));
+  // A tie: everything saturates and the canonical cut puts both on the source side.
+  g.terminal = {4, -4};
+  r = solve_fresh(g);
+  EXPECT_EQ(r.flow, 4);
+  EXPECT_EQ(r.side, (std::vector<std::uint8_t>{1, 1}));
+  // Vertical pair.
+  TestGraph v(2, 1);
+  v.terminal = {-6, 9};
+  v.nlink[grabcut::kDown][0] = 2;
+  r = solve_fresh(v);
+  EXPECT_EQ(r.flow, 2);
+  EXPECT_EQ(r.side, (std::vector<std::uint8_t>{0, 1}));
+}
+
+TEST(Maxflow, AgreesWithBruteForceOnTinyGraphs) {
+  std::mt19937_64 rng(12345);
+  const std::pair<int, int> shapes[] = {{1, 2}, {2, 1}, {2, 2}, {1, 7}, {7, 1}, {2, 3}, {3, 2},
+                                        {3, 3}, {2, 5}, {3, 4}, {4, 3}, {2, 6}, {1, 12}, {12, 1}};
+  int cases = 0;
+  for (auto [h, w] : shapes) {
+    for (int rep = 0; rep < 40; ++rep) {
+      const Regime regime = rep % 3 == 0 ? Regime::kTiny : (rep % 3 == 1 ? Regime::kSmall : Regime::kZeroHeavy);
+      const TestGraph g = random_graph(h, w, regime, rep % 2 == 0, rng());
+      const auto [ref_flow, ref_side] = brute_force_min_cut(g);
+      const SolveResult r = solve_fresh(g);
+      ASSERT_EQ(r.flow, ref_flow) << h << "x" << w << " rep " << rep;
+      ASSERT_EQ(r.side, ref_side) << h << "x" << w << " rep " << rep << ": "
+                                  << first_difference(r.side, ref_side, w);
+      ++cases;
+    }
+  }
+  EXPECT_EQ(cases, 14 * 40);
+}
+
+TEST(Maxflow, AllZeroCapacities) {
+  for (auto [h, w] : {std::pair{1, 1}, std::pair{1, 9}, std::pair{9, 1}, std::pair{31, 33}}) {
+    const TestGraph g(h, w);
+    const SolveResult r = solve_fresh(g);
+    EXPECT_EQ(r.flow, 0);
+    EXPECT_TRUE(std::all_of(r.side.begin(), r.side.end(), [](std::uint8_t s) { return s == 1; }));
+  }
+}
+
+TEST(Maxflow, AllSourceAndAllSink) {
+  for (bool eight : {false, true}) {
+    TestGraph g = random_graph(31, 33, Regime::kSmall, eight, 7);
+    for (auto& t : g.terminal) t = 1 + (t & 15);
+    SolveResult r = solve_fresh(g);
+    EXPECT_EQ(r.flow, 0);
+    EXPECT_TRUE(std::all_of(r.side.begin(), r.side.end(), [](std::uint8_t s) { return s == 1; }));
+    for (auto& t : g.terminal) t = -t;
+    r = solve_fresh(g);
+    EXPECT_EQ(r.flow, 0);
+    EXPECT_TRUE(std::all_of(r.side.begin(), r.side.end(), [](std::uint8_t s) { return s == 0; }));
+  }
+}
+
+TEST(Maxflow, CheckerboardTerminals) {
+  for (bool eight : {false, true}) {
+    for (std::int32_t nl : {0, 1, 5, 1000, 1 << 20}) {
+      for (auto [h, w] : {std::pair{1, 16}, std::pair{16, 1}, std::pair{8, 8}, std::pair{31, 33}}) {
+        TestGraph g(h, w);
+        set_nlinks(g, eight, [&](int) { return nl; });
+        for (int y = 0; y < h; ++y) {
+          for (int x = 0; x < w; ++x) g.terminal[static_cast<std::size_t>(y) * w + x] = (x + y) % 2 ? 100 : -100;
+        }
+        expect_matches_reference(g, "checkerboard " + std::to_string(h) + "x" + std::to_string(w) +
+                                        " nlink " + std::to_string(nl) + (eight ? " 8c" : " 4c"));
+      }
+    }
+  }
+}
+
+TEST(Maxflow, HugeCapacities) {
+  constexpr std::int32_t kMaxNlink = (1 << 30) - 1;  // the largest n-link accepted
+  constexpr std::int32_t kInt32Max = std::numeric_limits<std::int32_t>::max();
+  constexpr std::int32_t kInt32Min = std::numeric_limits<std::int32_t>::min();
+  // Terminals at the int32 extremes, n-links at the maximum or 2^20.
+  TestGraph g(40, 41);
+  std::mt19937_64 rng(99);
+  set_nlinks(g, true, [&](int) { return rng() % 2 ? kMaxNlink : std::int32_t{1} << 20; });
+  for (auto& t : g.terminal) {
+    const auto r = rng() % 4;
+    t = r == 0 ? kInt32Max : r == 1 ? kInt32Min : (r == 2 ? (1 << 30) : -(1 << 30));
+  }
+  expect_matches_reference(g, "extreme terminals");
+  // A flow far beyond int32: source and sink columns alternate.
+  TestGraph big(64, 64);
+  set_nlinks(big, true, [&](int) { return kMaxNlink; });
+  for (std::size_t i = 0; i < big.size(); ++i) big.terminal[i] = i % 2 ? (1 << 30) : -(1 << 30);
+  SolveResult r = solve_fresh(big);
+  EXPECT_EQ(r.flow, std::int64_t{2048} << 30);
+  EXPECT_EQ(grabcut::cut_capacity(big.view(), r.side.data()), r.flow);
+  expect_matches_reference(big, "alternating columns");
+  // Every pixel at +-2^30 with n-links 2^20, in a checkerboard.
+  TestGraph board(50, 51);
+  set_nlinks(board, true, [](int) { return std::int32_t{1} << 20; });
+  for (int y = 0; y < board.height; ++y) {
+    for (int x = 0; x < board.width; ++x) {
+      board.terminal[static_cast<std::size_t>(y) * board.width + x] = (x + y) % 2 ? (1 << 30) : -(1 << 30);
+    }
+  }
+  expect_matches_reference(board, "huge checkerboard");
+}
+
+// A 4-connected serpentine corridor: augmenting paths run the length of the grid,
+// and saturating them orphans long chains of the trees.
+TEST(Maxflow, SerpentineCorridor) {
+  for (int variant = 0; variant < 4; ++variant) {
+    const int h = 41;
+    const int w = 43;
+    TestGraph g(h, w);
+    std::mt19937_64 rng(static_cast<std::uint64_t>(variant));
+    for (int y = 0; y < h; ++y) {
+      for (int x = 0; x < w; ++x) {
+        const std::size_t i = static_cast<std::size_t>(y) * w + x;
+        // Corridors along the even rows, joined at the right end after rows
+        // 0, 4, 8, ... and at the left end after rows 2, 6, 10, ...
+        if (y % 2 == 0 && x + 1 < w) g.nlink[grabcut::kRight][i] = static_cast<std::int32_t>(50 + rng() % 50);
+        const bool turn_column = (y % 4 < 2) ? x == w - 1 : x == 0;
+        if (y + 1 < h && turn_column) g.nlink[grabcut::kDown][i] = static_cast<std::int32_t>(50 + rng() % 50);
+        if (variant >= 2 && rng() % 16 == 0) g.terminal[i] = static_cast<std::int32_t>(rng() % 41) - 20;
+      }
+    }
+    g.terminal[0] = 1000;
+    g.terminal[g.size() - 1] = -1000;
+    if (variant % 2) std::swap(g.terminal[0], g.terminal[g.size() - 1]);
+    expect_matches_reference(g, "serpentine " + std::to_string(variant));
+  }
+}
+
+TEST(Maxflow, GrabCutLikeGraphs) {
+  for (auto [h, w] : {std::pair{24, 24}, std::pair{64, 80}, std::pair{150, 130}}) {
+    for (std::uint64_t seed : {1U, 2U}) {
+      expect_matches_reference(grabcut_like_graph(h, w, seed),
+                               "grabcut " + std::to_string(h) + "x" + std::to_string(w));
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Random graphs against the reference, over sizes, regimes and connectivity.
+
+using RandomCase = std::tuple<std::pair<int, int>, Regime, bool>;
+
+class MaxflowRandomTest : public ::testing::TestWithParam<RandomCase> {};
+
+TEST_P(MaxflowRandomTest, MatchesReference) {
+  const auto& [shape, regime, eight] = GetParam();
+  const auto [h, w] = shape;
+  // Many seeds for small graphs, fewer for large ones.
+  const int area = h * w;
+  const int seeds = area <= 64 ? 30 : area <= 2000 ? 6 : area <= 20000 ? 2 : 1;
+  GridMaxflowSolver reused;
+  for (int s = 0; s < seeds; ++s) {
+    const std::uint64_t seed = static_cast<std::uint64_t>(s) * 7919U + static_cast<std::uint64_t>(area);
+    const TestGraph g = random_graph(h, w, regime, eight, seed);
+    expect_matches_reference(reused, g, "seed " + std::to_string(s));
+    if (HasFatalFailure()) return;
+  }
+}
+
+std::string random_case_name(const ::testing::TestParamInfo<RandomCase>& info) {
+  const auto& [shape, regime, eight] = info.param;
+  return std::to_string(shape.first) + "x" + std::to_string(shape.second) + "_" + regime_name(regime) +
+         (eight ? "_8c" : "_4c");
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Sizes, MaxflowRandomTest,
+    ::testing::Combine(::testing::Values(std::pair{1, 1}, std::pair{1, 2}, std::pair{2, 1}, std::pair{1, 37},
+                                         std::pair{37, 1}, std::pair{3, 5}, std::pair{8, 8}, std::pair{2, 50},
+                                         std::pair{31, 33}, std::pair{64, 65}, std::pair{100, 37},
+                                         std::pair{120, 120}),
+                       ::testing::Values(Regime::kSmall, Regime::kTiny, Regime::kHuge, Regime::kStrongNlinks,
+                                         Regime::kSparseTerminals, Regime::kZeroHeavy),
+                       ::testing::Bool()),
+    random_case_name);
+
+INSTANTIATE_TEST_SUITE_P(
+    Large, MaxflowRandomTest,
+    ::testing::Values(RandomCase{{200, 200}, Regime::kSmall, true},
+                      RandomCase{{200, 200}, Regime::kStrongNlinks, false},
+                      RandomCase{{150, 160}, Regime::kSparseTerminals, true},
+                      RandomCase{{1, 3000}, Regime::kStrongNlinks, true},
+                      RandomCase{{3000, 1}, Regime::kSparseTerminals, true}),
+    random_case_name);
+
+// ---------------------------------------------------------------------------
+// Buffer reuse, input handling, large graphs.
+
+TEST(Maxflow, ReusedSolverAcrossSizesMatchesFreshSolver) {
+  GridMaxflowSolver reused;
+  std::mt19937_64 rng(2024);
+  // Includes transposed shapes with the same padded size (10x20 and 20x10).
+  const std::pair<int, int> shapes[] = {{10, 20}, {20, 10}, {1, 1}, {0, 4}, {33, 31}, {31, 33}, {5, 5},
+                                        {64, 64}, {1, 50}, {50, 1}, {64, 64}, {12, 80}};
+  for (auto [h, w] : shapes) {
+    const TestGraph g = random_graph(h, w, static_cast<Regime>(rng() % 6), rng() % 2 == 0, rng());
+    if (g.size() == 0) {
+      EXPECT_EQ(reused.solve(g.view(), nullptr), 0);
+      continue;
+    }
+    expect_matches_reference(reused, g, std::to_string(h) + "x" + std::to_string(w));
+  }
+}
+
+TEST(Maxflow, MovedSolverStillWorks) {
+  const TestGraph g = random_graph(20, 21, Regime::kSmall, true, 5);
+  const SolveResult expected = solve_fresh(g);
+  GridMaxflowSolver a;
+  (void)solve_with(a, g);
+  GridMaxflowSolver b(std::move(a));
+  SolveResult r = solve_with(b, g);
+  EXPECT_EQ(r.flow, expected.flow);
+  EXPECT_EQ(r.side, expected.side);
+  GridMaxflowSolver c;
+  c = std::move(b);
+  r = solve_with(c, g);
+  EXPECT_EQ(r.side, expected.side);
+  // A moved-from solver may be used again.
+  r = solve_with(b, g);  // NOLINT(bugprone-use-after-move)
+  EXPECT_EQ(r.flow, expected.flow);
+  EXPECT_EQ(r.side, expected.side);
+}
+
+TEST(Maxflow, IgnoresNlinkEntriesOutsideTheGrid) {
+  TestGraph g = random_graph(17, 19, Regime::kSmall, true, 11);
+  const SolveResult clean = solve_fresh(g);
+  for (int y = 0; y < g.height; ++y) {
+    for (int x = 0; x < g.width; ++x) {
+      for (int d = 0; d < 4; ++d) {
+        if (!g.has_neighbour(y, x, d)) g.nlink[d][static_cast<std::size_t>(y) * g.width + x] = 12345;
+      }
+    }
+  }
+  const SolveResult r = solve_fresh(g);
+  EXPECT_EQ(r.flow, clean.flow);
+  EXPECT_EQ(r.side, clean.side);
+  EXPECT_EQ(grabcut::cut_capacity(g.view(), r.side.data()), r.flow);
+}
+
+TEST(Maxflow, RejectsInvalidInput) {
+  GridMaxflowSolver solver;
+  TestGraph g = random_graph(4, 5, Regime::kSmall, true, 3);
+  std::vector<std::uint8_t> side(g.size());
+  GridGraphView v = g.view();
+  v.height = -1;
+  EXPECT_THROW(solver.solve(v, side.data()), std::invalid_argument);
+  v = g.view();
+  v.nlink[2] = nullptr;
+  EXPECT_THROW(solver.solve(v, side.data()), std::invalid_argument);
+  EXPECT_THROW(solver.solve(g.view(), nullptr), std::invalid_argument);
+  g.nlink[grabcut::kDown][3] = -1;
+  EXPECT_THROW(solver.solve(g.view(), side.data()), std::invalid_argument);
+  g.nlink[grabcut::kDown][3] = 1 << 30;
+  EXPECT_THROW(solver.solve(g.view(), side.data()), std::invalid_argument);
+  g.nlink[grabcut::kDown][3] = std::numeric_limits<std::int32_t>::min();
+  EXPECT_THROW(solver.solve(g.view(), side.data()), std::invalid_argument);
+  // The solver still works after a rejected call.
+  g.nlink[grabcut::kDown][3] = 4;
+  expect_matches_reference(solver, g, "after rejection");
+}
+
+// Graphs too large for the reference: check that the cut is a minimum cut (its
+// capacity equals the flow) and that it is the same for a reused solver solving
+// twice and for a fresh solver.
+void expect_consistent(const TestGraph& g) {
+  SCOPED_TRACE(std::to_string(g.height) + "x" + std::to_string(g.width));
+  GridMaxflowSolver reused;
+  const SolveResult first = solve_with(reused, g);
+  EXPECT_GT(first.flow, 0);
+  EXPECT_EQ(grabcut::cut_capacity(g.view(), first.side.data()), first.flow);
+  const SolveResult second = solve_with(reused, g);
+  EXPECT_EQ(second.flow, first.flow);
+  EXPECT_TRUE(second.side == first.side) << first_difference(second.side, first.side, g.width);
+  const SolveResult fresh = solve_fresh(g);
+  EXPECT_EQ(fresh.flow, first.flow);
+  EXPECT_TRUE(fresh.side == first.side) << first_difference(fresh.side, first.side, g.width);
+}
+
+TEST(Maxflow, LargeGrabCutLikeGraphIsConsistent) { expect_consistent(grabcut_like_graph(1024, 1024, 3)); }
+
+TEST(Maxflow, LargeRandomGraphIsConsistent) {
+  expect_consistent(random_graph(512, 512, Regime::kStrongNlinks, true, 8));
+}
+
+TEST(Maxflow, LargeSparseGraphIsConsistent) {
+  expect_consistent(random_graph(320, 240, Regime::kSparseTerminals, false, 9));
+}
+
+}  // namespace

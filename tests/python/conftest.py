@@ -1,0 +1,74 @@
+"""Shared fixtures: the GrabCut-50 dataset (read from ../shared, never copied into the package)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def grabcut50_dir() -> Path | None:
+    candidates = [
+        os.environ.get("TORCHGRABCUT_GRABCUT50", ""),
+        ROOT / "data" / "grabcut50",
+        ROOT.parent / "shared" / "data" / "grabcut50",
+    ]
+    for c in candidates:
+        if c and (Path(c) / "boxes.csv").is_file():
+            return Path(c)
+    return None
+
+
+@pytest.fixture(scope="session")
+def grabcut50() -> Path:
+    d = grabcut50_dir()
+    if d is None:
+        pytest.skip("GrabCut-50 not found (../shared/data/grabcut50)")
+    return d
+
+
+@pytest.fixture(scope="session")
+def dataset_items(grabcut50: Path) -> list:
+    from torchgrabcut.evaluate import load_dataset
+
+    return load_dataset(grabcut50)
+
+
+def has_cuda() -> bool:
+    return torch.cuda.is_available()
+
+
+def random_image(rng: np.random.Generator, h: int, w: int, blobs: int = 4) -> np.ndarray:
+    """A smooth colour field with noise: real-image-like statistics, any size."""
+    yy, xx = np.mgrid[0:h, 0:w].astype(np.float64)
+    img = np.zeros((h, w, 3))
+    for _ in range(blobs):
+        cy, cx = rng.uniform(0, h), rng.uniform(0, w)
+        r = rng.uniform(0.2, 0.6) * max(h, w)
+        weight = np.exp(-((yy - cy) ** 2 + (xx - cx) ** 2) / (2 * r * r))
+        img += weight[..., None] * rng.uniform(0, 255, 3)
+    img = img / max(img.max(), 1e-9) * 200 + rng.normal(0, 12, (h, w, 3))
+    return np.clip(img, 0, 255).astype(np.uint8)
+
+
+def object_image(rng: np.random.Generator, h: int, w: int, box: tuple[int, int, int, int]) -> np.ndarray:
+    """random_image with a distinctly coloured ellipse filling most of box (x0, y0, x1, y1)."""
+    img = random_image(rng, h, w)
+    x0, y0, x1, y1 = box
+    yy, xx = np.mgrid[0:h, 0:w]
+    cy, cx, ry, rx = (y0 + y1) / 2, (x0 + x1) / 2, 0.4 * (y1 - y0), 0.4 * (x1 - x0)
+    inside = ((yy - cy) / max(ry, 0.5)) ** 2 + ((xx - cx) / max(rx, 0.5)) ** 2 <= 1
+    colour = rng.uniform(0, 255, 3)
+    noise = rng.normal(0, 10, (h, w, 3))
+    img[inside] = np.clip(colour + noise[inside], 0, 255).astype(np.uint8)
+    return img
+
+
+def requires_cuda(fn):  # type: ignore[no-untyped-def]
+    """Skip without a GPU; with one, the CUDA kernels must be there (missing ones fail)."""
+    return pytest.mark.cuda(pytest.mark.skipif(not has_cuda(), reason="no CUDA GPU")(fn))

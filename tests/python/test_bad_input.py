@@ -1,0 +1,132 @@
+"""Every wrong input raises a clear exception naming the argument; nothing is modified."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from torchgrabcut import GC_BGD, GC_FGD, GC_PR_FGD, GrabCutModel, grabCut, grabcut
+
+IMG = np.random.default_rng(0).integers(0, 255, (20, 30, 3)).astype(np.uint8)
+BOX = (5, 5, 25, 15)
+
+
+def good_mask() -> np.ndarray:
+    m = np.zeros((20, 30), np.uint8)
+    m[5:15, 5:25] = GC_PR_FGD
+    return m
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "exc", "pattern"),
+    [
+        ({"image": IMG.astype(np.float32), "box": BOX}, TypeError, "image: expected dtype uint8"),
+        ({"image": IMG.astype(np.int16), "box": BOX}, TypeError, "image: expected dtype uint8"),
+        ({"image": IMG[:, :, :2], "box": BOX}, ValueError, r"image: expected .*\(H, W, 3\)"),
+        ({"image": IMG[:, :, 0], "box": BOX}, ValueError, r"image: expected .*\(H, W, 3\)"),
+        ({"image": IMG[:0], "box": BOX}, ValueError, "image: expected a non-empty"),
+        ({"image": [], "box": BOX}, ValueError, "image: expected at least one"),
+        ({"image": "photo.jpg", "box": BOX}, TypeError, "image: expected a numpy array or a torch.Tensor"),
+        ({"image": torch.zeros(3, 10, 10), "box": BOX}, TypeError, "image: expected dtype torch.uint8"),
+        ({"image": torch.zeros(4, 10, 10, dtype=torch.uint8), "box": BOX}, ValueError, r"\(3, H, W\)"),
+        ({"image": torch.zeros(2, 1, 10, 10, dtype=torch.uint8), "box": BOX}, ValueError, r"\(B, 3, H, W\)"),
+        ({"image": IMG}, ValueError, "box or mask: expected one"),
+        ({"image": IMG, "box": BOX, "mask": good_mask()}, ValueError, "box and mask"),
+        ({"image": IMG, "box": (5, 5, 5, 15)}, ValueError, "box: .*empty"),
+        ({"image": IMG, "box": (25, 5, 5, 15)}, ValueError, "box: .*inverted"),
+        ({"image": IMG, "box": (5, 5, 31, 15)}, ValueError, r"box: expected 0 <= x0 < x1 <= 30"),
+        ({"image": IMG, "box": (-1, 5, 20, 15)}, ValueError, "box: expected 0 <= x0"),
+        ({"image": IMG, "box": (5, 5, float("nan"), 15)}, ValueError, "box: expected whole, finite"),
+        ({"image": IMG, "box": (5, 5, 20.5, 15)}, ValueError, "box: expected whole, finite"),
+        ({"image": IMG, "box": (5, 5, 20)}, ValueError, r"box: expected 4 numbers"),
+        ({"image": IMG, "box": "5,5,20,15"}, ValueError, r"box: expected 4 numbers"),
+        ({"image": IMG, "mask": np.full((20, 30), 4, np.uint8)}, ValueError, "mask: expected labels 0..3"),
+        ({"image": IMG, "mask": np.full((20, 30), -1, np.int32)}, ValueError, "mask: expected labels 0..3"),
+        (
+            {"image": IMG, "mask": np.zeros((20, 29), np.uint8)},
+            ValueError,
+            r"mask: expected the image's size",
+        ),
+        ({"image": IMG, "mask": np.zeros((20, 30), np.float32)}, TypeError, "mask: expected an integer"),
+        ({"image": IMG, "mask": np.zeros((20, 30), np.uint8)}, ValueError, "mask: no foreground pixel"),
+        (
+            {"image": IMG, "mask": np.full((20, 30), GC_PR_FGD, np.uint8)},
+            ValueError,
+            "mask: no background pixel",
+        ),
+        ({"image": IMG, "box": BOX, "max_iter": -1}, ValueError, "max_iter: expected 0"),
+        ({"image": IMG, "box": BOX, "max_iter": 2.5}, TypeError, "max_iter: expected an int"),
+        ({"image": IMG, "box": BOX, "max_iter": True}, TypeError, "max_iter: expected an int"),
+        ({"image": IMG, "box": BOX, "components": 0}, ValueError, "components: expected 1..16"),
+        ({"image": IMG, "box": BOX, "gamma": float("inf")}, ValueError, "gamma: expected a finite"),
+        ({"image": IMG, "box": BOX, "gamma": -1.0}, ValueError, "gamma: expected 0 < gamma"),
+        ({"image": IMG, "box": BOX, "device": "tpu"}, ValueError, "device: expected"),
+        ({"image": IMG, "box": BOX, "model": "x"}, TypeError, "model: expected a torchgrabcut.GrabCutModel"),
+        ({"image": IMG, "box": BOX, "freeze_model": True}, ValueError, "freeze_model: needs a model"),
+    ],
+)
+def test_bad_arguments_raise(kwargs: dict, exc: type, pattern: str) -> None:
+    before = {k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in kwargs.items()}
+    image = kwargs.pop("image")
+    kwargs.setdefault("device", "cpu")
+    with pytest.raises(exc, match=pattern):
+        grabcut(image, **kwargs)
+    for k, v in before.items():
+        if isinstance(v, np.ndarray):
+            assert np.array_equal(v, kwargs.get(k, image)), k
+
+
+def test_bad_models_raise() -> None:
+    _, model = grabcut(IMG, box=BOX, return_model=True, device="cpu")
+    bad = model.params.clone()
+    bad[0, 5] = float("nan")
+    with pytest.raises(ValueError, match="model: expected finite"):
+        grabcut(IMG, good_mask(), model=GrabCutModel(bad), device="cpu")
+    dead = model.params.clone()
+    dead[5:, 0] = 0.0  # no foreground component has weight
+    with pytest.raises(ValueError, match="model: every class needs a component"):
+        grabcut(IMG, good_mask(), model=GrabCutModel(dead), device="cpu")
+    with pytest.raises(ValueError, match="model: expected 3 components"):
+        grabcut(IMG, good_mask(), model=model, components=3, device="cpu")
+    with pytest.raises(ValueError, match=r"GrabCutModel.params: expected shape"):
+        GrabCutModel(torch.zeros(10, 12, dtype=torch.float64))
+    with pytest.raises(TypeError, match=r"GrabCutModel.params: expected dtype float64"):
+        GrabCutModel(torch.zeros(10, 13))
+    with pytest.raises(ValueError, match="bgdModel: expected 13 \\* K values"):
+        GrabCutModel.from_cv2(np.zeros((1, 64)), np.zeros((1, 65)))
+    with pytest.raises(ValueError, match="fgdModel: expected finite"):
+        GrabCutModel.from_cv2(np.zeros((1, 65)), np.full((1, 65), np.inf))
+
+
+def test_bad_cv2_dropin_arguments() -> None:
+    mask = np.zeros((20, 30), np.uint8)
+    with pytest.raises(ValueError, match="rect: expected a non-empty"):
+        grabCut(IMG, mask, (40, 40, 5, 5), np.zeros((1, 65)), np.zeros((1, 65)), 1, 0, device="cpu")
+    with pytest.raises(TypeError, match="img: expected an 8-bit 3-channel"):
+        grabCut(IMG[:, :, 0], mask, (1, 1, 5, 5), np.zeros((1, 65)), np.zeros((1, 65)), 1, 0, device="cpu")
+    with pytest.raises(ValueError, match="mode: expected"):
+        grabCut(IMG, mask, (1, 1, 5, 5), np.zeros((1, 65)), np.zeros((1, 65)), 1, 7, device="cpu")
+    assert np.all(mask == 0)
+
+
+def test_direct_op_calls_are_checked() -> None:
+    op = torch.ops.torchgrabcut.grabcut
+    img = torch.zeros(1, 3, 4, 4, dtype=torch.uint8)
+    mask = torch.zeros(1, 4, 4, dtype=torch.uint8)
+    model = torch.zeros(1, 10, 13, dtype=torch.float64)
+    with pytest.raises(ValueError, match="mask: expected shape"):
+        op(img, mask[:, :3], model, [], 1, 5, 50.0, 0, True, False)
+    with pytest.raises(ValueError, match="sizes: image 0 is 5x4"):
+        op(img, mask, model, [5, 4], 1, 5, 50.0, 0, True, False)
+    with pytest.raises(ValueError, match="no foreground pixel"):
+        op(img, mask, model, [], 1, 5, 50.0, 0, True, False)
+    bad = mask.clone()
+    bad[0, 0, 0] = 9
+    with pytest.raises(ValueError, match=r"mask: expected labels 0..3"):
+        op(img, bad, model, [], 1, 5, 50.0, 0, True, False)
+    with pytest.raises(ValueError, match="model: the background mixture has no usable component"):
+        m = mask.clone()
+        m[0, 1:3, 1:3] = GC_FGD
+        op(img, m, model, [], 1, 5, 50.0, 0, False, False)
+    assert torch.all(mask == GC_BGD)

@@ -1,0 +1,111 @@
+"""The CUDA backend against the CPU backend: same masks, models and flows.
+
+Skipped where no GPU is; on a GPU a missing CUDA kernel fails (never skips).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from test_maxflow_pymaxflow import KINDS, random_graph
+
+import torchgrabcut
+from conftest import has_cuda, object_image
+from torchgrabcut import GC_PR_FGD, grabcut
+
+pytestmark = [pytest.mark.cuda, pytest.mark.skipif(not has_cuda(), reason="no CUDA GPU")]
+
+
+def test_cuda_kernels_are_built() -> None:
+    assert torchgrabcut.cuda_kernels_built(), "a GPU is present but the extension has no CUDA kernels"
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("size", [(1, 1), (1, 300), (300, 1), (31, 33), (64, 64), (257, 129), (512, 512)])
+def test_maxflow_gpu_equals_cpu(size: tuple[int, int], kind: str) -> None:
+    rng = np.random.default_rng(hash((size, kind, "gpu")) % 2**32)
+    graphs = [random_graph(rng, *size, kind) for _ in range(2)]
+    t = torch.from_numpy(np.stack([g[0] for g in graphs]))
+    nl = torch.from_numpy(np.stack([g[1] for g in graphs]))
+    cut_cpu, flow_cpu = torch.ops.torchgrabcut.maxflow_grid(t, nl)
+    cut_gpu, flow_gpu = torch.ops.torchgrabcut.maxflow_grid(t.cuda(), nl.cuda())
+    assert torch.equal(flow_gpu.cpu(), flow_cpu)
+    assert torch.equal(cut_gpu.cpu(), cut_cpu)
+
+
+def test_grabcut50_gpu_equals_cpu(dataset_items: list) -> None:
+    images = [it.image for it in dataset_items]
+    boxes = [it.box for it in dataset_items]
+    gpu_masks, gpu_model = grabcut(images, box=boxes, device="cuda", return_model=True)
+    same = total = 0
+    for b, (img, box) in enumerate(zip(images, boxes)):
+        cpu_mask, cpu_model = grabcut(img, box=box, device="cpu", return_model=True)
+        same += int((gpu_masks[b] == cpu_mask).sum())
+        total += cpu_mask.size
+        assert torch.equal(gpu_model[b].params.cpu(), cpu_model.params), f"model of {dataset_items[b].name}"
+    fraction = same / total
+    print(f"\nGPU/CPU identical pixels on GrabCut-50: {100 * fraction:.4f}%")
+    assert fraction == 1.0
+
+
+@pytest.mark.parametrize(("h", "w"), [(1, 2), (2, 1), (3, 3), (31, 33), (1, 400), (400, 1), (97, 203)])
+def test_small_and_odd_sizes_gpu_equals_cpu(h: int, w: int) -> None:
+    rng = np.random.default_rng(h * 1000 + w)
+    img = object_image(rng, h, w, (0, 0, w, h))
+    mask = rng.integers(0, 4, (h, w)).astype(np.uint8)
+    mask.flat[0] = 0
+    mask.flat[-1] = 1
+    for seed in (0, 5):
+        cpu = grabcut(img, mask, device="cpu", seed=seed)
+        gpu = grabcut(img, mask, device="cuda", seed=seed)
+        assert np.array_equal(cpu, gpu)
+
+
+def test_modes_gpu_equal_cpu() -> None:
+    rng = np.random.default_rng(7)
+    box = (20, 15, 100, 80)
+    img = object_image(rng, 96, 128, box)
+    for device in ("cpu", "cuda"):
+        mask, model = grabcut(img, box=box, max_iter=2, return_model=True, device=device)
+        strokes = mask.copy()
+        strokes[40:44, 50:60] = 0
+        cont = grabcut(img, strokes, model=model, max_iter=2, device=device)
+        frozen = grabcut(img, strokes, model=model, freeze_model=True, device=device)
+        if device == "cpu":
+            ref = (mask, model.params, cont, frozen)
+        else:
+            assert np.array_equal(mask, ref[0]) and torch.equal(model.params.cpu(), ref[1])
+            assert np.array_equal(cont, ref[2]) and np.array_equal(frozen, ref[3])
+
+
+def test_deterministic_on_gpu(dataset_items: list) -> None:
+    img = torch.from_numpy(dataset_items[4].image).permute(2, 0, 1).cuda()
+    runs = [grabcut(img, box=dataset_items[4].box) for _ in range(3)]
+    assert all(torch.equal(runs[0], r) for r in runs[1:])
+
+
+def test_second_stream_and_non_contiguous(dataset_items: list) -> None:
+    item = dataset_items[5]
+    ref = grabcut(item.image, box=item.box, device="cpu")
+    hwc = torch.from_numpy(item.image).cuda()
+    chw = hwc.permute(2, 0, 1)  # non-contiguous
+    stream = torch.cuda.Stream()
+    with torch.cuda.stream(stream):
+        out = grabcut(chw, box=item.box)
+    stream.synchronize()
+    assert out.device.type == "cuda"
+    assert np.array_equal(out.cpu().numpy(), ref)
+
+
+def test_batch_tensor_on_gpu_equals_cpu() -> None:
+    rng = np.random.default_rng(9)
+    boxes = torch.tensor([[4, 4, 50, 40], [10, 2, 60, 44], [0, 0, 64, 48]])
+    imgs = np.stack([object_image(rng, 48, 64, tuple(b.tolist())) for b in boxes])
+    batch = torch.from_numpy(imgs).permute(0, 3, 1, 2)
+    cpu = grabcut(batch, box=boxes)
+    gpu = grabcut(batch.cuda(), box=boxes.cuda())
+    assert torch.equal(cpu, gpu.cpu())
+    mask = torch.zeros(3, 48, 64, dtype=torch.uint8)
+    mask[:, 5:40, 5:50] = GC_PR_FGD
+    assert torch.equal(grabcut(batch, mask), grabcut(batch.cuda(), mask.cuda()).cpu())
