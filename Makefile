@@ -32,8 +32,10 @@ $(VENV)/.installed: requirements-dev.txt
 build: setup
 	@echo "torchgrabcut: TORCHGRABCUT_CUDA=$(TORCHGRABCUT_CUDA) (nvcc: $(or $(NVCC),none))"
 	CUDA_HOME=$(if $(NVCC),$(patsubst %/bin/nvcc,%,$(NVCC)),) TORCHGRABCUT_CUDA=$(TORCHGRABCUT_CUDA) MAX_JOBS=$(JOBS) \
-	  $(PY) setup.py -q build_ext --inplace
-	$(PY) -m pip install -q --no-build-isolation --no-deps -e . >/dev/null
+	  $(PY) setup.py -q build_ext --inplace > build-ext.log 2>&1 || { tail -50 build-ext.log; exit 1; }
+	@grep -E "^torchgrabcut:" build-ext.log
+	@test -f $(VENV)/.editable || { TORCHGRABCUT_SKIP_EXT=1 $(PY) -m pip install -q --no-build-isolation --no-deps -e . \
+	  && touch $(VENV)/.editable; }
 
 cmake-test:
 	cmake -S . -B build-cmake -DCMAKE_BUILD_TYPE=Release $(CMAKE_CUDA) >/dev/null
@@ -41,8 +43,8 @@ cmake-test:
 	cd build-cmake && ctest --output-on-failure -j $(JOBS)
 
 lint: setup
-	$(VENV)/bin/ruff check python tests setup.py
-	$(VENV)/bin/ruff format --check python tests setup.py
+	$(VENV)/bin/ruff check python tests bench setup.py
+	$(VENV)/bin/ruff format --check python tests bench setup.py
 
 pytest: build
 	$(PY) -m pytest -q
@@ -54,4 +56,4 @@ bench: build
 	$(PY) -m torchgrabcut bench
 
 clean:
-	rm -rf build build-cmake out python/torchgrabcut/*.so
+	rm -rf build build-cmake build-ext.log out python/torchgrabcut/*.so

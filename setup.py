@@ -7,7 +7,9 @@ to be visible at build time:
     TORCHGRABCUT_CUDA=0     CPU only
     TORCHGRABCUT_CUDA=auto  (default) CUDA when nvcc is found
 
-TORCH_CUDA_ARCH_LIST defaults to "9.0" (Hopper) when unset.
+TORCH_CUDA_ARCH_LIST defaults to "9.0" (Hopper) when unset. The Makefile builds the
+extension in place (incrementally, with ninja) and then registers the package
+editable with TORCHGRABCUT_SKIP_EXT=1, so that pip does not build it a second time.
 """
 
 from __future__ import annotations
@@ -37,7 +39,7 @@ def want_cuda() -> bool:
         return False
     if switch != "auto":
         raise RuntimeError(f"TORCHGRABCUT_CUDA: expected 1, 0 or auto, got {switch!r}")
-    return nvcc is not None
+    return nvcc is not None and bool(glob.glob(os.path.join(ROOT, "csrc", "cuda", "*.cu")))
 
 
 def rel(pattern: str) -> list[str]:
@@ -82,6 +84,6 @@ def extension():  # type: ignore[no-untyped-def]
 setup(
     packages=find_packages("python"),
     package_dir={"": "python"},
-    ext_modules=[extension()],
+    ext_modules=[] if os.environ.get("TORCHGRABCUT_SKIP_EXT") == "1" else [extension()],
     cmdclass={"build_ext": BuildExtension.with_options(use_ninja=True)},
 )

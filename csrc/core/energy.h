@@ -15,6 +15,8 @@
 namespace grabcut {
 
 constexpr double kInvSqrt2 = 0.70710678118654752440;
+// Largest squared distance between two uint8 colours.
+constexpr int kMaxSquaredDistance = 3 * 255 * 255;
 
 // Number of (left, up-left, up, up-right) neighbour pairs in an h x w image.
 GRABCUT_HD std::int64_t neighbour_pair_count(std::int64_t h, std::int64_t w) {

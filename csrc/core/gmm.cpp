@@ -57,11 +57,23 @@ std::vector<std::uint8_t> kmeans_one_class(const std::vector<std::array<int, 3>>
   for (int iter = 0; iter < kKmeansIterations; ++iter) {
     std::vector<std::int64_t> count(static_cast<std::size_t>(k), 0);
     std::vector<std::int64_t> sum(static_cast<std::size_t>(3 * k), 0);
-    for (std::int64_t i = 0; i < m; ++i) {
-      const int l = nearest_center(centers.data(), k, colors[i][0], colors[i][1], colors[i][2]);
-      labels[i] = static_cast<std::uint8_t>(l);
-      count[l] += 1;
-      for (int c = 0; c < 3; ++c) sum[3 * l + c] += colors[i][c];
+#pragma omp parallel
+    {
+      // Integer sums per thread, merged after: exact whatever the thread count.
+      std::vector<std::int64_t> local_count(static_cast<std::size_t>(k), 0);
+      std::vector<std::int64_t> local_sum(static_cast<std::size_t>(3 * k), 0);
+#pragma omp for schedule(static)
+      for (std::int64_t i = 0; i < m; ++i) {
+        const int l = nearest_center(centers.data(), k, colors[i][0], colors[i][1], colors[i][2]);
+        labels[i] = static_cast<std::uint8_t>(l);
+        local_count[l] += 1;
+        for (int c = 0; c < 3; ++c) local_sum[3 * l + c] += colors[i][c];
+      }
+#pragma omp critical
+      for (int j = 0; j < 3 * k; ++j) {
+        sum[j] += local_sum[j];
+        if (j < k) count[j] += local_count[j];
+      }
     }
     for (int j = 0; j < k; ++j) {
       if (count[j] == 0) continue;  // an empty cluster keeps its centre

@@ -149,9 +149,13 @@ GRABCUT_HD double mixture_log_density(const ComponentEval* comps, int k, double 
     if (v[i] > top) top = v[i];
   }
   if (top <= -1e299) return -1e300;
+  // Terms below e^-40 cannot change a sum that reaches 1 (the top term) in double
+  // precision, so skipping their exp leaves the result bit for bit the same.
   double total = 0.0;
-  for (int i = 0; i < k; ++i)
-    if (comps[i].usable) total += portable_exp(v[i] - top);
+  for (int i = 0; i < k; ++i) {
+    const double d = v[i] - top;
+    if (comps[i].usable && d > -40.0) total += portable_exp(d);
+  }
   return top + portable_log(total);
 }
 

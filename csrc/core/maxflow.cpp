@@ -17,6 +17,12 @@
 //     so the walks of one adoption stage stop at nodes already checked in it, and
 //     growth reattaches a node to a neighbour that is closer to the terminal.
 //
+// Before the trees are seeded, one raster pass sends flow along every path
+// source -> p -> q -> sink made of a single n-link arc; in GrabCut graphs, where
+// neighbouring pixels often have opposite terminals, that carries much of the
+// flow at the cost of one sweep. The trees then start from whatever terminal
+// residual is left.
+//
 // There is no adjacency list: a node's 8 neighbours are at fixed index offsets in a
 // grid padded by one node on every side. The padding nodes have no arcs and are
 // never in a tree, so no neighbour access needs a bounds check. The residual

@@ -8,10 +8,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from test_maxflow_pymaxflow import KINDS, random_graph
 
 import torchgrabcut
 from conftest import has_cuda, object_image
+from graphs import KINDS, random_graph
 from torchgrabcut import GC_PR_FGD, grabcut
 
 pytestmark = [pytest.mark.cuda, pytest.mark.skipif(not has_cuda(), reason="no CUDA GPU")]

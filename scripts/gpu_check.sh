@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# One call on the GPU machine: build the extension with CUDA against that machine's
+# own torch (it has no network), run the torch-free CUDA tests, the CUDA pytest
+# tests, then the benchmark; print a short table last.
+#
+#   device run:  bash scripts/gpu_check.sh            (carry: data, .gtest)
+#
+# Needs data/grabcut50 (a copy of ../shared/data/grabcut50, git-ignored, never
+# committed) and .gtest (a copy of /usr/src/googletest, git-ignored).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+export PYTHONUNBUFFERED=1 TORCH_CUDA_ARCH_LIST=9.0 TORCHGRABCUT_CUDA=1 MAX_JOBS=16
+export TORCHGRABCUT_GRABCUT50=$PWD/data/grabcut50
+OUT=${OUT:-/tmp/gpu_out}
+mkdir -p "$OUT"
+STEPS=${STEPS:-build cmake pytest bench}
+status=0
+
+nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,memory.used --format=csv,noheader || true
+python3 -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda)'
+
+if [[ " $STEPS " == *" build "* ]]; then
+  echo "== build extension"
+  python3 setup.py -q build_ext --inplace > "$OUT/build.log" 2>&1 || { tail -40 "$OUT/build.log"; exit 1; }
+  grep -E "torchgrabcut: building" "$OUT/build.log" || true
+fi
+export PYTHONPATH=$PWD/python
+
+if [[ " $STEPS " == *" cmake "* ]]; then
+  echo "== torch-free CUDA tests (CMake)"
+  cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release -DGRABCUT_CUDA=ON -DGRABCUT_GTEST_SOURCE="$PWD/.gtest" \
+    > "$OUT/cmake.log" 2>&1 && cmake --build build-gpu -j 16 >> "$OUT/cmake.log" 2>&1 || { tail -40 "$OUT/cmake.log"; status=1; }
+  if [[ -x build-gpu/cuda_tests ]]; then
+    build-gpu/cuda_tests --gtest_brief=1 2>&1 | tail -25 | tee "$OUT/cuda_tests.log"
+    [[ ${PIPESTATUS[0]} -eq 0 ]] || status=1
+  fi
+fi
+
+if [[ " $STEPS " == *" pytest "* ]]; then
+  echo "== pytest (CUDA tests and the op tests on both devices)"
+  python3 -m pytest -q -x -p no:cacheprovider tests/python/test_cuda.py tests/python/test_op_registration.py \
+    tests/python/test_api.py -s 2>&1 | tail -30 | tee "$OUT/pytest.log"
+  [[ ${PIPESTATUS[0]} -eq 0 ]] || status=1
+fi
+
+if [[ " $STEPS " == *" bench "* ]]; then
+  echo "== benchmark"
+  python3 bench/gpu_bench.py --out "$OUT/bench.md" 2>&1 | tail -30
+fi
+exit $status
