@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import statistics
 import time
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
@@ -23,7 +22,7 @@ import numpy as np
 import torch
 
 from torchgrabcut import grabcut
-from torchgrabcut.bench import scaled_image
+from torchgrabcut.bench import gpu_median_ms, scaled_image
 from torchgrabcut.evaluate import load_dataset
 
 
@@ -36,21 +35,6 @@ def cv2_once(args: tuple[np.ndarray, tuple[int, int, int, int], int]) -> tuple[f
     t = time.perf_counter()
     cv2.grabCut(img, mask, rect, np.zeros((1, 65)), np.zeros((1, 65)), iters, cv2.GC_INIT_WITH_RECT)
     return (time.perf_counter() - t) * 1e3, mask
-
-
-def gpu_ms(fn: Callable[[], object], repeats: int, warmup: int = 2) -> float:
-    for _ in range(warmup):
-        fn()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(repeats):
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        fn()
-        b.record()
-        b.synchronize()
-        times.append(a.elapsed_time(b))
-    return statistics.median(times)
 
 
 def wall_ms(fn: Callable[[], object]) -> float:
@@ -92,7 +76,7 @@ def main() -> None:
     cpu_mask_a = grabcut(img_a, box=box_a, max_iter=it, device="cpu")
     cpu_a = None if args.skip_cpu else wall_ms(lambda: grabcut(img_a, box=box_a, max_iter=it, device="cpu"))
     t_a = torch.from_numpy(img_a).permute(2, 0, 1).contiguous().cuda()
-    g_a = gpu_ms(lambda: grabcut(t_a, box=box_a, max_iter=it), 10)
+    g_a = gpu_median_ms(lambda: grabcut(t_a, box=box_a, max_iter=it), 10)
     gpu_mask_a = grabcut(t_a, box=box_a, max_iter=it).cpu().numpy()
     rows.append(("1024x1024", 1, cv2_a, cpu_a, g_a, same_fraction([gpu_mask_a], [cpu_mask_a])))
 
@@ -106,7 +90,7 @@ def main() -> None:
     cpu_masks = grabcut(imgs, box=boxes, max_iter=it, device="cpu")
     cpu_b = (time.perf_counter() - t0) * 1e3
     t_imgs = [torch.from_numpy(x).permute(2, 0, 1).contiguous().cuda() for x in imgs]
-    g_b = gpu_ms(lambda: grabcut(t_imgs, box=boxes, max_iter=it), 10)
+    g_b = gpu_median_ms(lambda: grabcut(t_imgs, box=boxes, max_iter=it), 10)
     gpu_masks = [m.cpu().numpy() for m in grabcut(t_imgs, box=boxes, max_iter=it)]
     rows.append(("GrabCut-50 native", 50, cv2_b, cpu_b, g_b, same_fraction(gpu_masks, cpu_masks)))
 
@@ -119,7 +103,7 @@ def main() -> None:
     torch.cuda.synchronize()
     torch.cuda.reset_peak_memory_stats()
     before = torch.cuda.memory_allocated()
-    g_c = gpu_ms(lambda: grabcut(t_c, box=box_c, max_iter=it), 5, warmup=1)
+    g_c = gpu_median_ms(lambda: grabcut(t_c, box=box_c, max_iter=it), 5, warmup=1)
     peak = torch.cuda.max_memory_allocated() - before
     rows.append(("4096x4096", 1, None, None, g_c, None))
 

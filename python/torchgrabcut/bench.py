@@ -20,7 +20,7 @@ import torch
 from torchgrabcut.api import grabcut
 from torchgrabcut.imageio import read_image
 
-__all__ = ["BenchRow", "bench_sizes", "format_bench", "scaled_image"]
+__all__ = ["BenchRow", "bench_sizes", "format_bench", "gpu_median_ms", "scaled_image"]
 
 DEFAULT_IMAGE = Path(__file__).with_name("data") / "astronaut.png"
 DEFAULT_BOX_FRACTION = (0.03, 0.02, 0.72, 1.0)  # the astronaut: x0, y0, x1, y1 as fractions
@@ -62,7 +62,7 @@ def _median_ms(fn: Callable[[], object], repeats: int, warmup: int = 1) -> float
     return statistics.median(times)
 
 
-def _gpu_median_ms(fn: Callable[[], object], repeats: int, warmup: int = 2) -> float:
+def gpu_median_ms(fn: Callable[[], object], repeats: int, warmup: int = 2) -> float:
     for _ in range(warmup):
         fn()
     torch.cuda.synchronize()
@@ -126,7 +126,7 @@ def bench_sizes(
             cpu_ms = _median_ms(run_cpu, repeats, warmup=0)
         if with_gpu and torch.cuda.is_available():
             run_gpu = functools.partial(grabcut, img, box=box, max_iter=max_iter, device="cuda")
-            gpu_ms = _gpu_median_ms(run_gpu, max(repeats, 10))
+            gpu_ms = gpu_median_ms(run_gpu, max(repeats, 10))
         if cv2_mask is not None and cpu_mask is not None:
             agree = _fg_iou(cv2_mask, cpu_mask)
         rows.append(BenchRow(h, w, 1, cv2_ms, cpu_ms, gpu_ms, agree))
