@@ -351,9 +351,11 @@ def grabcut(
     elif kind == "batch":
         result_mask = out_mask
     else:
-        result_mask = [out_mask[b, : heights[b], : widths[b]] for b in range(batch)]
-        if all(isinstance(im, np.ndarray) for im in image):  # type: ignore[union-attr]
-            result_mask = [m.cpu().numpy() for m in result_mask]
+        all_numpy = all(isinstance(im, np.ndarray) for im in image)  # type: ignore[union-attr]
+        source = out_mask.cpu().numpy() if all_numpy else out_mask  # one copy to the host, not one per image
+        result_mask = [source[b, : heights[b], : widths[b]] for b in range(batch)]
+        if all_numpy:
+            result_mask = [np.ascontiguousarray(m) for m in result_mask]
     if not return_model:
         return result_mask
     result_model = GrabCutModel(out_model if kind in ("batch", "list") else out_model[0])
