@@ -61,6 +61,7 @@ GrabCutStats grabcut_cpu(const std::uint8_t* image, int height, int width, std::
 
   std::vector<std::uint8_t> component(static_cast<std::size_t>(n), 0);
   std::vector<std::uint8_t> previous_component;
+  bool previous_mask_changed = false;  // the model in hand was learnt on the current mask
   if (options.init_model) {
     kmeans_init_cpu(image, mask, n, k, options.seed, component.data());
     learn_gmms_cpu(image, mask, n, k, component.data(), model);
@@ -92,7 +93,9 @@ GrabCutStats grabcut_cpu(const std::uint8_t* image, int height, int width, std::
       learn_gmms_cpu(image, mask, n, k, component.data(), model);
     }
     tlinks_cpu(image, mask, n, k, model, options.gamma, terminal.data());
-    stats.last_flow = solver.solve(graph, source_side.data());
+    // Only the terminals change between iterations: later solves start from the
+    // last maximum flow (same canonical cut and flow value as a cold solve).
+    stats.last_flow = iter == 0 ? solver.solve(graph, source_side.data()) : solver.solve_warm(graph, source_side.data());
     bool mask_changed = false;
     for (std::int64_t p = 0; p < n; ++p) {
       if (!is_probable_label(mask[p])) continue;
@@ -103,10 +106,15 @@ GrabCutStats grabcut_cpu(const std::uint8_t* image, int height, int width, std::
     stats.iterations = iter + 1;
     // A frozen model gives the same graph every time: one iteration is the fixed point.
     if (options.freeze_model) break;
-    // Same mask and same components: the next iteration would learn the same model
-    // and cut the same graph, so every later result is this one.
-    if (!mask_changed && !previous_component.empty() && component == previous_component) break;
+    // The state after an iteration is (model, mask); the cut depends on the model
+    // alone. Components equal to the last iteration's, learnt on an equal mask, give
+    // the same model; with the mask unchanged too, every later iteration repeats
+    // this one. Both masks must be unchanged: this iteration learnt on the mask the
+    // last one produced.
+    if (!mask_changed && !previous_mask_changed && !previous_component.empty() && component == previous_component)
+      break;
     previous_component = component;
+    previous_mask_changed = mask_changed;
   }
   return stats;
 }

@@ -5,8 +5,8 @@
 // model is used (GC_EVAL). Each iteration then (unless freeze_model) assigns every
 // pixel to its best component and relearns both mixtures, builds the graph, finds
 // the canonical min cut and relabels the probable pixels. The loop stops early
-// only at an exact fixed point (mask and components unchanged), where further
-// iterations would repeat the same one.
+// only at an exact fixed point (components unchanged, and the mask unchanged by
+// this iteration and the last), where further iterations would repeat this one.
 #pragma once
 
 #include <cstdint>

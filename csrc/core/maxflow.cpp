@@ -20,8 +20,25 @@
 // Before the trees are seeded, one raster pass sends flow along every path
 // source -> p -> q -> sink made of a single n-link arc; in GrabCut graphs, where
 // neighbouring pixels often have opposite terminals, that carries much of the
-// flow at the cost of one sweep. The trees then start from whatever terminal
-// residual is left.
+// flow at the cost of one sweep. A cold solve then makes two push sweeps
+// (push_toward_sinks): source residual flows down the breadth-first distances to
+// the pixels whose sink residual no inflow can use up (in GrabCut the hard
+// background), which moves flow over long distances in aggregate rather than one
+// augmenting path at a time. The trees then start from whatever terminal residual
+// is left.
+//
+// Terminal residuals need not stay within the pixel's terminal capacity: moving
+// residual r from p to q along an n-link arc (a push), or adding a terminal change
+// to a kept flow (a warm start, see maxflow.h), gives the residual graph of a flow
+// in a graph that has, at some pixels, the same capacity added to both terminal
+// edges. That adds a constant to every cut and leaves the minimum cuts, and so the
+// canonical cut, unchanged. The flow value found is then that of the other graph,
+// so solve() returns the capacity of the canonical cut in the graph as given,
+// which equals its maximum flow value.
+//
+// A cold solve of a large grid may first solve horizontal strips in parallel,
+// each on its own (solve_strips); their flows together are a flow of the whole
+// graph, from which the whole grid is solved.
 //
 // There is no adjacency list: a node's 8 neighbours are at fixed index offsets in a
 // grid padded by one node on every side. The padding nodes have no arcs and are
@@ -32,9 +49,11 @@
 //
 // Integer ranges: the two directed arcs of an n-link of capacity c always have
 // residuals adding up to 2c, so n-links below 2^30 keep every residual in int32.
-// A terminal residual only moves toward zero, and every augmenting path contains
-// at least one n-link arc, so every bottleneck fits in int32; the flow value is
-// summed in int64. Terminals may be any int32 value.
+// An augmentation moves terminal residuals only toward zero, and every augmenting
+// path contains at least one n-link arc, so every bottleneck fits in int32. A push
+// is cut short where it would take a residual past INT32_MAX, and a warm start
+// whose new residual would leave int32 is a cold solve instead. The returned cut
+// capacity is summed in int64. Terminals may be any int32 value.
 //
 // Once no active node is left the flow is maximum, and the cut is then found
 // independently of the trees: a breadth-first search backward from the sink over
@@ -42,8 +61,12 @@
 // pixels form the canonical (largest minimum) source set.
 #include "core/maxflow.h"
 
+#include <omp.h>
+
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <exception>
 #include <limits>
 #include <memory>
 #include <stdexcept>
@@ -82,6 +105,21 @@ constexpr std::uint8_t kNoParent = 10;
 constexpr std::int32_t kMaxNlinkCapacity = (std::int32_t{1} << 30) - 1;
 constexpr int kInfiniteDistance = std::numeric_limits<int>::max();
 constexpr std::int32_t kTimeLimit = GRABCUT_MAXFLOW_TIME_LIMIT;
+// Push sweeps before the trees are seeded: in a cold solve (measured on real 1-MP
+// GrabCut graphs: 2 beat 1 and 3), in a warm solve (0: a sweep there cost more
+// than it saved), and how many of them seed only the sinks no inflow can fill.
+#ifndef GRABCUT_MAXFLOW_COLD_PASSES
+#define GRABCUT_MAXFLOW_COLD_PASSES 2
+#endif
+#ifndef GRABCUT_MAXFLOW_WARM_PASSES
+#define GRABCUT_MAXFLOW_WARM_PASSES 0
+#endif
+constexpr int kColdPushPasses = GRABCUT_MAXFLOW_COLD_PASSES;
+constexpr int kWarmPushPasses = GRABCUT_MAXFLOW_WARM_PASSES;
+#ifndef GRABCUT_MAXFLOW_STRONG_PASSES
+#define GRABCUT_MAXFLOW_STRONG_PASSES 2
+#endif
+constexpr int kStrongPasses = GRABCUT_MAXFLOW_STRONG_PASSES;
 
 std::uint8_t as_parent(int d) { return static_cast<std::uint8_t>(d); }
 
@@ -120,11 +158,24 @@ struct GridMaxflowSolver::Impl {
   std::vector<std::uint8_t> reaches_sink;  // marks of the final cut search
 
   std::int32_t time = 0;
-  std::int64_t flow = 0;
+
+  // Warm start state: after a completed solve, residual and nodes[].terminal hold
+  // a maximum flow of a graph whose terminals were last_terminal (unpadded).
+  bool has_flow = false;
+  std::vector<std::int32_t> last_terminal;
+  int num_threads = 0;  // see GridMaxflowSolver::set_num_threads
+  // Solvers of the strips of a parallel cold solve, kept for reuse.
+  std::vector<std::unique_ptr<Impl>> strips;
 
   void prepare(const GridGraphView& graph);
-  void compute_max_flow();
+  void reset_search();
+  bool reparametrise(const GridGraphView& graph);
+  void solve_strips(const GridGraphView& graph, int num_strips);
+  void remember_terminals(const GridGraphView& graph);
+  void compute_max_flow(int push_passes);
   void push_short_paths();
+  std::int64_t push_toward_sinks(bool strong_only);
+  std::vector<std::int32_t> label;  // distances of push_toward_sinks()
   void seed_trees();
   void compute_cut(std::uint8_t* source_side);
 
@@ -184,12 +235,8 @@ void GridMaxflowSolver::Impl::prepare(const GridGraphView& graph) {
     width = w;
   }
 
-  const Node empty_node{0, 0, 0, kFree, kNoParent, 0, 0};
-  for (Node& n : nodes) n = empty_node;
-  clear_queue();
-  orphans.clear();
-  time = 0;
-  flow = 0;
+  has_flow = false;
+  reset_search();
 
   const std::int32_t* const right = graph.nlink[kRight];
   const std::int32_t* const down_right = graph.nlink[kDownRight];
@@ -236,6 +283,128 @@ void GridMaxflowSolver::Impl::prepare(const GridGraphView& graph) {
   }
 }
 
+// Clears the search trees, the queues and the clock; keeps the
+// residual capacities (terminal residuals included).
+void GridMaxflowSolver::Impl::reset_search() {
+  for (Node& n : nodes) {
+    n.timestamp = 0;
+    n.distance = 0;
+    n.tree = kFree;
+    n.parent = kNoParent;
+    n.active = 0;
+    n.unused = 0;
+  }
+  clear_queue();
+  orphans.clear();
+  time = 0;
+}
+
+// Warm start: if `graph` has the size and the n-links of the graph whose maximum
+// flow the buffers hold, keeps that flow on the n-links and moves each terminal
+// residual by the change of its terminal, then clears the search state. Returns
+// false (buffers then in an unspecified state; prepare() starts afresh) if the
+// size or an n-link differs or a new residual leaves int32.
+bool GridMaxflowSolver::Impl::reparametrise(const GridGraphView& graph) {
+  if (!has_flow || graph.height != height || graph.width != width) return false;
+  has_flow = false;
+  const int h = height;
+  const int w = width;
+  std::int32_t* const rc = residual.data();
+  Node* const node = nodes.data();
+  for (int y = 0; y < h; ++y) {
+    const bool has_down = y + 1 < h;
+    for (int x = 0; x < w; ++x) {
+      const bool has_right = x + 1 < w;
+      const bool has_left = x > 0;
+      const int i = y * w + x;
+      const int p = (y + 1) * stride + (x + 1);
+      const bool in_grid[kNumForwardDirections] = {has_right, has_right && has_down, has_down,
+                                                   has_left && has_down};
+      const std::int32_t* const r = rc + kNumDirections * p;
+      for (int d = 0; d < kNumForwardDirections; ++d) {
+        // The two arcs of an n-link of capacity c keep residuals adding up to 2c;
+        // arcs to the padding stay 0 and have c = 0.
+        const std::int64_t c = in_grid[d] ? graph.nlink[d][i] : 0;
+        const std::int64_t sum = std::int64_t{r[d]} + rc[kNumDirections * (p + offset[d]) + opposite(d)];
+        if (sum != 2 * c) return false;
+      }
+      const std::int64_t t = std::int64_t{node[p].terminal} + graph.terminal[i] -
+                             last_terminal[static_cast<std::size_t>(i)];
+      if (t < std::numeric_limits<std::int32_t>::min() || t > std::numeric_limits<std::int32_t>::max()) {
+        return false;
+      }
+      node[p].terminal = static_cast<std::int32_t>(t);
+    }
+  }
+  reset_search();
+  return true;
+}
+
+void GridMaxflowSolver::Impl::remember_terminals(const GridGraphView& graph) {
+  const std::size_t n = static_cast<std::size_t>(height) * static_cast<std::size_t>(width);
+  last_terminal.assign(graph.terminal, graph.terminal + n);
+  has_flow = true;
+}
+
+// Parallel start of a cold solve, after prepare(graph): a maximum flow of each of
+// num_strips horizontal strips on its own (a strip solver never sees the n-links
+// between strips), copied into this solver's buffers. Their sum is a flow of the
+// whole graph, from which compute_max_flow() continues.
+void GridMaxflowSolver::Impl::solve_strips(const GridGraphView& graph, int num_strips) {
+  const int h = height;
+  const int w = width;
+  while (static_cast<int>(strips.size()) < num_strips) strips.push_back(std::make_unique<Impl>());
+  std::vector<int> first_row(static_cast<std::size_t>(num_strips) + 1);
+  for (int s = 0; s <= num_strips; ++s) {
+    first_row[static_cast<std::size_t>(s)] =
+        static_cast<int>(std::int64_t{h} * s / num_strips);
+  }
+  std::vector<std::exception_ptr> errors(static_cast<std::size_t>(num_strips));
+  const bool nested = omp_in_parallel() != 0;
+#pragma omp parallel for num_threads(num_strips) schedule(static, 1) if (!nested)
+  for (int s = 0; s < num_strips; ++s) {
+    try {
+      const int y0 = first_row[static_cast<std::size_t>(s)];
+      const int y1 = first_row[static_cast<std::size_t>(s) + 1];
+      const std::size_t start = static_cast<std::size_t>(y0) * static_cast<std::size_t>(w);
+      GridGraphView sub;
+      sub.height = y1 - y0;
+      sub.width = w;
+      sub.terminal = graph.terminal + start;
+      for (int d = 0; d < kNumForwardDirections; ++d) sub.nlink[d] = graph.nlink[d] + start;
+      Impl& strip = *strips[static_cast<std::size_t>(s)];
+      strip.prepare(sub);
+      strip.compute_max_flow(kColdPushPasses);
+      // Copy the strip's residuals, except those of the arcs between strips,
+      // which keep their full capacity. The padded rows have the same stride.
+      std::int32_t* const rc = residual.data();
+      Node* const node = nodes.data();
+      const std::int32_t* const src = strip.residual.data();
+      const Node* const src_node = strip.nodes.data();
+      for (int y = y0; y < y1; ++y) {
+        const int row = (y + 1) * stride;
+        const int src_row = (y - y0 + 1) * stride;
+        const bool cut_up = y == y0 && y0 > 0;
+        const bool cut_down = y == y1 - 1 && y1 < h;
+        for (int x = 1; x <= w; ++x) {
+          std::int32_t* const r = rc + kNumDirections * (row + x);
+          const std::int32_t* const q = src + kNumDirections * (src_row + x);
+          for (int d = 0; d < kNumDirections; ++d) {
+            const bool between = d >= 5 ? cut_up : (d >= 1 && d <= 3 ? cut_down : false);
+            if (!between) r[d] = q[d];
+          }
+          node[row + x].terminal = src_node[src_row + x].terminal;
+        }
+      }
+    } catch (...) {
+      errors[static_cast<std::size_t>(s)] = std::current_exception();
+    }
+  }
+  for (const std::exception_ptr& e : errors) {
+    if (e) std::rethrow_exception(e);
+  }
+}
+
 // Sends flow along the paths source -> p -> q -> sink of one n-link arc, pixel by
 // pixel: cheap, and in GrabCut graphs it carries much of the maximum flow. The
 // search trees are seeded afterwards from the terminal residuals that remain.
@@ -260,7 +429,6 @@ void GridMaxflowSolver::Impl::push_short_paths() {
         rc[kNumDirections * q + opposite(d)] += f;
         np.terminal -= f;
         nq.terminal += f;
-        flow += f;
       }
     }
   }
@@ -283,8 +451,83 @@ void GridMaxflowSolver::Impl::seed_trees() {
   }
 }
 
-void GridMaxflowSolver::Impl::compute_max_flow() {
+// One sweep of push-relabel style pushes. A breadth-first search backward from
+// the pixels with a sink residual (terminal < 0; with strong_only, only those
+// whose sink residual is at least the sum of their incoming residuals, so that no
+// inflow can use it up) over residual arcs labels every pixel that can reach one
+// with its distance; then, in order of decreasing
+// distance, each pixel with a source residual (terminal > 0) pushes it along
+// residual arcs to neighbours one step closer. A push of f along arc p -> q moves
+// f of terminal residual from p to q: that is a flow in a graph that differs from
+// this one only by equal capacities added to both terminal edges of some pixels
+// (p's source edge carries flow that now goes on to q rather than to p's sink
+// edge), which adds a constant to every cut and changes no minimum cut. So the
+// search trees can start from the state it leaves. Returns the flow moved.
+std::int64_t GridMaxflowSolver::Impl::push_toward_sinks(bool strong_only) {
+  Node* const node = nodes.data();
+  std::int32_t* const rc = residual.data();
+  label.assign(static_cast<std::size_t>(num_nodes), -1);
+  std::int32_t* const lab = label.data();
+  int* const order = queue.data();
+  int count = 0;
+  for (int y = 0; y < height; ++y) {
+    for (int x = 0; x < width; ++x) {
+      const int p = (y + 1) * stride + (x + 1);
+      if (node[p].terminal < 0) {
+        bool seed = !strong_only;
+        if (strong_only) {
+          // A sink residual no inflow can use up: the pixel stays a sink for good.
+          std::int64_t inflow = 0;
+          for (int d = 0; d < kNumDirections; ++d) inflow += rc[kNumDirections * (p + offset[d]) + opposite(d)];
+          seed = -std::int64_t{node[p].terminal} >= inflow;
+        }
+        if (seed) {
+          lab[p] = 0;
+          order[count++] = p;
+        }
+      }
+    }
+  }
+  for (int k = 0; k < count; ++k) {
+    const int q = order[k];
+    const std::int32_t next = lab[q] + 1;
+    for (int d = 0; d < kNumDirections; ++d) {
+      const int p = q + offset[d];  // arc p -> q is arc opposite(d) of p
+      if (lab[p] < 0 && rc[kNumDirections * p + opposite(d)] != 0) {
+        lab[p] = next;
+        order[count++] = p;
+      }
+    }
+  }
+  std::int64_t moved = 0;
+  for (int k = count - 1; k >= 0; --k) {
+    const int p = order[k];
+    std::int32_t excess = node[p].terminal;
+    if (excess <= 0 || lab[p] == 0) continue;  // a sink that filled up waits for the trees
+    const std::int32_t want = lab[p] - 1;
+    std::int32_t* const rp = rc + kNumDirections * p;
+    for (int d = 0; d < kNumDirections && excess > 0; ++d) {  // (d order: deterministic)
+      const int q = p + offset[d];
+      if (lab[q] != want || rp[d] == 0) continue;
+      std::int32_t f = rp[d] < excess ? rp[d] : excess;
+      const std::int32_t room = std::numeric_limits<std::int32_t>::max() - std::max(node[q].terminal, 0);
+      if (f > room) f = room;
+      rp[d] -= f;
+      rc[kNumDirections * q + opposite(d)] += f;
+      excess -= f;
+      node[q].terminal += f;
+      moved += f;
+    }
+    node[p].terminal = excess;
+  }
+  return moved;
+}
+
+void GridMaxflowSolver::Impl::compute_max_flow(int push_passes) {
   push_short_paths();
+  for (int pass = 0; pass < push_passes; ++pass) {
+    if (push_toward_sinks(pass < kStrongPasses) == 0) break;
+  }
   seed_trees();
   Node* const node = nodes.data();
   const std::int32_t* const rc = residual.data();
@@ -438,7 +681,6 @@ void GridMaxflowSolver::Impl::augment(int from, int dir) {
     if (up_arc == 0) make_orphan(i);
     i = j;
   }
-  flow += f;
 }
 
 void GridMaxflowSolver::Impl::adopt() {
@@ -611,27 +853,66 @@ void GridMaxflowSolver::Impl::compute_cut(std::uint8_t* source_side) {
   }
 }
 
+namespace {
+
+void check_graph(const GridGraphView& graph, const std::uint8_t* source_side, const char* who) {
+  if (graph.height < 0 || graph.width < 0) {
+    throw std::invalid_argument(std::string(who) + ": height and width must be >= 0, got " +
+                                std::to_string(graph.height) + " x " + std::to_string(graph.width));
+  }
+  if (graph.height == 0 || graph.width == 0) return;
+  if (graph.terminal == nullptr || graph.nlink[0] == nullptr || graph.nlink[1] == nullptr ||
+      graph.nlink[2] == nullptr || graph.nlink[3] == nullptr || source_side == nullptr) {
+    throw std::invalid_argument(std::string(who) + ": null array for a non-empty graph");
+  }
+}
+
+// Strips of a cold solve (see set_num_threads).
+int strip_count(int requested, int height, int width) {
+  int k = requested;
+  if (k == 0) {
+    constexpr std::int64_t kMinParallelPixels = std::int64_t{256} * 256;
+    if (omp_in_parallel() != 0 || std::int64_t{height} * width < kMinParallelPixels) return 1;
+    k = std::min(omp_get_max_threads(), 8);
+  }
+  return std::max(1, std::min(k, height));
+}
+
+}  // namespace
+
 GridMaxflowSolver::GridMaxflowSolver() : impl_(std::make_unique<Impl>()) {}
 GridMaxflowSolver::~GridMaxflowSolver() = default;
 GridMaxflowSolver::GridMaxflowSolver(GridMaxflowSolver&&) noexcept = default;
 GridMaxflowSolver& GridMaxflowSolver::operator=(GridMaxflowSolver&&) noexcept = default;
 
 std::int64_t GridMaxflowSolver::solve(const GridGraphView& graph, std::uint8_t* source_side) {
-  if (graph.height < 0 || graph.width < 0) {
-    throw std::invalid_argument("GridMaxflowSolver::solve: height and width must be >= 0, got " +
-                                std::to_string(graph.height) + " x " +
-                                std::to_string(graph.width));
-  }
+  check_graph(graph, source_side, "GridMaxflowSolver::solve");
   if (graph.height == 0 || graph.width == 0) return 0;
-  if (graph.terminal == nullptr || graph.nlink[0] == nullptr || graph.nlink[1] == nullptr ||
-      graph.nlink[2] == nullptr || graph.nlink[3] == nullptr || source_side == nullptr) {
-    throw std::invalid_argument("GridMaxflowSolver::solve: null array for a non-empty graph");
-  }
   if (!impl_) impl_ = std::make_unique<Impl>();  // a moved-from solver is usable again
-  impl_->prepare(graph);
-  impl_->compute_max_flow();
-  impl_->compute_cut(source_side);
-  return impl_->flow;
+  Impl& m = *impl_;
+  m.prepare(graph);  // validates every n-link before any thread starts
+  const int num_strips = strip_count(m.num_threads, graph.height, graph.width);
+  if (num_strips > 1) m.solve_strips(graph, num_strips);
+  m.compute_max_flow(kColdPushPasses);
+  m.compute_cut(source_side);
+  m.remember_terminals(graph);
+  return cut_capacity(graph, source_side);
+}
+
+std::int64_t GridMaxflowSolver::solve_warm(const GridGraphView& graph, std::uint8_t* source_side) {
+  check_graph(graph, source_side, "GridMaxflowSolver::solve_warm");
+  if (graph.height == 0 || graph.width == 0) return 0;
+  if (!impl_ || !impl_->reparametrise(graph)) return solve(graph, source_side);
+  Impl& m = *impl_;
+  m.compute_max_flow(kWarmPushPasses);
+  m.compute_cut(source_side);
+  m.remember_terminals(graph);
+  return cut_capacity(graph, source_side);
+}
+
+void GridMaxflowSolver::set_num_threads(int threads) {
+  if (!impl_) impl_ = std::make_unique<Impl>();
+  impl_->num_threads = std::max(threads, 0);
 }
 
 std::int64_t cut_capacity(const GridGraphView& graph, const std::uint8_t* source_side) {

@@ -52,8 +52,46 @@ class GridMaxflowSolver {
 
   // Computes a maximum flow of `graph` and writes the canonical cut into
   // source_side (height * width bytes): 1 for the source side, 0 for the sink side.
-  // Returns the value of the maximum flow (of the graph as given, net terminals).
+  // Returns the value of the maximum flow (of the graph as given, net terminals),
+  // computed as the capacity of that cut (equal by the max-flow min-cut theorem;
+  // the solver's internal flow may be one of a reparametrised graph, see
+  // solve_warm). Starts from zero flow (a cold solve); see set_num_threads.
   std::int64_t solve(const GridGraphView& graph, std::uint8_t* source_side);
+
+  // The same as solve(graph, source_side), with the same canonical cut and the
+  // same return value (the maximum flow value of `graph` as given), but faster
+  // when `graph` differs from the graph of the last successful call on this
+  // solver only in its terminals, as between GrabCut iterations (warm start).
+  //
+  // The solver keeps the maximum flow it found last. If `graph` has the same size
+  // and the same n-links (checked exactly: every n-link's two residuals must
+  // still add up to twice its capacity), the n-link flows are kept and each
+  // pixel's net terminal residual becomes old residual + (new terminal - old
+  // terminal). That is the residual graph of a flow in a graph that differs from
+  // `graph` only by adding the same capacity to both terminal edges of some
+  // pixels, which adds a constant to every cut and changes no minimum cut; the
+  // solver then augments from there to a maximum flow. The flow value it reaches
+  // is that of the reparametrised graph, so the value returned is computed
+  // instead as the capacity of the canonical cut in `graph`, which equals the
+  // maximum flow value of `graph` (max-flow min-cut theorem).
+  //
+  // Otherwise (no earlier solve, another size, other n-links, a solve that threw,
+  // or a new residual outside int32) it is a cold solve, exactly solve().
+  std::int64_t solve_warm(const GridGraphView& graph, std::uint8_t* source_side);
+
+  // Threads of a cold solve. A cold solve on k >= 2 threads splits the grid into
+  // k horizontal strips, finds a maximum flow of each strip on its own in parallel
+  // (the n-links between strips unused, so together they are a flow of the whole
+  // graph), then augments from that flow on the whole grid with one thread. The
+  // cut and the returned value do not depend on the threads: the canonical cut is
+  // unique and so is the maximum flow value.
+  //   0 (the default): automatic: the OpenMP thread limit (omp_get_max_threads),
+  //     at most 8, on grids of at least 256 x 256 pixels; 1 when called inside an
+  //     OpenMP parallel region (no oversubscription).
+  //   1: serial.  k >= 2: k strips (fewer if the grid has fewer rows), even on
+  //     small grids; they run on up to k OpenMP threads, serially inside a
+  //     parallel region. Negative values are taken as 0.
+  void set_num_threads(int threads);
 
  private:
   struct Impl;

@@ -722,6 +722,284 @@ TEST(Maxflow, RejectsInvalidInput) {
   expect_matches_reference(solver, g, "after rejection");
 }
 
+// ---------------------------------------------------------------------------
+// Warm starts (solve_warm) and the parallel cold solve (set_num_threads).
+
+SolveResult solve_warm_with(GridMaxflowSolver& solver, const TestGraph& g) {
+  SolveResult r;
+  r.side.assign(g.size() + 16, 0xAB);
+  r.flow = solver.solve_warm(g.view(), r.side.data());
+  for (std::size_t k = g.size(); k < r.side.size(); ++k) {
+    EXPECT_EQ(r.side[k], 0xAB) << "write past the end at " << k;
+  }
+  r.side.resize(g.size());
+  return r;
+}
+
+SolveResult solve_serial(const TestGraph& g) {
+  GridMaxflowSolver solver;
+  solver.set_num_threads(1);
+  return solve_with(solver, g);
+}
+
+// The ways GrabCut-like terminals may change between two solves.
+enum class Change { kRerandomise, kPerturb, kFlipSigns, kNone, kAllZero, kFewPixels, kExtreme };
+constexpr Change kAllChanges[] = {Change::kRerandomise, Change::kPerturb,  Change::kFlipSigns,
+                                  Change::kNone,        Change::kAllZero,  Change::kFewPixels,
+                                  Change::kExtreme};
+
+void change_terminals(TestGraph& g, Change change, std::mt19937_64& rng) {
+  auto uniform = [&rng](std::int64_t lo, std::int64_t hi) {
+    return std::uniform_int_distribution<std::int64_t>(lo, hi)(rng);
+  };
+  for (auto& t : g.terminal) {
+    switch (change) {
+      case Change::kRerandomise: t = static_cast<std::int32_t>(uniform(-60, 60)); break;
+      case Change::kPerturb:
+        t = static_cast<std::int32_t>(std::clamp<std::int64_t>(t + uniform(-5, 5), -100000, 100000));
+        break;
+      case Change::kFlipSigns: t = t == std::numeric_limits<std::int32_t>::min() ? 0 : -t; break;
+      case Change::kNone: break;
+      case Change::kAllZero: t = 0; break;
+      case Change::kFewPixels:
+        if (uniform(0, 19) == 0) t = static_cast<std::int32_t>(uniform(-1000, 1000));
+        break;
+      case Change::kExtreme:
+        t = uniform(0, 1) == 0 ? std::numeric_limits<std::int32_t>::min() : std::numeric_limits<std::int32_t>::max();
+        break;
+    }
+  }
+}
+
+// A sequence of terminal changes on one graph: every warm solve must give the
+// canonical cut and the flow value of a cold solve (and of the reference where the
+// graph is small enough), and the cut must be a minimum cut.
+void expect_warm_sequence(int h, int w, Regime regime, bool eight, std::uint64_t seed, int steps) {
+  SCOPED_TRACE(std::to_string(h) + "x" + std::to_string(w) + " " + regime_name(regime) + (eight ? " 8c" : " 4c") +
+               " seed " + std::to_string(seed));
+  std::mt19937_64 rng(seed);
+  TestGraph g = random_graph(h, w, regime, eight, seed);
+  GridMaxflowSolver warm;
+  const SolveResult first = solve_with(warm, g);
+  EXPECT_EQ(first.side, solve_serial(g).side);
+  const bool small = g.size() <= 20000;
+  for (int step = 0; step < steps; ++step) {
+    const Change change = step < 7 ? kAllChanges[step] : kAllChanges[rng() % 7];
+    change_terminals(g, change, rng);
+    SCOPED_TRACE("step " + std::to_string(step) + " change " + std::to_string(static_cast<int>(change)));
+    const SolveResult r = solve_warm_with(warm, g);
+    const SolveResult cold = solve_serial(g);
+    EXPECT_EQ(r.flow, cold.flow);
+    EXPECT_TRUE(r.side == cold.side) << first_difference(r.side, cold.side, g.width);
+    EXPECT_EQ(grabcut::cut_capacity(g.view(), r.side.data()), r.flow);
+    if (small) {
+      ReferenceMaxflow ref(g);
+      EXPECT_EQ(r.flow, ref.max_flow());
+      const std::vector<std::uint8_t> ref_side = ref.canonical_cut();
+      EXPECT_TRUE(r.side == ref_side) << first_difference(r.side, ref_side, g.width);
+    }
+    if (::testing::Test::HasFailure()) return;
+  }
+}
+
+TEST(MaxflowWarm, MatchesColdSolveAfterTerminalChanges) {
+  const std::pair<int, int> shapes[] = {{1, 1},  {1, 2},  {2, 1},   {1, 37},  {37, 1}, {3, 5},
+                                        {8, 8},  {7, 13}, {31, 33}, {64, 65}, {100, 37}};
+  std::uint64_t seed = 1;
+  for (auto [h, w] : shapes) {
+    for (Regime regime : {Regime::kSmall, Regime::kTiny, Regime::kHuge, Regime::kStrongNlinks,
+                          Regime::kSparseTerminals, Regime::kZeroHeavy}) {
+      for (bool eight : {false, true}) {
+        const int steps = h * w <= 64 ? 20 : 10;
+        expect_warm_sequence(h, w, regime, eight, seed++, steps);
+        if (HasFailure()) return;
+      }
+    }
+  }
+}
+
+TEST(MaxflowWarm, MatchesColdSolveOnLargeGrids) {
+  expect_warm_sequence(200, 201, Regime::kStrongNlinks, true, 77, 8);
+  expect_warm_sequence(257, 131, Regime::kSmall, false, 78, 8);
+  expect_warm_sequence(1, 3000, Regime::kSparseTerminals, true, 79, 8);
+  expect_warm_sequence(3000, 1, Regime::kStrongNlinks, false, 80, 8);
+  expect_warm_sequence(512, 512, Regime::kStrongNlinks, true, 81, 8);
+}
+
+// The GrabCut case: n-links fixed, terminals from noisy evidence, re-drawn.
+TEST(MaxflowWarm, GrabCutLikeSequence) {
+  for (auto [h, w] : {std::pair{150, 130}, std::pair{512, 512}}) {
+    TestGraph g = grabcut_like_graph(h, w, 5);
+    GridMaxflowSolver warm;
+    (void)solve_with(warm, g);
+    std::mt19937_64 rng(9);
+    std::normal_distribution<double> noise(0.0, 300.0);
+    for (int step = 0; step < 4; ++step) {
+      for (auto& t : g.terminal) {
+        if (t == -115200) continue;  // hard background stays
+        t = static_cast<std::int32_t>(std::nearbyint(t * 0.8 + noise(rng)));
+      }
+      SCOPED_TRACE(std::to_string(h) + "x" + std::to_string(w) + " step " + std::to_string(step));
+      const SolveResult r = solve_warm_with(warm, g);
+      const SolveResult cold = solve_serial(g);
+      EXPECT_EQ(r.flow, cold.flow);
+      EXPECT_TRUE(r.side == cold.side) << first_difference(r.side, cold.side, g.width);
+      EXPECT_EQ(grabcut::cut_capacity(g.view(), r.side.data()), r.flow);
+    }
+  }
+}
+
+// Without a usable earlier flow (none yet, another size, other n-links, a call
+// that threw) solve_warm is a cold solve.
+TEST(MaxflowWarm, FallsBackToColdSolve) {
+  GridMaxflowSolver solver;
+  TestGraph g = random_graph(23, 17, Regime::kSmall, true, 4);
+  expect_matches_reference(solver, g, "warm before any solve");  // solve
+  GridMaxflowSolver fresh;
+  SolveResult r = solve_warm_with(fresh, g);
+  EXPECT_EQ(r.side, solve_serial(g).side);
+  EXPECT_EQ(r.flow, solve_serial(g).flow);
+
+  // Other n-links, same size: the earlier flow must not be used.
+  TestGraph other = random_graph(23, 17, Regime::kStrongNlinks, true, 5);
+  r = solve_warm_with(solver, other);
+  EXPECT_EQ(r.side, solve_serial(other).side);
+  EXPECT_EQ(r.flow, solve_serial(other).flow);
+  // One n-link changed by one.
+  other.nlink[grabcut::kDownLeft][40] += 1;
+  r = solve_warm_with(solver, other);
+  EXPECT_EQ(r.side, solve_serial(other).side);
+  EXPECT_EQ(r.flow, solve_serial(other).flow);
+  // Another size, and the transposed shape with the same padded size.
+  const TestGraph t = random_graph(17, 23, Regime::kSmall, false, 6);
+  r = solve_warm_with(solver, t);
+  EXPECT_EQ(r.side, solve_serial(t).side);
+  EXPECT_EQ(r.flow, solve_serial(t).flow);
+  // A call that throws leaves no flow to start from.
+  TestGraph bad = t;
+  bad.nlink[grabcut::kRight][5] = -1;
+  std::vector<std::uint8_t> side(t.size());
+  EXPECT_THROW(solver.solve_warm(bad.view(), side.data()), std::invalid_argument);
+  EXPECT_THROW(solver.solve_warm(t.view(), nullptr), std::invalid_argument);
+  GridGraphView v = t.view();
+  v.width = -2;
+  EXPECT_THROW(solver.solve_warm(v, side.data()), std::invalid_argument);
+  r = solve_warm_with(solver, t);
+  EXPECT_EQ(r.side, solve_serial(t).side);
+  EXPECT_EQ(r.flow, solve_serial(t).flow);
+  // Empty graphs.
+  const TestGraph empty(0, 5);
+  EXPECT_EQ(solver.solve_warm(empty.view(), nullptr), 0);
+  r = solve_warm_with(solver, t);
+  EXPECT_EQ(r.side, solve_serial(t).side);
+}
+
+// Terminals that push a warm residual past int32 force a cold solve.
+TEST(MaxflowWarm, ExtremeTerminalsStayExact) {
+  for (bool eight : {false, true}) {
+    TestGraph g = random_graph(9, 11, Regime::kHuge, eight, 12);
+    GridMaxflowSolver solver;
+    (void)solve_with(solver, g);
+    std::mt19937_64 rng(3);
+    for (int step = 0; step < 12; ++step) {
+      for (auto& t : g.terminal) {
+        const auto pick = rng() % 4;
+        t = pick == 0   ? std::numeric_limits<std::int32_t>::min()
+            : pick == 1 ? std::numeric_limits<std::int32_t>::max()
+            : pick == 2 ? 0
+                        : static_cast<std::int32_t>(static_cast<std::int64_t>(rng() % 2000001) - 1000000);
+      }
+      const SolveResult r = solve_warm_with(solver, g);
+      ReferenceMaxflow ref(g);
+      EXPECT_EQ(r.flow, ref.max_flow());
+      EXPECT_EQ(r.side, ref.canonical_cut());
+    }
+  }
+}
+
+TEST(MaxflowWarm, ReusedAcrossSizesWithWarmCalls) {
+  GridMaxflowSolver reused;
+  std::mt19937_64 rng(31);
+  const std::pair<int, int> shapes[] = {{10, 20}, {10, 20}, {20, 10}, {1, 1}, {1, 1}, {33, 31},
+                                        {33, 31}, {64, 64}, {1, 50}, {50, 1}, {50, 1}, {12, 80}};
+  for (auto [h, w] : shapes) {
+    const TestGraph g = random_graph(h, w, static_cast<Regime>(rng() % 6), rng() % 2 == 0, rng());
+    SCOPED_TRACE(std::to_string(h) + "x" + std::to_string(w));
+    const SolveResult r = rng() % 2 == 0 ? solve_warm_with(reused, g) : solve_with(reused, g);
+    ReferenceMaxflow ref(g);
+    EXPECT_EQ(r.flow, ref.max_flow());
+    EXPECT_EQ(r.side, ref.canonical_cut());
+  }
+}
+
+// The parallel cold solve (strips) gives the serial result, whatever the strips.
+TEST(MaxflowParallel, StripsMatchSerial) {
+  const std::pair<int, int> shapes[] = {{1, 1}, {2, 1}, {1, 40}, {3, 7}, {5, 5}, {17, 3}, {64, 65}, {120, 121}};
+  std::uint64_t seed = 100;
+  for (auto [h, w] : shapes) {
+    for (Regime regime : {Regime::kSmall, Regime::kHuge, Regime::kStrongNlinks, Regime::kSparseTerminals,
+                          Regime::kZeroHeavy}) {
+      for (bool eight : {false, true}) {
+        const TestGraph g = random_graph(h, w, regime, eight, seed++);
+        const SolveResult serial = solve_serial(g);
+        ReferenceMaxflow ref(g);
+        EXPECT_EQ(serial.flow, ref.max_flow());
+        EXPECT_EQ(serial.side, ref.canonical_cut());
+        for (int threads : {0, 2, 3, 8}) {
+          SCOPED_TRACE(std::to_string(h) + "x" + std::to_string(w) + " threads " + std::to_string(threads));
+          GridMaxflowSolver solver;
+          solver.set_num_threads(threads);
+          const SolveResult r = solve_with(solver, g);
+          EXPECT_EQ(r.flow, serial.flow);
+          EXPECT_TRUE(r.side == serial.side) << first_difference(r.side, serial.side, g.width);
+        }
+      }
+    }
+  }
+}
+
+TEST(MaxflowParallel, LargeGridsMatchSerial) {
+  for (const TestGraph& g : {grabcut_like_graph(512, 512, 4), random_graph(512, 512, Regime::kStrongNlinks, true, 3),
+                             random_graph(300, 257, Regime::kSparseTerminals, false, 2)}) {
+    const SolveResult serial = solve_serial(g);
+    EXPECT_EQ(grabcut::cut_capacity(g.view(), serial.side.data()), serial.flow);
+    for (int threads : {0, 2, 4}) {
+      SCOPED_TRACE(std::to_string(g.height) + "x" + std::to_string(g.width) + " threads " + std::to_string(threads));
+      GridMaxflowSolver solver;
+      solver.set_num_threads(threads);
+      const SolveResult r = solve_with(solver, g);
+      EXPECT_EQ(r.flow, serial.flow);
+      EXPECT_TRUE(r.side == serial.side) << first_difference(r.side, serial.side, g.width);
+      // Warm solves after a parallel cold solve.
+      TestGraph changed = g;
+      for (std::size_t i = 0; i < changed.size(); i += 3) changed.terminal[i] = -changed.terminal[i] / 2;
+      const SolveResult w = solve_warm_with(solver, changed);
+      const SolveResult cold = solve_serial(changed);
+      EXPECT_EQ(w.flow, cold.flow);
+      EXPECT_TRUE(w.side == cold.side) << first_difference(w.side, cold.side, g.width);
+    }
+  }
+}
+
+// Inside an OpenMP parallel region the automatic setting stays serial, and forced
+// strips run one after another; the results are the same either way.
+TEST(MaxflowParallel, InsideParallelRegion) {
+  const TestGraph g = grabcut_like_graph(300, 280, 6);
+  const SolveResult serial = solve_serial(g);
+  std::vector<SolveResult> results(4);
+#pragma omp parallel for num_threads(2)
+  for (int k = 0; k < 4; ++k) {
+    GridMaxflowSolver solver;
+    solver.set_num_threads(k % 2 == 0 ? 0 : 3);
+    results[static_cast<std::size_t>(k)].side.assign(g.size(), 0);
+    results[static_cast<std::size_t>(k)].flow = solver.solve(g.view(), results[static_cast<std::size_t>(k)].side.data());
+  }
+  for (const SolveResult& r : results) {
+    EXPECT_EQ(r.flow, serial.flow);
+    EXPECT_TRUE(r.side == serial.side);
+  }
+}
+
 // Graphs too large for the reference: check that the cut is a minimum cut (its
 // capacity equals the flow) and that it is the same for a reused solver solving
 // twice and for a fresh solver.

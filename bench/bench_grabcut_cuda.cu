@@ -1,0 +1,397 @@
+// Times grabcut_cuda (5 iterations, box masks) with CUDA events: one 1024x1024
+// image, a batch of 50 images of about 500x400, one 4096x4096 image; median of
+// repeated runs after a warm-up, and the time of each stage for 1024x1024. The
+// synthetic images are smooth colour blobs plus noise. The 1024x1024 result is
+// also checked against grabcut_cpu (masks and models identical).
+//
+// Usage: bench_grabcut_cuda [repeats (default 10)]
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <memory>
+#include <random>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "core/driver.h"
+#include "core/energy.h"
+#include "cuda/check.h"
+#include "cuda/driver_cuda.h"
+#include "cuda/maxflow_cuda.h"
+#include "cuda/stages_cuda.h"
+
+namespace {
+
+using grabcut::GrabCutOptions;
+using grabcut::kParamsPerComponent;
+using grabcut::cuda::BatchLayout;
+
+struct CudaFree {
+  void operator()(void* p) const { cudaFree(p); }
+};
+using DevicePtr = std::unique_ptr<void, CudaFree>;
+
+DevicePtr device_alloc(std::size_t bytes) {
+  void* p = nullptr;
+  GRABCUT_CUDA_CHECK(cudaMalloc(&p, std::max<std::size_t>(bytes, 1)));
+  return DevicePtr(p);
+}
+
+struct StreamDestroy {
+  void operator()(cudaStream_t s) const { cudaStreamDestroy(s); }
+};
+using Stream = std::unique_ptr<std::remove_pointer_t<cudaStream_t>, StreamDestroy>;
+
+struct EventDeleter {
+  void operator()(cudaEvent_t e) const { cudaEventDestroy(e); }
+};
+using Event = std::unique_ptr<std::remove_pointer_t<cudaEvent_t>, EventDeleter>;
+Event make_event() {
+  cudaEvent_t e = nullptr;
+  GRABCUT_CUDA_CHECK(cudaEventCreate(&e));
+  return Event(e);
+}
+
+// Planar 3 x h x w: a gradient, 8 coloured discs (one centred object), noise.
+std::vector<std::uint8_t> synthetic_image(int h, int w, std::uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_int_distribution<int> byte(0, 255);
+  std::uniform_real_distribution<double> unit(0.0, 1.0);
+  struct Disc {
+    double cy, cx, r;
+    int c[3];
+  };
+  std::vector<Disc> discs;
+  for (int i = 0; i < 7; ++i)
+    discs.push_back({unit(rng) * h, unit(rng) * w, (0.05 + 0.2 * unit(rng)) * std::max(h, w), {byte(rng), byte(rng), byte(rng)}});
+  discs.push_back({h / 2.0, w / 2.0, 0.3 * std::min(h, w), {byte(rng), byte(rng), byte(rng)}});
+  const int base[3] = {byte(rng), byte(rng), byte(rng)};
+  std::normal_distribution<double> noise(0.0, 8.0);
+  const std::size_t n = static_cast<std::size_t>(h) * static_cast<std::size_t>(w);
+  std::vector<std::uint8_t> img(3 * n);
+  for (int y = 0; y < h; ++y) {
+    for (int x = 0; x < w; ++x) {
+      int c[3] = {base[0] + 60 * y / h, base[1] + 60 * x / w, base[2] + 30 * (x + y) / (h + w)};
+      for (const Disc& d : discs) {
+        const double dy = y - d.cy;
+        const double dx = x - d.cx;
+        if (dy * dy + dx * dx < d.r * d.r)
+          for (int k = 0; k < 3; ++k) c[k] = (c[k] + 3 * d.c[k]) / 4;
+      }
+      const std::size_t p = static_cast<std::size_t>(y) * static_cast<std::size_t>(w) + static_cast<std::size_t>(x);
+      for (int k = 0; k < 3; ++k)
+        img[k * n + p] = static_cast<std::uint8_t>(std::min(255, std::max(0, c[k] + static_cast<int>(noise(rng)))));
+    }
+  }
+  return img;
+}
+
+// PR_FGD inside a box of 1/8 margins, BGD outside.
+std::vector<std::uint8_t> box_mask(int h, int w) {
+  std::vector<std::uint8_t> m(static_cast<std::size_t>(h) * static_cast<std::size_t>(w), grabcut::kBackground);
+  for (int y = h / 8; y < h - h / 8; ++y)
+    for (int x = w / 8; x < w - w / 8; ++x) m[static_cast<std::size_t>(y) * w + x] = grabcut::kProbForeground;
+  return m;
+}
+
+struct Problem {
+  BatchLayout layout;
+  std::vector<std::vector<std::uint8_t>> host_images;  // compact planar
+  std::vector<std::vector<std::uint8_t>> host_masks;   // compact
+  DevicePtr images, masks, pristine_masks, models, workspace;
+  std::size_t mask_bytes = 0;
+  std::size_t workspace_bytes = 0;
+  std::int64_t pixels = 0;
+};
+
+std::unique_ptr<Problem> make_problem(const std::vector<grabcut::cuda::ImageExtent>& extents,
+                                      const GrabCutOptions& options) {
+  auto pr = std::make_unique<Problem>();
+  for (const auto& e : extents) {
+    pr->layout.pitch_height = std::max(pr->layout.pitch_height, e.height);
+    pr->layout.pitch_width = std::max(pr->layout.pitch_width, e.width);
+  }
+  pr->layout.extents = extents;
+  const auto ph = static_cast<std::size_t>(pr->layout.pitch_height);
+  const auto pw = static_cast<std::size_t>(pr->layout.pitch_width);
+  const std::size_t nb = extents.size();
+  std::vector<std::uint8_t> images(nb * 3 * ph * pw, 0);
+  std::vector<std::uint8_t> masks(nb * ph * pw, 0);
+  for (std::size_t b = 0; b < nb; ++b) {
+    const int h = extents[b].height;
+    const int w = extents[b].width;
+    const std::size_t n = static_cast<std::size_t>(h) * static_cast<std::size_t>(w);
+    pr->pixels += static_cast<std::int64_t>(n);
+    pr->host_images.push_back(synthetic_image(h, w, static_cast<std::uint32_t>(1234 + b)));
+    pr->host_masks.push_back(box_mask(h, w));
+    for (int y = 0; y < h; ++y) {
+      for (int x = 0; x < w; ++x) {
+        const std::size_t p = static_cast<std::size_t>(y) * w + x;
+        for (std::size_t c = 0; c < 3; ++c) images[((b * 3 + c) * ph + y) * pw + x] = pr->host_images[b][c * n + p];
+        masks[(b * ph + y) * pw + x] = pr->host_masks[b][p];
+      }
+    }
+  }
+  pr->mask_bytes = masks.size();
+  pr->images = device_alloc(images.size());
+  pr->masks = device_alloc(masks.size());
+  pr->pristine_masks = device_alloc(masks.size());
+  pr->models = device_alloc(nb * 2 * options.components * kParamsPerComponent * sizeof(double));
+  GRABCUT_CUDA_CHECK(cudaMemcpy(pr->images.get(), images.data(), images.size(), cudaMemcpyHostToDevice));
+  GRABCUT_CUDA_CHECK(cudaMemcpy(pr->pristine_masks.get(), masks.data(), masks.size(), cudaMemcpyHostToDevice));
+  pr->workspace_bytes = grabcut::cuda::grabcut_workspace_bytes(pr->layout, options);
+  pr->workspace = device_alloc(pr->workspace_bytes);
+  return pr;
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const std::size_t m = v.size() / 2;
+  return v.size() % 2 ? v[m] : 0.5 * (v[m - 1] + v[m]);
+}
+
+// Median ms of `body` over `repeats` timed runs after one warm-up; `reset` runs
+// before each, outside the timed region.
+double time_median(cudaStream_t stream, int repeats, const std::function<void()>& reset,
+                   const std::function<void()>& body) {
+  Event start = make_event();
+  Event stop = make_event();
+  reset();
+  body();  // warm-up
+  GRABCUT_CUDA_CHECK(cudaStreamSynchronize(stream));
+  std::vector<double> ms;
+  for (int r = 0; r < repeats; ++r) {
+    reset();
+    GRABCUT_CUDA_CHECK(cudaEventRecord(start.get(), stream));
+    body();
+    GRABCUT_CUDA_CHECK(cudaEventRecord(stop.get(), stream));
+    GRABCUT_CUDA_CHECK(cudaEventSynchronize(stop.get()));
+    float t = 0.0F;
+    GRABCUT_CUDA_CHECK(cudaEventElapsedTime(&t, start.get(), stop.get()));
+    ms.push_back(t);
+  }
+  return median(ms);
+}
+
+double time_grabcut(Problem& pr, const GrabCutOptions& options, cudaStream_t stream, int repeats) {
+  return time_median(
+      stream, repeats,
+      [&] {
+        GRABCUT_CUDA_CHECK(cudaMemcpyAsync(pr.masks.get(), pr.pristine_masks.get(), pr.mask_bytes,
+                                           cudaMemcpyDeviceToDevice, stream));
+      },
+      [&] {
+        grabcut::cuda::grabcut_cuda(pr.layout, static_cast<const std::uint8_t*>(pr.images.get()),
+                                    static_cast<std::uint8_t*>(pr.masks.get()), static_cast<double*>(pr.models.get()),
+                                    pr.workspace.get(), pr.workspace_bytes, options, stream);
+      });
+}
+
+// The same, captured once into a CUDA graph and replayed (fewer launch gaps).
+double time_grabcut_graph(Problem& pr, const GrabCutOptions& options, cudaStream_t stream, int repeats) {
+  GRABCUT_CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
+  cudaGraph_t graph = nullptr;
+  try {
+    grabcut::cuda::grabcut_cuda(pr.layout, static_cast<const std::uint8_t*>(pr.images.get()),
+                                static_cast<std::uint8_t*>(pr.masks.get()), static_cast<double*>(pr.models.get()),
+                                pr.workspace.get(), pr.workspace_bytes, options, stream);
+  } catch (...) {
+    cudaStreamEndCapture(stream, &graph);
+    if (graph != nullptr) cudaGraphDestroy(graph);
+    throw;
+  }
+  GRABCUT_CUDA_CHECK(cudaStreamEndCapture(stream, &graph));
+  cudaGraphExec_t exec = nullptr;
+  GRABCUT_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
+  const double ms = time_median(
+      stream, repeats,
+      [&] {
+        GRABCUT_CUDA_CHECK(cudaMemcpyAsync(pr.masks.get(), pr.pristine_masks.get(), pr.mask_bytes,
+                                           cudaMemcpyDeviceToDevice, stream));
+      },
+      [&] { GRABCUT_CUDA_CHECK(cudaGraphLaunch(exec, stream)); });
+  GRABCUT_CUDA_CHECK(cudaGraphExecDestroy(exec));
+  GRABCUT_CUDA_CHECK(cudaGraphDestroy(graph));
+  return ms;
+}
+
+// The stages one by one on the 1024x1024 problem (after a full run, so the mask is
+// the converged one; the stage inputs are valid).
+void time_stages(Problem& pr, const GrabCutOptions& options, cudaStream_t stream, int repeats) {
+  namespace gc = grabcut::cuda;
+  const int k = options.components;
+  gc::WorkspaceCarver counter(nullptr, 0);
+  gc::carve_stage_scratch(pr.layout, k, true, counter);
+  const auto total = static_cast<std::size_t>(pr.pixels);
+  std::vector<gc::GridDesc> desc(1);
+  desc[0].offset = 0;
+  desc[0].height = pr.layout.extents[0].height;
+  desc[0].width = pr.layout.extents[0].width;
+  const std::size_t mf_bytes = gc::maxflow_workspace_bytes(desc);
+  DevicePtr scratch_mem = device_alloc(counter.used());
+  DevicePtr component = device_alloc(total);
+  DevicePtr side = device_alloc(total);
+  DevicePtr terminal = device_alloc(total * 4);
+  DevicePtr nlinks = device_alloc(4 * total * 4);
+  DevicePtr flows = device_alloc(8);
+  DevicePtr mf = device_alloc(mf_bytes);
+  gc::WorkspaceCarver carver(scratch_mem.get(), counter.used());
+  const gc::StageScratch s = gc::carve_stage_scratch(pr.layout, k, true, carver);
+  GRABCUT_CUDA_CHECK(cudaMemsetAsync(s.sums, 0, sizeof(std::int64_t) * 2 * k * 10, stream));
+  const gc::StageBatch batch = gc::upload_batch(pr.layout, s, stream);
+  const auto* images = static_cast<const std::uint8_t*>(pr.images.get());
+  auto* masks = static_cast<std::uint8_t*>(pr.masks.get());
+  auto* models = static_cast<double*>(pr.models.get());
+  auto* comp = static_cast<std::uint8_t*>(component.get());
+  auto* term = static_cast<std::int32_t*>(terminal.get());
+  std::int32_t* nl[4];
+  for (int d = 0; d < 4; ++d) nl[d] = static_cast<std::int32_t*>(nlinks.get()) + d * total;
+  gc::BatchedGridGraph graph;
+  graph.desc = desc;
+  graph.total_pixels = pr.pixels;
+  graph.terminal = term;
+  for (int d = 0; d < 4; ++d) graph.nlink[d] = nl[d];
+  auto* src = static_cast<std::uint8_t*>(side.get());
+  const auto nothing = [] {};
+  struct Row {
+    const char* name;
+    double ms;
+  };
+  std::vector<Row> rows;
+  rows.push_back({"kmeans_init", time_median(stream, repeats, nothing, [&] {
+                    gc::kmeans_init_cuda(batch, images, masks, k, options.seed, comp, s, stream);
+                  })});
+  rows.push_back({"learn_gmms", time_median(stream, repeats, nothing, [&] {
+                    gc::learn_gmms_cuda(batch, images, masks, k, comp, models, s.sums, stream);
+                  })});
+  rows.push_back({"ssd + nlinks (once)", time_median(stream, repeats, nothing, [&] {
+                    gc::sum_squared_differences_cuda(batch, images, s.ssd, stream);
+                    gc::nlinks_cuda(batch, images, options.gamma, s.ssd, nl, stream);
+                  })});
+  rows.push_back({"assign_components", time_median(stream, repeats, nothing, [&] {
+                    gc::assign_components_cuda(batch, images, masks, k, models, comp, s.evals, nullptr, stream);
+                  })});
+  rows.push_back({"tlinks", time_median(stream, repeats, nothing, [&] {
+                    gc::tlinks_cuda(batch, images, masks, k, models, options.gamma, s.evals, term, stream);
+                  })});
+  rows.push_back({"maxflow (cold)", time_median(stream, repeats, nothing, [&] {
+                    gc::maxflow_cuda(graph, src, static_cast<std::int64_t*>(flows.get()), mf.get(), mf_bytes, false,
+                                     stream);
+                  })});
+  rows.push_back({"maxflow (warm, same graph)", time_median(stream, repeats, nothing, [&] {
+                    gc::maxflow_cuda(graph, src, static_cast<std::int64_t*>(flows.get()), mf.get(), mf_bytes, true,
+                                     stream);
+                  })});
+  rows.push_back({"update_masks", time_median(stream, repeats, nothing, [&] {
+                    gc::update_masks_cuda(batch, masks, src, nullptr, stream);
+                  })});
+  std::printf("  stages of 1024x1024 (median ms):\n");
+  for (const Row& r : rows) std::printf("    %-28s %9.3f\n", r.name, r.ms);
+}
+
+bool check_against_cpu(Problem& pr, const GrabCutOptions& options) {
+  const std::size_t nb = pr.layout.extents.size();
+  const auto ph = static_cast<std::size_t>(pr.layout.pitch_height);
+  const auto pw = static_cast<std::size_t>(pr.layout.pitch_width);
+  std::vector<std::uint8_t> masks(pr.mask_bytes);
+  const std::size_t row = 2 * static_cast<std::size_t>(options.components) * kParamsPerComponent;
+  std::vector<double> models(nb * row);
+  GRABCUT_CUDA_CHECK(cudaDeviceSynchronize());
+  GRABCUT_CUDA_CHECK(cudaMemcpy(masks.data(), pr.masks.get(), masks.size(), cudaMemcpyDeviceToHost));
+  GRABCUT_CUDA_CHECK(cudaMemcpy(models.data(), pr.models.get(), models.size() * 8, cudaMemcpyDeviceToHost));
+  bool ok = true;
+  for (std::size_t b = 0; b < nb; ++b) {
+    const int h = pr.layout.extents[b].height;
+    const int w = pr.layout.extents[b].width;
+    std::vector<std::uint8_t> mask = pr.host_masks[b];
+    std::vector<double> model(row);
+    const auto t0 = std::chrono::steady_clock::now();
+    const grabcut::GrabCutStats st = grabcut::grabcut_cpu(pr.host_images[b].data(), h, w, mask.data(), model.data(), options);
+    const double cpu_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    std::int64_t diff = 0;
+    std::int64_t fg = 0;
+    for (int y = 0; y < h; ++y)
+      for (int x = 0; x < w; ++x) {
+        const std::uint8_t g = masks[(b * ph + y) * pw + x];
+        diff += g != mask[static_cast<std::size_t>(y) * w + x];
+        fg += g & 1;
+      }
+    const bool model_same = std::memcmp(model.data(), models.data() + b * row, row * 8) == 0;
+    std::printf("  check vs grabcut_cpu, image %zu: %lld differing mask pixels, models %s, fg %lld of %lld, "
+                "CPU %.1f ms (%d iterations)\n",
+                b, static_cast<long long>(diff), model_same ? "identical" : "DIFFER", static_cast<long long>(fg),
+                static_cast<long long>(static_cast<std::int64_t>(h) * w), cpu_ms, st.iterations);
+    ok = ok && diff == 0 && model_same;
+  }
+  return ok;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const int repeats = argc > 1 ? std::max(10, std::atoi(argv[1])) : 10;
+  try {
+    cudaStream_t raw_stream = nullptr;
+    GRABCUT_CUDA_CHECK(cudaStreamCreateWithFlags(&raw_stream, cudaStreamNonBlocking));
+    const Stream owned_stream(raw_stream);
+    cudaStream_t stream = owned_stream.get();
+    GrabCutOptions options;
+    options.max_iter = 5;
+    bool ok = true;
+
+    {
+      auto pr = make_problem({{1024, 1024}}, options);
+      GrabCutOptions one = options;
+      one.max_iter = 1;
+      const double ms1 = time_grabcut(*pr, one, stream, repeats);
+      const double ms = time_grabcut(*pr, options, stream, repeats);
+      std::printf("1024x1024, 5 iterations: %.3f ms (median of %d); 1 iteration: %.3f ms, so %.3f ms per later "
+                  "(warm-started) iteration\n",
+                  ms, repeats, ms1, (ms - ms1) / 4.0);
+      ok = check_against_cpu(*pr, options) && ok;
+      try {
+        const double graph_ms = time_grabcut_graph(*pr, options, stream, repeats);
+        std::printf("1024x1024 as a replayed CUDA graph: %.3f ms (median of %d)\n", graph_ms, repeats);
+        ok = check_against_cpu(*pr, options) && ok;
+      } catch (const std::exception& e) {
+        std::printf("1024x1024 CUDA graph capture FAILED: %s\n", e.what());
+        ok = false;
+      }
+      time_stages(*pr, options, stream, repeats);
+    }
+    {
+      std::vector<grabcut::cuda::ImageExtent> extents;
+      std::mt19937 rng(7);
+      std::uniform_int_distribution<int> dh(-20, 20);
+      for (int i = 0; i < 50; ++i) extents.push_back({500 + dh(rng), 400 + dh(rng)});
+      auto pr = make_problem(extents, options);
+      GrabCutOptions one = options;
+      one.max_iter = 1;
+      const double ms1 = time_grabcut(*pr, one, stream, repeats);
+      const double ms = time_grabcut(*pr, options, stream, repeats);
+      std::printf("batch of 50 (~500x400, %.1f Mpixel), 5 iterations: %.3f ms (median of %d), %.3f ms per image; "
+                  "1 iteration: %.3f ms\n",
+                  static_cast<double>(pr->pixels) / 1e6, ms, repeats, ms / 50.0, ms1);
+    }
+    {
+      auto pr = make_problem({{4096, 4096}}, options);
+      const double ms = time_grabcut(*pr, options, stream, repeats);
+      std::printf("4096x4096, 5 iterations: %.3f ms (median of %d)\n", ms, repeats);
+    }
+    if (!ok) {
+      std::printf("FAILED: GPU and CPU results differ\n");
+      return 1;
+    }
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "error: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}

@@ -1,0 +1,364 @@
+// Timing of the GPU max-flow (csrc/cuda/maxflow.cu) on GrabCut-like graphs:
+// one 1024x1024 graph cold and warm, a batch of 50 graphs of 500x400, one
+// 4096x4096 graph, and the workspace bytes per pixel. cudaEvent timing, warm-up,
+// median of >= 10 runs. Each result is also checked: the capacity of the returned
+// cut must equal the returned flow.
+//   bench_maxflow_cuda            the standard table
+//   bench_maxflow_cuda tune       also tries several (push sweeps, local rounds)
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <array>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <functional>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "core/maxflow.h"
+#include "cuda/check.h"
+#include "cuda/maxflow_cuda.h"
+
+namespace grabcut::cuda::detail {
+struct MaxflowStats {
+  unsigned long long global_relabels = 0;
+  unsigned long long bfs_sweeps = 0;
+  unsigned long long push_sweeps = 0;
+  unsigned long long bfs_tiles = 0;
+  unsigned long long push_tiles = 0;
+  unsigned long long grid_blocks = 0;
+};
+void maxflow_set_tuning(int push_sweeps, int local_rounds);
+MaxflowStats maxflow_read_stats(const void* workspace, cudaStream_t stream);
+}  // namespace grabcut::cuda::detail
+
+namespace {
+
+using grabcut::cuda::GridDesc;
+
+constexpr int kFwdDy[4] = {0, 1, 1, 1};
+constexpr int kFwdDx[4] = {1, 1, 0, -1};
+
+struct HostGraph {
+  int height = 0;
+  int width = 0;
+  std::vector<std::int32_t> terminal;
+  std::array<std::vector<std::int32_t>, 4> nlink;
+  grabcut::GridGraphView view() const {
+    grabcut::GridGraphView v;
+    v.height = height;
+    v.width = width;
+    v.terminal = terminal.data();
+    for (int d = 0; d < 4; ++d) v.nlink[d] = nlink[d].data();
+    return v;
+  }
+};
+
+// Smooth random colour field -> n-links 256*50*exp(-beta d^2) (diagonals / sqrt 2);
+// terminals: a smooth score plus noise, hard background border.
+HostGraph grabcut_graph(int h, int w, unsigned seed) {
+  HostGraph g;
+  g.height = h;
+  g.width = w;
+  const std::size_t n = static_cast<std::size_t>(h) * w;
+  g.terminal.assign(n, 0);
+  for (auto& v : g.nlink) v.assign(n, 0);
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> uni(0.0f, 1.0f);
+  std::normal_distribution<float> gauss(0.0f, 1.0f);
+  const int gh = h / 24 + 2;
+  const int gw = w / 24 + 2;
+  std::vector<float> ctrl(static_cast<std::size_t>(gh) * gw * 4);
+  for (auto& v : ctrl) v = uni(rng);
+  std::vector<float> col(n * 4);
+  for (int y = 0; y < h; ++y) {
+    const float fy = static_cast<float>(y) / static_cast<float>(std::max(1, h - 1)) * static_cast<float>(gh - 1);
+    const int y0 = std::min(static_cast<int>(fy), gh - 2);
+    const float ty = fy - static_cast<float>(y0);
+    for (int x = 0; x < w; ++x) {
+      const float fx = static_cast<float>(x) / static_cast<float>(std::max(1, w - 1)) * static_cast<float>(gw - 1);
+      const int x0 = std::min(static_cast<int>(fx), gw - 2);
+      const float tx = fx - static_cast<float>(x0);
+      for (int c = 0; c < 4; ++c) {
+        auto at = [&](int yy, int xx) { return ctrl[(static_cast<std::size_t>(yy) * gw + xx) * 4 + c]; };
+        const float v = (1 - ty) * ((1 - tx) * at(y0, x0) + tx * at(y0, x0 + 1)) +
+                        ty * ((1 - tx) * at(y0 + 1, x0) + tx * at(y0 + 1, x0 + 1));
+        col[(static_cast<std::size_t>(y) * w + x) * 4 + c] = c < 3 ? 255.0f * v + 6.0f * gauss(rng) : v;
+      }
+    }
+  }
+  auto dist2 = [&](std::size_t i, std::size_t j) {
+    float s = 0;
+    for (int c = 0; c < 3; ++c) {
+      const float d = col[i * 4 + c] - col[j * 4 + c];
+      s += d * d;
+    }
+    return static_cast<double>(s);
+  };
+  double sum = 0;
+  long long cnt = 0;
+  for (int y = 0; y < h; ++y) {
+    for (int x = 0; x < w; ++x) {
+      for (int d = 0; d < 4; ++d) {
+        const int ny = y + kFwdDy[d];
+        const int nx = x + kFwdDx[d];
+        if (ny >= h || nx < 0 || nx >= w) continue;
+        sum += dist2(static_cast<std::size_t>(y) * w + x, static_cast<std::size_t>(ny) * w + nx);
+        ++cnt;
+      }
+    }
+  }
+  const double beta = sum > 0 ? 1.0 / (2.0 * sum / static_cast<double>(cnt)) : 0.0;
+  const int border = std::max(1, std::min(h, w) / 16);
+  for (int y = 0; y < h; ++y) {
+    for (int x = 0; x < w; ++x) {
+      const std::size_t i = static_cast<std::size_t>(y) * w + x;
+      for (int d = 0; d < 4; ++d) {
+        const int ny = y + kFwdDy[d];
+        const int nx = x + kFwdDx[d];
+        if (ny >= h || nx < 0 || nx >= w) continue;
+        double v = 256.0 * 50.0 * std::exp(-beta * dist2(i, static_cast<std::size_t>(ny) * w + nx));
+        if (d == 1 || d == 3) v /= std::sqrt(2.0);
+        g.nlink[d][i] = static_cast<std::int32_t>(std::lround(v));
+      }
+      if (y < border || x < border || y >= h - border || x >= w - border) {
+        g.terminal[i] = -115200;
+      } else {
+        const double score = 8.0 * (col[i * 4 + 3] - 0.45) + 4.0 * gauss(rng);
+        g.terminal[i] = static_cast<std::int32_t>(std::clamp(std::lround(256.0 * score), -115200L, 115200L));
+      }
+    }
+  }
+  return g;
+}
+
+// The terminals of the next GrabCut iteration: the old ones plus noise.
+std::vector<std::int32_t> perturbed(const std::vector<std::int32_t>& t, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> gauss(0.0f, 1500.0f);
+  std::vector<std::int32_t> out(t.size());
+  for (std::size_t i = 0; i < t.size(); ++i) {
+    out[i] = t[i] == -115200 ? t[i]
+                             : static_cast<std::int32_t>(std::clamp(std::lround(t[i] + gauss(rng)), -115200L, 115200L));
+  }
+  return out;
+}
+
+struct DeviceMem {
+  void* ptr = nullptr;
+  explicit DeviceMem(std::size_t bytes) {
+    if (bytes > 0) GRABCUT_CUDA_CHECK(cudaMalloc(&ptr, bytes));
+  }
+  ~DeviceMem() {
+    if (ptr != nullptr) cudaFree(ptr);
+  }
+  DeviceMem(const DeviceMem&) = delete;
+  DeviceMem& operator=(const DeviceMem&) = delete;
+};
+
+class Batch {
+ public:
+  explicit Batch(const std::vector<HostGraph>& graphs) : graphs_(graphs) {
+    std::int64_t off = 0;
+    for (const auto& g : graphs) {
+      GridDesc d;
+      d.offset = off;
+      d.height = g.height;
+      d.width = g.width;
+      desc_.push_back(d);
+      off += static_cast<std::int64_t>(g.terminal.size());
+    }
+    n_ = static_cast<std::size_t>(off);
+    terminal_ = std::make_unique<DeviceMem>(4 * n_);
+    for (auto& l : nlink_) l = std::make_unique<DeviceMem>(4 * n_);
+    cut_ = std::make_unique<DeviceMem>(n_);
+    flows_ = std::make_unique<DeviceMem>(8 * graphs.size());
+    ws_bytes_ = grabcut::cuda::maxflow_workspace_bytes(desc_);
+    ws_ = std::make_unique<DeviceMem>(ws_bytes_);
+    for (std::size_t b = 0; b < graphs.size(); ++b) {
+      const auto at = static_cast<std::size_t>(desc_[b].offset) * 4;
+      const std::size_t bytes = graphs[b].terminal.size() * 4;
+      GRABCUT_CUDA_CHECK(cudaMemcpy(static_cast<char*>(terminal_->ptr) + at, graphs[b].terminal.data(), bytes,
+                                    cudaMemcpyHostToDevice));
+      for (int d = 0; d < 4; ++d) {
+        GRABCUT_CUDA_CHECK(cudaMemcpy(static_cast<char*>(nlink_[d]->ptr) + at, graphs[b].nlink[d].data(), bytes,
+                                      cudaMemcpyHostToDevice));
+      }
+    }
+  }
+  void set_terminals(std::size_t b, const std::vector<std::int32_t>& t) {
+    GRABCUT_CUDA_CHECK(cudaMemcpy(static_cast<char*>(terminal_->ptr) + static_cast<std::size_t>(desc_[b].offset) * 4,
+                                  t.data(), t.size() * 4, cudaMemcpyHostToDevice));
+    graphs_[b].terminal = t;
+  }
+  void solve(bool warm, cudaStream_t s) {
+    grabcut::cuda::BatchedGridGraph g;
+    g.desc = desc_;
+    g.total_pixels = static_cast<std::int64_t>(n_);
+    g.terminal = static_cast<const std::int32_t*>(terminal_->ptr);
+    for (int d = 0; d < 4; ++d) g.nlink[d] = static_cast<const std::int32_t*>(nlink_[d]->ptr);
+    grabcut::cuda::maxflow_cuda(g, static_cast<std::uint8_t*>(cut_->ptr), static_cast<std::int64_t*>(flows_->ptr),
+                                ws_->ptr, ws_bytes_, warm, s);
+  }
+  // The cut's capacity must equal the flow for every graph.
+  bool verify() const {
+    std::vector<std::uint8_t> cut(n_);
+    std::vector<std::int64_t> flows(graphs_.size());
+    GRABCUT_CUDA_CHECK(cudaMemcpy(cut.data(), cut_->ptr, n_, cudaMemcpyDeviceToHost));
+    GRABCUT_CUDA_CHECK(cudaMemcpy(flows.data(), flows_->ptr, 8 * flows.size(), cudaMemcpyDeviceToHost));
+    for (std::size_t b = 0; b < graphs_.size(); ++b) {
+      if (grabcut::cut_capacity(graphs_[b].view(), cut.data() + desc_[b].offset) != flows[b]) return false;
+    }
+    return true;
+  }
+  std::size_t workspace_bytes() const { return ws_bytes_; }
+  std::size_t pixels() const { return n_; }
+  grabcut::cuda::detail::MaxflowStats stats() const { return grabcut::cuda::detail::maxflow_read_stats(ws_->ptr, nullptr); }
+
+ private:
+  std::vector<HostGraph> graphs_;
+  std::vector<GridDesc> desc_;
+  std::size_t n_ = 0;
+  std::unique_ptr<DeviceMem> terminal_;
+  std::array<std::unique_ptr<DeviceMem>, 4> nlink_;
+  std::unique_ptr<DeviceMem> cut_;
+  std::unique_ptr<DeviceMem> flows_;
+  std::size_t ws_bytes_ = 0;
+  std::unique_ptr<DeviceMem> ws_;
+};
+
+// Median over `runs` of the time of `timed`, each preceded by the untimed `setup`.
+float median_ms(int runs, const std::function<void()>& setup, const std::function<void()>& timed) {
+  cudaEvent_t a;
+  cudaEvent_t b;
+  GRABCUT_CUDA_CHECK(cudaEventCreate(&a));
+  GRABCUT_CUDA_CHECK(cudaEventCreate(&b));
+  std::vector<float> t;
+  for (int i = 0; i < runs + 2; ++i) {  // two warm-ups
+    setup();
+    GRABCUT_CUDA_CHECK(cudaDeviceSynchronize());
+    GRABCUT_CUDA_CHECK(cudaEventRecord(a, nullptr));
+    timed();
+    GRABCUT_CUDA_CHECK(cudaEventRecord(b, nullptr));
+    GRABCUT_CUDA_CHECK(cudaEventSynchronize(b));
+    float ms = 0;
+    GRABCUT_CUDA_CHECK(cudaEventElapsedTime(&ms, a, b));
+    if (i >= 2) t.push_back(ms);
+  }
+  GRABCUT_CUDA_CHECK(cudaEventDestroy(a));
+  GRABCUT_CUDA_CHECK(cudaEventDestroy(b));
+  std::sort(t.begin(), t.end());
+  return t[t.size() / 2];
+}
+
+void print_stats(const char* what, const Batch& batch) {
+  const auto s = batch.stats();
+  std::printf("  %-22s relabels %llu  bfs sweeps %llu  push sweeps %llu  bfs tiles %llu  push tiles %llu  blocks %llu\n",
+              what, s.global_relabels, s.bfs_sweeps, s.push_sweeps, s.bfs_tiles, s.push_tiles, s.grid_blocks);
+}
+
+struct Results {
+  float cold1024 = 0, warm1024 = 0, batch50 = 0, big = 0;
+  bool ok = true;
+};
+
+Results run_all(Batch& one, const std::vector<std::int32_t>& t0, const std::vector<std::int32_t>& t1, Batch& fifty,
+                Batch* big, int runs) {
+  Results r;
+  one.set_terminals(0, t0);
+  r.cold1024 = median_ms(runs, [] {}, [&] { one.solve(false, nullptr); });
+  r.ok = r.ok && one.verify();
+  print_stats("1024x1024 cold", one);
+  r.warm1024 = median_ms(
+      runs,
+      [&] {
+        one.set_terminals(0, t0);
+        one.solve(false, nullptr);
+        one.set_terminals(0, t1);
+      },
+      [&] { one.solve(true, nullptr); });
+  r.ok = r.ok && one.verify();
+  print_stats("1024x1024 warm", one);
+  r.batch50 = median_ms(runs, [] {}, [&] { fifty.solve(false, nullptr); });
+  r.ok = r.ok && fifty.verify();
+  print_stats("50 x 500x400 cold", fifty);
+  if (big != nullptr) {
+    r.big = median_ms(runs, [] {}, [&] { big->solve(false, nullptr); });
+    r.ok = r.ok && big->verify();
+    print_stats("4096x4096 cold", *big);
+  }
+  return r;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const bool tune = argc > 1 && std::strcmp(argv[1], "tune") == 0;
+  cudaDeviceProp prop{};
+  GRABCUT_CUDA_CHECK(cudaGetDeviceProperties(&prop, 0));
+  std::printf("device: %s, %d SMs, L2 %d MB\n", prop.name, prop.multiProcessorCount, prop.l2CacheSize >> 20);
+
+  std::vector<HostGraph> g1{grabcut_graph(1024, 1024, 1)};
+  const std::vector<std::int32_t> t0 = g1[0].terminal;
+  const std::vector<std::int32_t> t1 = perturbed(t0, 2);
+  Batch one(g1);
+  std::vector<HostGraph> g50;
+  for (int i = 0; i < 50; ++i) g50.push_back(grabcut_graph(500, 400, 100U + static_cast<unsigned>(i)));
+  Batch fifty(g50);
+  g50.clear();
+  std::vector<HostGraph> g4k{grabcut_graph(4096, 4096, 7)};
+  Batch big(g4k);
+  g4k.clear();
+
+  {
+    std::vector<std::uint8_t> cut(one.pixels());
+    grabcut::GridMaxflowSolver cpu;
+    const auto c0 = std::chrono::steady_clock::now();
+    cpu.solve(g1[0].view(), cut.data());
+    const auto c1 = std::chrono::steady_clock::now();
+    std::printf("CPU solver (core/maxflow.cpp), 1024x1024 cold, one run: %.3f ms\n",
+                std::chrono::duration<double, std::milli>(c1 - c0).count());
+  }
+
+  if (tune) {
+    float best = 1e30f;
+    int best_k = 8;
+    int best_r = 24;
+    const int configs[][2] = {{4, 24}, {8, 24}, {16, 24}, {8, 64}};
+    for (const auto& kr : configs) {
+      {
+        const int k = kr[0];
+        const int rr = kr[1];
+        grabcut::cuda::detail::maxflow_set_tuning(k, rr);
+        const Results r = run_all(one, t0, t1, fifty, nullptr, 3);
+        std::printf("tune K=%2d R=%2d: 1024 cold %8.3f ms  warm %8.3f ms  batch50 %8.3f ms %s\n", k, rr, r.cold1024,
+                    r.warm1024, r.batch50, r.ok ? "" : "CHECK FAILED");
+        const float score = r.cold1024 + r.warm1024 + r.batch50;
+        if (r.ok && score < best) {
+          best = score;
+          best_k = k;
+          best_r = rr;
+        }
+      }
+    }
+    grabcut::cuda::detail::maxflow_set_tuning(best_k, best_r);
+    std::printf("best: K=%d R=%d (used below)\n", best_k, best_r);
+  }
+
+  const Results r = run_all(one, t0, t1, fifty, &big, 10);
+  std::printf("\nGPU max-flow (median of 10, GrabCut-like graphs)\n");
+  std::printf("  1024x1024 cold        %9.3f ms\n", r.cold1024);
+  std::printf("  1024x1024 warm        %9.3f ms\n", r.warm1024);
+  std::printf("  50 x 500x400 (batch)  %9.3f ms\n", r.batch50);
+  std::printf("  4096x4096 cold        %9.3f ms\n", r.big);
+  std::printf("  workspace             %9.3f bytes/pixel (1024x1024), %.3f (4096x4096)\n",
+              static_cast<double>(one.workspace_bytes()) / static_cast<double>(one.pixels()),
+              static_cast<double>(big.workspace_bytes()) / static_cast<double>(big.pixels()));
+  std::printf("  cut capacity == flow: %s\n", r.ok ? "yes" : "NO (BUG)");
+  return r.ok ? 0 : 1;
+}

@@ -1,0 +1,771 @@
+// Exact max-flow and canonical minimum cut of a batch of 8-connected grid graphs on
+// the GPU (the CUDA twin of core/maxflow.cpp; interface in cuda/maxflow_cuda.h).
+//
+// Algorithm: tiled push-relabel with global relabels, in ONE persistent cooperative
+// kernel per call (grid-wide barriers between phases, so no host synchronisation:
+// the host only enqueues two tiny set-up kernels and the solver on `stream`; the
+// grid is sized to the blocks that fit on the device at once, as cooperative
+// launches require, and every block loops over the tiles of all graphs).
+//
+// State per pixel p (in the workspace, kept between calls for warm starts):
+//   excess[p]   int64  t(p) + net n-link inflow. A negative value is remaining sink
+//                      capacity (the pixel behaves as an arc to the sink of capacity
+//                      -excess); a positive value is excess to route.
+//   height[p]   int32  push-relabel label; kInf = cannot reach the sink.
+//   flow[d][p]  int32  flow on the forward n-link d of p (see core/maxflow.h), from p
+//                      to its neighbour; residual p->q = c - f, q->p = c + f, both in
+//                      [0, 2c], held as uint32 (c <= 2^31 - 1).
+//   old_term[p] int32  the terminal of the last solve (for warm starts).
+// That is 32 bytes per pixel, plus 12 bytes per 32x8 tile and 32 bytes per graph.
+//
+// Why this representation is a valid preflow of an equivalent graph: splitting the
+// net terminal t into source capacity s + D and sink capacity k + D (s - k = t) with
+// D large changes every cut by the same constant, so the minimum cuts are the same.
+// In that graph, the state above is a preflow whose excess is max(0, excess) and
+// whose residual sink arc is max(0, -excess); source arcs are saturated. A warm
+// start only adds (t_new - t_old) to excess, which keeps it such a preflow.
+//
+// Phases (each ends with a grid-wide barrier):
+//  * init: cold: flow = 0, excess = t; warm: excess += t - old_term. old_term = t.
+//  * global relabel: exact BFS distance to the sink over residual arcs (pixels with
+//    excess < 0 are at distance 0), computed as a Bellman-Ford fixpoint: each 32x8
+//    tile relaxes in shared memory until it is locally stable, and a tile is swept
+//    again only when a neighbouring tile changed; done when a sweep changes nothing.
+//    The fixpoint is exact (every finite label is the length of a real path, and no
+//    label exceeds 1 + a residual neighbour's label).
+//  * check: count tiles with a pixel of positive excess and finite distance. If none,
+//    the preflow is maximum (no excess can reach the sink), the pixels of finite
+//    distance are exactly those that reach the sink in the residual graph, and the
+//    canonical cut is read off: source side iff distance == kInf.
+//  * push sweeps (up to push_sweeps between global relabels): each tile that has, or
+//    just received, active pixels loads its excess, heights, residuals and the halo
+//    heights into shared memory and runs up to local_rounds rounds of synchronous
+//    push (to any residual neighbour strictly lower) and relabel (to 1 + the lowest
+//    residual neighbour). Pushes into the halo go to the neighbour tile's pixels by
+//    global integer atomics; flows and excesses are written back as atomic deltas.
+//    Two tiles never consume the same directed residual (only the tail of an arc
+//    pushes along it), so capacities hold under any interleaving.
+// Exactness does not depend on the heights being valid labels: it rests only on the
+// preflow invariants and on the exact BFS of the final check. The outputs (cut and
+// flow value) are unique for a graph, so they are deterministic although the order
+// of the integer atomics (and so the internal flow) may vary between runs.
+//
+// Flow value: the capacity of the canonical cut (net terminals of pixels on the
+// wrong side plus n-links from source side to sink side), which equals the maximum
+// flow because the cut is minimum. Summed per graph with int64 atomics.
+#include <cooperative_groups.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "cuda/check.h"
+#include "cuda/maxflow_cuda.h"
+
+namespace grabcut::cuda {
+namespace detail {
+
+// Counters the solver leaves in the workspace header (for tests and benchmarks).
+struct MaxflowStats {
+  unsigned long long global_relabels = 0;  // BFS runs (outer iterations)
+  unsigned long long bfs_sweeps = 0;       // grid-wide BFS sweeps
+  unsigned long long push_sweeps = 0;      // grid-wide push-relabel sweeps
+  unsigned long long bfs_tiles = 0;        // tile visits in BFS sweeps
+  unsigned long long push_tiles = 0;       // tile visits that did push-relabel work
+  unsigned long long grid_blocks = 0;      // blocks of the persistent kernel
+};
+
+// Tuning knobs (process-wide; defaults below). For benchmarks only.
+void maxflow_set_tuning(int push_sweeps, int local_rounds);
+// Copies the counters of the last solve on `stream` (synchronises that stream).
+MaxflowStats maxflow_read_stats(const void* workspace, cudaStream_t stream);
+
+}  // namespace detail
+
+namespace {
+
+namespace cg = cooperative_groups;
+
+constexpr int kTileW = 32;
+constexpr int kTileH = 8;
+constexpr int kThreads = kTileW * kTileH;
+constexpr int kPadW = kTileW + 2;
+constexpr int kPadH = kTileH + 2;
+constexpr int kPad = kPadW * kPadH;
+constexpr int kInf = 0x3fffffff;
+
+int g_push_sweeps = 8;
+int g_local_rounds = 24;
+
+// Directions 0..3 are the forward n-links of core/maxflow.h, 4..7 their opposites.
+__host__ __device__ constexpr int dir_dy(int k) { return (k == 0 || k == 4) ? 0 : (k < 4 ? 1 : -1); }
+__host__ __device__ constexpr int dir_dx(int k) {
+  return (k == 0 || k == 1 || k == 7) ? 1 : ((k == 2 || k == 6) ? 0 : -1);
+}
+
+struct GraphDev {
+  long long offset;
+  int height;
+  int width;
+  int tiles_x;
+  int tiles_y;
+  int tile_start;
+  int pad;
+};
+static_assert(sizeof(GraphDev) == 32, "GraphDev layout");
+
+constexpr int kDescChunk = 64;
+struct DescChunk {
+  int first;
+  int count;
+  GraphDev g[kDescChunk];
+};
+
+// Workspace header: rotating phase counters, then statistics.
+struct Header {
+  unsigned int counter[4];
+  unsigned int pad[12];
+  unsigned long long stats[8];
+};
+static_assert(sizeof(Header) <= 256, "header fits its slot");
+
+struct Layout {
+  std::size_t header = 0, graphs = 0, tile_graph = 0, pmark = 0, bmark = 0;
+  std::size_t excess = 0, height = 0, flow = 0, old_term = 0, total = 0;
+  long long pixels = 0;  // extent of the per-pixel arrays (max offset + h * w)
+  long long tiles = 0;
+};
+
+std::size_t align_up(std::size_t v) { return (v + 255) / 256 * 256; }
+
+Layout make_layout(const std::vector<GridDesc>& desc) {
+  Layout l;
+  long long pixels = 0;
+  long long tiles = 0;
+  for (std::size_t b = 0; b < desc.size(); ++b) {
+    const GridDesc& g = desc[b];
+    if (g.height < 0 || g.width < 0 || g.offset < 0) {
+      throw std::invalid_argument("maxflow_cuda: graph " + std::to_string(b) +
+                                  " has a negative offset or size (offset " + std::to_string(g.offset) +
+                                  ", " + std::to_string(g.height) + " x " + std::to_string(g.width) + ")");
+    }
+    const long long n = static_cast<long long>(g.height) * g.width;
+    pixels = std::max(pixels, g.offset + n);
+    if (n > 0) tiles += static_cast<long long>((g.height + kTileH - 1) / kTileH) * ((g.width + kTileW - 1) / kTileW);
+  }
+  if (tiles > 0x7fffffffLL / 2) throw std::invalid_argument("maxflow_cuda: batch too large (tile count)");
+  l.pixels = pixels;
+  l.tiles = tiles;
+  std::size_t at = 0;
+  auto take = [&at](std::size_t bytes) {
+    const std::size_t here = at;
+    at = align_up(at + bytes);
+    return here;
+  };
+  const auto np = static_cast<std::size_t>(pixels);
+  const auto nt = static_cast<std::size_t>(tiles);
+  l.header = take(256);
+  l.graphs = take(sizeof(GraphDev) * desc.size());
+  l.tile_graph = take(4 * nt);
+  l.pmark = take(4 * nt);
+  l.bmark = take(4 * nt);
+  l.excess = take(8 * np);
+  l.height = take(4 * np);
+  l.flow = take(4 * 4 * np);
+  l.old_term = take(4 * np);
+  l.total = at;
+  return l;
+}
+
+struct SolverArgs {
+  const GraphDev* graphs;
+  const int* tile_graph;
+  int num_tiles;
+  long long pixels;
+  const std::int32_t* terminal;
+  const std::int32_t* nlink[4];
+  long long* excess;
+  int* height;
+  int* flow;  // 4 planes of `pixels` entries
+  std::int32_t* old_term;
+  int* pmark;
+  int* bmark;
+  Header* header;
+  std::uint8_t* source_side;
+  unsigned long long* flows;  // may be null
+  int warm;
+  int push_sweeps;
+  int local_rounds;
+};
+
+struct TileCtx {
+  long long offset;
+  int H, W, tx, ty, tiles_x, tiles_y, tile_start, b;
+  int x0, y0;
+};
+
+__device__ __forceinline__ TileCtx tile_ctx(const SolverArgs& a, int t) {
+  TileCtx c;
+  c.b = __ldg(a.tile_graph + t);
+  const GraphDev* g = a.graphs + c.b;
+  c.offset = __ldg(&g->offset);
+  c.H = __ldg(&g->height);
+  c.W = __ldg(&g->width);
+  c.tiles_x = __ldg(&g->tiles_x);
+  c.tiles_y = __ldg(&g->tiles_y);
+  c.tile_start = __ldg(&g->tile_start);
+  const int local = t - c.tile_start;
+  c.ty = local / c.tiles_x;
+  c.tx = local - c.ty * c.tiles_x;
+  c.x0 = c.tx * kTileW;
+  c.y0 = c.ty * kTileH;
+  return c;
+}
+
+__device__ __forceinline__ bool in_grid(const TileCtx& c, int x, int y) {
+  return x >= 0 && y >= 0 && x < c.W && y < c.H;
+}
+
+__device__ __forceinline__ long long pix(const TileCtx& c, int x, int y) {
+  return c.offset + static_cast<long long>(y) * c.W + x;
+}
+
+// Residual capacity of the arc from pixel (x, y) (index p) in direction k.
+__device__ __forceinline__ unsigned int load_residual(const SolverArgs& a, const TileCtx& c, int x, int y,
+                                                      long long p, int k) {
+  const int nx = x + dir_dx(k);
+  const int ny = y + dir_dy(k);
+  if (!in_grid(c, nx, ny)) return 0U;
+  if (k < 4) {
+    const auto cap = static_cast<unsigned int>(__ldg(a.nlink[k] + p));
+    const auto fl = static_cast<unsigned int>(__ldcg(a.flow + static_cast<long long>(k) * a.pixels + p));
+    return cap - fl;
+  }
+  const long long q = pix(c, nx, ny);
+  const int d = k - 4;
+  const auto cap = static_cast<unsigned int>(__ldg(a.nlink[d] + q));
+  const auto fl = static_cast<unsigned int>(__ldcg(a.flow + static_cast<long long>(d) * a.pixels + q));
+  return cap + fl;
+}
+
+struct __align__(16) Shared {
+  unsigned int res[8][kThreads];
+  long long e[kPad];
+  int h[kPad];
+  long long red[kThreads / 32];
+};
+
+// ---------------------------------------------------------------- init
+__device__ void init_phase(const SolverArgs& a) {
+  const long long stride = static_cast<long long>(gridDim.x) * blockDim.x;
+  for (long long i = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x; i < a.pixels; i += stride) {
+    const std::int32_t t = __ldg(a.terminal + i);
+    if (a.warm) {
+      const long long old = a.old_term[i];
+      a.excess[i] += static_cast<long long>(t) - old;
+    } else {
+      a.excess[i] = t;
+      for (int d = 0; d < 4; ++d) a.flow[static_cast<long long>(d) * a.pixels + i] = 0;
+    }
+    a.old_term[i] = t;
+  }
+  for (long long t = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x; t < a.num_tiles; t += stride) {
+    a.pmark[t] = 0;
+    a.bmark[t] = 0;
+  }
+  if (blockIdx.x == 0 && threadIdx.x < 4) a.header->counter[threadIdx.x] = 0U;
+  if (blockIdx.x == 0 && threadIdx.x < 8) a.header->stats[threadIdx.x] = 0ULL;
+}
+
+// ---------------------------------------------------------------- BFS sweep
+// Returns true (block-uniform) if the tile changed a label.
+__device__ bool bfs_tile(const SolverArgs& a, int t, int sweep, bool first, Shared& sh) {
+  const TileCtx c = tile_ctx(a, t);
+  const int tid = static_cast<int>(threadIdx.x);
+  if (!first) {
+    // Swept again only if a neighbouring tile changed since this tile last ran.
+    bool need = false;
+    if (tid < 9 && tid != 4) {
+      const int ntx = c.tx + tid % 3 - 1;
+      const int nty = c.ty + tid / 3 - 1;
+      if (ntx >= 0 && nty >= 0 && ntx < c.tiles_x && nty < c.tiles_y) {
+        need = __ldcg(a.bmark + c.tile_start + nty * c.tiles_x + ntx) >= sweep;
+      }
+    }
+    if (!__syncthreads_or(need)) return false;
+  }
+  const int lx = tid % kTileW;
+  const int ly = tid / kTileW;
+  const int x = c.x0 + lx;
+  const int y = c.y0 + ly;
+  const bool valid = in_grid(c, x, y);
+  const long long p = valid ? pix(c, x, y) : 0;
+  const int me = (ly + 1) * kPadW + lx + 1;
+  bool sink = false;
+  int d0 = kInf;
+  unsigned int mask = 0;
+  if (valid) {
+    const long long e = __ldcg(a.excess + p);
+    sink = e < 0;
+    d0 = first ? (sink ? 0 : kInf) : __ldcg(a.height + p);
+#pragma unroll
+    for (int k = 0; k < 8; ++k) {
+      if (load_residual(a, c, x, y, p, k) != 0U) mask |= 1U << k;
+    }
+  }
+  sh.h[me] = d0;
+  for (int i = tid; i < kPad; i += kThreads) {
+    const int py = i / kPadW;
+    const int px = i - py * kPadW;
+    if (py >= 1 && py <= kTileH && px >= 1 && px <= kTileW) continue;
+    const int gx = c.x0 + px - 1;
+    const int gy = c.y0 + py - 1;
+    int hv = kInf;
+    if (in_grid(c, gx, gy)) {
+      const long long q = pix(c, gx, gy);
+      hv = first ? (__ldcg(a.excess + q) < 0 ? 0 : kInf) : __ldcg(a.height + q);
+    }
+    sh.h[i] = hv;
+  }
+  __syncthreads();
+  bool changed = false;
+  for (;;) {
+    bool ch = false;
+    if (valid && !sink && mask != 0U) {
+      const int cur = sh.h[me];
+      int nd = cur;
+#pragma unroll
+      for (int k = 0; k < 8; ++k) {
+        if (mask & (1U << k)) nd = min(nd, sh.h[me + dir_dy(k) * kPadW + dir_dx(k)] + 1);
+      }
+      if (nd < cur) {
+        sh.h[me] = nd;
+        ch = true;
+        changed = true;
+      }
+    }
+    if (!__syncthreads_or(ch)) break;
+  }
+  if (valid && (first || changed)) __stcg(a.height + p, sh.h[me]);
+  const bool tile_changed = __syncthreads_or(changed);
+  if (tile_changed && tid == 0) {
+    atomicMax(a.bmark + t, sweep + 1);
+    atomicAdd(&a.header->counter[sweep % 3], 1U);
+  }
+  return tile_changed;
+}
+
+// ---------------------------------------------------------------- check
+__device__ void check_tile(const SolverArgs& a, int t, int sweep) {
+  const TileCtx c = tile_ctx(a, t);
+  const int tid = static_cast<int>(threadIdx.x);
+  const int x = c.x0 + tid % kTileW;
+  const int y = c.y0 + tid / kTileW;
+  bool act = false;
+  if (in_grid(c, x, y)) {
+    const long long p = pix(c, x, y);
+    act = __ldcg(a.excess + p) > 0 && __ldcg(a.height + p) < kInf;
+  }
+  if (__syncthreads_or(act) && tid == 0) {
+    atomicMax(a.pmark + t, sweep + 1);
+    atomicAdd(&a.header->counter[sweep % 3], 1U);
+  }
+}
+
+// ---------------------------------------------------------------- push-relabel
+// Returns true if the tile did work.
+__device__ bool push_tile(const SolverArgs& a, int t, int sweep, Shared& sh) {
+  const int tid = static_cast<int>(threadIdx.x);
+  // One thread reads the mark (neighbours may raise it concurrently): block-uniform.
+  if (!__syncthreads_or(tid == 0 && __ldcg(a.pmark + t) >= sweep)) return false;
+  const TileCtx c = tile_ctx(a, t);
+  const int lx = tid % kTileW;
+  const int ly = tid / kTileW;
+  const int x = c.x0 + lx;
+  const int y = c.y0 + ly;
+  const bool valid = in_grid(c, x, y);
+  const long long p = valid ? pix(c, x, y) : 0;
+  const int me = (ly + 1) * kPadW + lx + 1;
+  long long e0 = 0;
+  int h0 = kInf;
+  if (valid) {
+    e0 = __ldcg(a.excess + p);
+    h0 = __ldcg(a.height + p);
+  }
+  if (!__syncthreads_or(valid && e0 > 0 && h0 < kInf)) return false;
+  sh.e[me] = e0;
+  sh.h[me] = h0;
+  for (int i = tid; i < kPad; i += kThreads) {
+    const int py = i / kPadW;
+    const int px = i - py * kPadW;
+    if (py >= 1 && py <= kTileH && px >= 1 && px <= kTileW) continue;
+    const int gx = c.x0 + px - 1;
+    const int gy = c.y0 + py - 1;
+    sh.h[i] = in_grid(c, gx, gy) ? __ldcg(a.height + pix(c, gx, gy)) : kInf;
+    sh.e[i] = 0;
+  }
+  unsigned int r0[8];
+#pragma unroll
+  for (int k = 0; k < 8; ++k) {
+    r0[k] = valid ? load_residual(a, c, x, y, p, k) : 0U;
+    sh.res[k][tid] = r0[k];
+  }
+  __syncthreads();
+  for (int round = 0; round < a.local_rounds; ++round) {
+    // Push: to every residual neighbour strictly lower. Heights are read-only here;
+    // a pixel's excess is only decreased by its own thread, and the reverse arcs it
+    // increases cannot be admissible for their owners in this phase.
+    if (valid) {
+      const int hm = sh.h[me];
+      const long long ex = sh.e[me];
+      if (ex > 0 && hm < kInf) {
+        long long left = ex;
+#pragma unroll
+        for (int k = 0; k < 8; ++k) {
+          const unsigned int r = sh.res[k][tid];
+          if (r != 0U && left > 0) {
+            const int nb = me + dir_dy(k) * kPadW + dir_dx(k);
+            if (sh.h[nb] < hm) {
+              const long long amount = min(left, static_cast<long long>(r));
+              sh.res[k][tid] = r - static_cast<unsigned int>(amount);
+              const int nlx = lx + dir_dx(k);
+              const int nly = ly + dir_dy(k);
+              if (nlx >= 0 && nlx < kTileW && nly >= 0 && nly < kTileH) {
+                sh.res[k ^ 4][nly * kTileW + nlx] += static_cast<unsigned int>(amount);
+              }
+              atomicAdd(reinterpret_cast<unsigned long long*>(&sh.e[nb]), static_cast<unsigned long long>(amount));
+              left -= amount;
+            }
+          }
+        }
+        if (left != ex) {
+          atomicAdd(reinterpret_cast<unsigned long long*>(&sh.e[me]), static_cast<unsigned long long>(left - ex));
+        }
+      }
+    }
+    __syncthreads();
+    // Relabel: an active pixel with no strictly lower residual neighbour rises to one
+    // above its lowest residual neighbour (kInf if it has none).
+    bool still = false;
+    if (valid) {
+      const long long ex = sh.e[me];
+      const int hm = sh.h[me];
+      if (ex > 0 && hm < kInf) {
+        int m = kInf;
+#pragma unroll
+        for (int k = 0; k < 8; ++k) {
+          if (sh.res[k][tid] != 0U) m = min(m, sh.h[me + dir_dy(k) * kPadW + dir_dx(k)]);
+        }
+        int nh = hm;
+        if (m >= hm) {
+          nh = m >= kInf - 1 ? kInf : m + 1;
+          sh.h[me] = nh;
+        }
+        still = nh < kInf;
+      }
+    }
+    if (!__syncthreads_or(still)) break;
+  }
+  // Write back as atomic deltas (other tiles update halo pixels and shared edges).
+  bool remain = false;
+  if (valid) {
+    const long long ef = sh.e[me];
+    if (ef != e0) atomicAdd(reinterpret_cast<unsigned long long*>(a.excess + p), static_cast<unsigned long long>(ef - e0));
+    const int hf = sh.h[me];
+    if (hf != h0) __stcg(a.height + p, hf);
+#pragma unroll
+    for (int k = 0; k < 8; ++k) {
+      const unsigned int rf = sh.res[k][tid];
+      if (rf == r0[k]) continue;
+      if (k < 4) {
+        atomicAdd(a.flow + static_cast<long long>(k) * a.pixels + p, static_cast<int>(r0[k] - rf));
+      } else {
+        const int nlx = lx + dir_dx(k);
+        const int nly = ly + dir_dy(k);
+        if (nlx >= 0 && nlx < kTileW && nly >= 0 && nly < kTileH) continue;  // owner in tile writes it
+        const long long q = pix(c, x + dir_dx(k), y + dir_dy(k));
+        atomicAdd(a.flow + static_cast<long long>(k - 4) * a.pixels + q, static_cast<int>(rf - r0[k]));
+      }
+    }
+    remain = ef > 0 && hf < kInf;
+  }
+  bool sent = false;
+  for (int i = tid; i < kPad; i += kThreads) {
+    const int py = i / kPadW;
+    const int px = i - py * kPadW;
+    if (py >= 1 && py <= kTileH && px >= 1 && px <= kTileW) continue;
+    const long long v = sh.e[i];
+    if (v == 0) continue;
+    const int gx = c.x0 + px - 1;
+    const int gy = c.y0 + py - 1;
+    atomicAdd(reinterpret_cast<unsigned long long*>(a.excess + pix(c, gx, gy)), static_cast<unsigned long long>(v));
+    const int ntx = c.tx + (px == 0 ? -1 : (px == kPadW - 1 ? 1 : 0));
+    const int nty = c.ty + (py == 0 ? -1 : (py == kPadH - 1 ? 1 : 0));
+    atomicMax(a.pmark + c.tile_start + nty * c.tiles_x + ntx, sweep + 1);
+    sent = true;
+  }
+  const bool again = __syncthreads_or(remain);
+  const bool any_sent = __syncthreads_or(sent);
+  if (tid == 0 && (again || any_sent)) {
+    if (again) atomicMax(a.pmark + t, sweep + 1);
+    atomicAdd(&a.header->counter[sweep % 3], 1U);
+  }
+  return true;
+}
+
+// ---------------------------------------------------------------- final cut
+__device__ void cut_tile(const SolverArgs& a, int t, Shared& sh) {
+  const TileCtx c = tile_ctx(a, t);
+  const int tid = static_cast<int>(threadIdx.x);
+  const int x = c.x0 + tid % kTileW;
+  const int y = c.y0 + tid / kTileW;
+  long long cap = 0;
+  if (in_grid(c, x, y)) {
+    const long long p = pix(c, x, y);
+    const bool src = __ldcg(a.height + p) >= kInf;
+    a.source_side[p] = src ? 1 : 0;
+    const long long term = __ldg(a.terminal + p);
+    if (src && term < 0) cap -= term;
+    if (!src && term > 0) cap += term;
+#pragma unroll
+    for (int k = 0; k < 4; ++k) {
+      const int nx = x + dir_dx(k);
+      const int ny = y + dir_dy(k);
+      if (!in_grid(c, nx, ny)) continue;
+      const bool nsrc = __ldcg(a.height + pix(c, nx, ny)) >= kInf;
+      if (nsrc != src) cap += __ldg(a.nlink[k] + p);
+    }
+  }
+  if (a.flows == nullptr) return;
+  for (int o = 16; o > 0; o >>= 1) cap += __shfl_down_sync(0xffffffffU, cap, o);
+  if ((tid & 31) == 0) sh.red[tid >> 5] = cap;
+  __syncthreads();
+  if (tid == 0) {
+    long long s = 0;
+    for (int w = 0; w < kThreads / 32; ++w) s += sh.red[w];
+    if (s != 0) atomicAdd(a.flows + c.b, static_cast<unsigned long long>(s));
+  }
+  __syncthreads();
+}
+
+// Visits the tiles of this block in one sweep: the block's tiles are taken in
+// chunks of 8; warp w decides (need(lane, ctx, tile), any lane) whether the w-th
+// tile of the chunk needs work, then the block processes those tiles. The order of
+// the tiles cycles over row-major, reversed, column-major, reversed from sweep to
+// sweep: tiles run later in a sweep see the results of earlier ones, so labels and
+// excess travel many tiles per sweep in every direction.
+__device__ __forceinline__ unsigned int read_counter(const SolverArgs& a, int sweep) {
+  return __ldcg(&a.header->counter[sweep % 3]);
+}
+
+__global__ void __launch_bounds__(kThreads) maxflow_kernel(SolverArgs a) {
+  __shared__ Shared sh;
+  cg::grid_group grid = cg::this_grid();
+  const bool leader = blockIdx.x == 0 && threadIdx.x == 0;
+  init_phase(a);
+  grid.sync();
+  unsigned long long bfs_tiles = 0;
+  unsigned long long push_tiles = 0;
+  unsigned long long relabels = 0;
+  unsigned long long bfs_sweeps = 0;
+  unsigned long long push_sweeps = 0;
+  int sweep = 0;
+  for (;;) {
+    // Global relabel: exact BFS from the sink.
+    ++relabels;
+    bool first = true;
+    for (;;) {
+      ++sweep;
+      ++bfs_sweeps;
+      if (leader) a.header->counter[(sweep + 1) % 3] = 0U;
+      for (int t = static_cast<int>(blockIdx.x); t < a.num_tiles; t += static_cast<int>(gridDim.x)) {
+        bfs_tile(a, t, sweep, first, sh);
+        ++bfs_tiles;
+      }
+      grid.sync();
+      first = false;
+      if (read_counter(a, sweep) == 0U) break;
+    }
+    // Is any excess still able to reach the sink?
+    ++sweep;
+    if (leader) a.header->counter[(sweep + 1) % 3] = 0U;
+    for (int t = static_cast<int>(blockIdx.x); t < a.num_tiles; t += static_cast<int>(gridDim.x)) {
+      check_tile(a, t, sweep);
+    }
+    grid.sync();
+    if (read_counter(a, sweep) == 0U) break;
+    for (int i = 0; i < a.push_sweeps; ++i) {
+      ++sweep;
+      ++push_sweeps;
+      if (leader) a.header->counter[(sweep + 1) % 3] = 0U;
+      for (int t = static_cast<int>(blockIdx.x); t < a.num_tiles; t += static_cast<int>(gridDim.x)) {
+        if (push_tile(a, t, sweep, sh)) ++push_tiles;
+      }
+      grid.sync();
+      if (read_counter(a, sweep) == 0U) break;
+    }
+  }
+  for (int t = static_cast<int>(blockIdx.x); t < a.num_tiles; t += static_cast<int>(gridDim.x)) {
+    cut_tile(a, t, sh);
+  }
+  if (threadIdx.x == 0) {
+    atomicAdd(&a.header->stats[3], bfs_tiles);
+    atomicAdd(&a.header->stats[4], push_tiles);
+  }
+  if (leader) {
+    a.header->stats[0] = relabels;
+    a.header->stats[1] = bfs_sweeps;
+    a.header->stats[2] = push_sweeps;
+    a.header->stats[5] = gridDim.x;
+  }
+}
+
+__global__ void write_graphs_kernel(GraphDev* graphs, DescChunk chunk) {
+  const int i = static_cast<int>(threadIdx.x);
+  if (i < chunk.count) graphs[chunk.first + i] = chunk.g[i];
+}
+
+__global__ void tile_graph_kernel(const GraphDev* graphs, int num_graphs, int* tile_graph, int num_tiles) {
+  const int t = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x);
+  if (t >= num_tiles) return;
+  // Last graph whose tile_start <= t among graphs with tiles (tile_start is
+  // non-decreasing; graphs without pixels own no tiles).
+  int lo = 0;
+  int hi = num_graphs - 1;
+  while (lo < hi) {
+    const int mid = (lo + hi + 1) / 2;
+    if (graphs[mid].tile_start <= t) {
+      lo = mid;
+    } else {
+      hi = mid - 1;
+    }
+  }
+  // Skip back over empty graphs that share the same tile_start.
+  while (graphs[lo].tiles_x * graphs[lo].tiles_y == 0 ||
+         t >= graphs[lo].tile_start + graphs[lo].tiles_x * graphs[lo].tiles_y) {
+    --lo;
+  }
+  tile_graph[t] = lo;
+}
+
+}  // namespace
+
+std::size_t maxflow_workspace_bytes(const std::vector<GridDesc>& desc) { return make_layout(desc).total; }
+
+void maxflow_cuda(const BatchedGridGraph& graph, std::uint8_t* source_side, std::int64_t* flows, void* workspace,
+                  std::size_t workspace_bytes, bool warm_start, cudaStream_t stream) {
+  const Layout l = make_layout(graph.desc);
+  if (graph.desc.empty()) return;
+  if (graph.total_pixels < l.pixels) {
+    throw std::invalid_argument("maxflow_cuda: total_pixels " + std::to_string(graph.total_pixels) +
+                                " is smaller than the extent of the graphs, " + std::to_string(l.pixels));
+  }
+  if (workspace_bytes < l.total || (workspace == nullptr && l.total > 0)) {
+    throw std::invalid_argument("maxflow_cuda: workspace of " + std::to_string(workspace_bytes) +
+                                " bytes, expected at least " + std::to_string(l.total));
+  }
+  if (reinterpret_cast<std::uintptr_t>(workspace) % 16 != 0) {
+    throw std::invalid_argument("maxflow_cuda: workspace must be 16-byte aligned");
+  }
+  const auto num_graphs = static_cast<int>(graph.desc.size());
+  if (flows != nullptr) {
+    GRABCUT_CUDA_CHECK(cudaMemsetAsync(flows, 0, sizeof(std::int64_t) * graph.desc.size(), stream));
+  }
+  if (l.tiles == 0) return;
+  if (graph.terminal == nullptr || graph.nlink[0] == nullptr || graph.nlink[1] == nullptr ||
+      graph.nlink[2] == nullptr || graph.nlink[3] == nullptr || source_side == nullptr) {
+    throw std::invalid_argument("maxflow_cuda: null device array for a non-empty batch");
+  }
+  auto* base = static_cast<unsigned char*>(workspace);
+  auto* graphs = reinterpret_cast<GraphDev*>(base + l.graphs);
+
+  // Graph descriptors travel as kernel parameters (no host buffer, no host sync).
+  int tile_start = 0;
+  for (int first = 0; first < num_graphs; first += kDescChunk) {
+    DescChunk chunk{};
+    chunk.first = first;
+    chunk.count = std::min(kDescChunk, num_graphs - first);
+    for (int i = 0; i < chunk.count; ++i) {
+      const GridDesc& d = graph.desc[static_cast<std::size_t>(first + i)];
+      GraphDev& g = chunk.g[i];
+      g.offset = d.offset;
+      g.height = d.height;
+      g.width = d.width;
+      const bool empty = d.height == 0 || d.width == 0;
+      g.tiles_x = empty ? 0 : (d.width + kTileW - 1) / kTileW;
+      g.tiles_y = empty ? 0 : (d.height + kTileH - 1) / kTileH;
+      g.tile_start = tile_start;
+      g.pad = 0;
+      tile_start += g.tiles_x * g.tiles_y;
+    }
+    write_graphs_kernel<<<1, kDescChunk, 0, stream>>>(graphs, chunk);
+    GRABCUT_CUDA_CHECK_LAUNCH("write_graphs_kernel");
+  }
+  const auto num_tiles = static_cast<int>(l.tiles);
+  auto* tile_graph = reinterpret_cast<int*>(base + l.tile_graph);
+  tile_graph_kernel<<<(num_tiles + 255) / 256, 256, 0, stream>>>(graphs, num_graphs, tile_graph, num_tiles);
+  GRABCUT_CUDA_CHECK_LAUNCH("tile_graph_kernel");
+
+  SolverArgs a{};
+  a.graphs = graphs;
+  a.tile_graph = tile_graph;
+  a.num_tiles = num_tiles;
+  a.pixels = l.pixels;
+  a.terminal = graph.terminal;
+  for (int d = 0; d < 4; ++d) a.nlink[d] = graph.nlink[d];
+  a.excess = reinterpret_cast<long long*>(base + l.excess);
+  a.height = reinterpret_cast<int*>(base + l.height);
+  a.flow = reinterpret_cast<int*>(base + l.flow);
+  a.old_term = reinterpret_cast<std::int32_t*>(base + l.old_term);
+  a.pmark = reinterpret_cast<int*>(base + l.pmark);
+  a.bmark = reinterpret_cast<int*>(base + l.bmark);
+  a.header = reinterpret_cast<Header*>(base + l.header);
+  a.source_side = source_side;
+  a.flows = reinterpret_cast<unsigned long long*>(flows);
+  a.warm = warm_start ? 1 : 0;
+  a.push_sweeps = g_push_sweeps;
+  a.local_rounds = g_local_rounds;
+
+  int device = 0;
+  GRABCUT_CUDA_CHECK(cudaGetDevice(&device));
+  int coop = 0;
+  GRABCUT_CUDA_CHECK(cudaDeviceGetAttribute(&coop, cudaDevAttrCooperativeLaunch, device));
+  if (coop == 0) throw std::runtime_error("maxflow_cuda: the device does not support cooperative launches");
+  int sms = 0;
+  GRABCUT_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  int per_sm = 0;
+  GRABCUT_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, maxflow_kernel, kThreads, 0));
+  if (per_sm < 1) throw std::runtime_error("maxflow_cuda: the solver kernel cannot be resident");
+  const int blocks = static_cast<int>(std::min<long long>(num_tiles, static_cast<long long>(per_sm) * sms));
+  void* args[] = {&a};
+  GRABCUT_CUDA_CHECK(cudaLaunchCooperativeKernel(reinterpret_cast<const void*>(maxflow_kernel), dim3(blocks),
+                                                 dim3(kThreads), args, 0, stream));
+}
+
+namespace detail {
+
+void maxflow_set_tuning(int push_sweeps, int local_rounds) {
+  g_push_sweeps = std::max(1, push_sweeps);
+  g_local_rounds = std::max(1, local_rounds);
+}
+
+MaxflowStats maxflow_read_stats(const void* workspace, cudaStream_t stream) {
+  Header h{};
+  GRABCUT_CUDA_CHECK(cudaMemcpyAsync(&h, workspace, sizeof(Header), cudaMemcpyDeviceToHost, stream));
+  GRABCUT_CUDA_CHECK(cudaStreamSynchronize(stream));
+  MaxflowStats s;
+  s.global_relabels = h.stats[0];
+  s.bfs_sweeps = h.stats[1];
+  s.push_sweeps = h.stats[2];
+  s.bfs_tiles = h.stats[3];
+  s.push_tiles = h.stats[4];
+  s.grid_blocks = h.stats[5];
+  return s;
+}
+
+}  // namespace detail
+}  // namespace grabcut::cuda

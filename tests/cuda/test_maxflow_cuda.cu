@@ -1,0 +1,496 @@
+// Tests of the GPU max-flow (csrc/cuda/maxflow_cuda.h) against the CPU solver
+// (csrc/core/maxflow.h): the canonical cut must be identical bit for bit, the flow
+// value equal, and the cut's capacity equal to the flow, on random, degenerate,
+// adversarial and GrabCut-like graphs, single and batched, cold and warm.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "core/maxflow.h"
+#include "cuda/check.h"
+#include "cuda/maxflow_cuda.h"
+
+namespace grabcut::cuda::detail {
+struct MaxflowStats {
+  unsigned long long global_relabels = 0;
+  unsigned long long bfs_sweeps = 0;
+  unsigned long long push_sweeps = 0;
+  unsigned long long bfs_tiles = 0;
+  unsigned long long push_tiles = 0;
+  unsigned long long grid_blocks = 0;
+};
+MaxflowStats maxflow_read_stats(const void* workspace, cudaStream_t stream);
+}  // namespace grabcut::cuda::detail
+
+namespace {
+
+using grabcut::GridGraphView;
+using grabcut::GridMaxflowSolver;
+using grabcut::cuda::BatchedGridGraph;
+using grabcut::cuda::GridDesc;
+
+constexpr int kFwdDy[4] = {0, 1, 1, 1};
+constexpr int kFwdDx[4] = {1, 1, 0, -1};
+
+struct HostGraph {
+  int height = 0;
+  int width = 0;
+  std::vector<std::int32_t> terminal;
+  std::array<std::vector<std::int32_t>, 4> nlink;
+  HostGraph(int h, int w) : height(h), width(w) {
+    const std::size_t n = static_cast<std::size_t>(h) * static_cast<std::size_t>(w);
+    terminal.assign(n, 0);
+    for (auto& v : nlink) v.assign(n, 0);
+  }
+  std::size_t size() const { return terminal.size(); }
+  bool has(int y, int x, int d) const {
+    const int ny = y + kFwdDy[d];
+    const int nx = x + kFwdDx[d];
+    return ny < height && nx >= 0 && nx < width;
+  }
+  GridGraphView view() const {
+    GridGraphView v;
+    v.height = height;
+    v.width = width;
+    v.terminal = terminal.data();
+    for (int d = 0; d < 4; ++d) v.nlink[d] = nlink[d].data();
+    return v;
+  }
+};
+
+template <typename F>
+void set_nlinks(HostGraph& g, bool eight, F&& f) {
+  for (int y = 0; y < g.height; ++y) {
+    for (int x = 0; x < g.width; ++x) {
+      const std::size_t i = static_cast<std::size_t>(y) * g.width + x;
+      for (int d = 0; d < 4; ++d) {
+        const bool diag = d == 1 || d == 3;
+        if (g.has(y, x, d) && (eight || !diag)) g.nlink[d][i] = f(y, x, d);
+      }
+    }
+  }
+}
+
+HostGraph random_graph(int h, int w, bool eight, std::int32_t cap_max, std::int32_t term_max, unsigned seed) {
+  HostGraph g(h, w);
+  std::mt19937 rng(seed);
+  std::uniform_int_distribution<std::int32_t> cap(0, cap_max);
+  std::uniform_int_distribution<std::int32_t> term(-term_max, term_max);
+  set_nlinks(g, eight, [&](int, int, int) { return cap(rng); });
+  for (auto& t : g.terminal) t = term(rng);
+  return g;
+}
+
+// Smooth random colour field, OpenCV-style n-links 256 * 50 * exp(-beta d^2)
+// (diagonals / sqrt 2), terminals from a smooth score plus noise, hard border pixels.
+HostGraph grabcut_graph(int h, int w, unsigned seed, double noise = 4.0) {
+  HostGraph g(h, w);
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<double> uni(0.0, 1.0);
+  std::normal_distribution<double> gauss(0.0, 1.0);
+  const int gh = std::max(2, h / 24 + 2);
+  const int gw = std::max(2, w / 24 + 2);
+  std::vector<double> ctrl(static_cast<std::size_t>(gh) * gw * 4);
+  for (auto& v : ctrl) v = uni(rng);
+  auto field = [&](int y, int x, int c) {
+    const double fy = (h > 1 ? static_cast<double>(y) / (h - 1) : 0.0) * (gh - 1);
+    const double fx = (w > 1 ? static_cast<double>(x) / (w - 1) : 0.0) * (gw - 1);
+    const int y0 = std::min(static_cast<int>(fy), gh - 2);
+    const int x0 = std::min(static_cast<int>(fx), gw - 2);
+    const double ty = fy - y0;
+    const double tx = fx - x0;
+    auto at = [&](int yy, int xx) { return ctrl[(static_cast<std::size_t>(yy) * gw + xx) * 4 + c]; };
+    return (1 - ty) * ((1 - tx) * at(y0, x0) + tx * at(y0, x0 + 1)) + ty * ((1 - tx) * at(y0 + 1, x0) + tx * at(y0 + 1, x0 + 1));
+  };
+  const std::size_t n = g.size();
+  std::vector<double> col(n * 3);
+  for (int y = 0; y < h; ++y) {
+    for (int x = 0; x < w; ++x) {
+      for (int c = 0; c < 3; ++c) {
+        col[(static_cast<std::size_t>(y) * w + x) * 3 + c] = 255.0 * field(y, x, c) + 6.0 * gauss(rng);
+      }
+    }
+  }
+  auto dist2 = [&](std::size_t i, std::size_t j) {
+    double s = 0;
+    for (int c = 0; c < 3; ++c) {
+      const double d = col[i * 3 + c] - col[j * 3 + c];
+      s += d * d;
+    }
+    return s;
+  };
+  double sum = 0;
+  long long cnt = 0;
+  for (int y = 0; y < h; ++y) {
+    for (int x = 0; x < w; ++x) {
+      for (int d = 0; d < 4; ++d) {
+        if (!g.has(y, x, d)) continue;
+        const std::size_t i = static_cast<std::size_t>(y) * w + x;
+        const std::size_t j = static_cast<std::size_t>(y + kFwdDy[d]) * w + (x + kFwdDx[d]);
+        sum += dist2(i, j);
+        ++cnt;
+      }
+    }
+  }
+  const double beta = (cnt > 0 && sum > 0) ? 1.0 / (2.0 * sum / static_cast<double>(cnt)) : 0.0;
+  set_nlinks(g, true, [&](int y, int x, int d) {
+    const std::size_t i = static_cast<std::size_t>(y) * w + x;
+    const std::size_t j = static_cast<std::size_t>(y + kFwdDy[d]) * w + (x + kFwdDx[d]);
+    double v = 256.0 * 50.0 * std::exp(-beta * dist2(i, j));
+    if (d == 1 || d == 3) v /= std::sqrt(2.0);
+    return static_cast<std::int32_t>(std::lround(v));
+  });
+  const int border = std::max(1, std::min(h, w) / 16);
+  for (int y = 0; y < h; ++y) {
+    for (int x = 0; x < w; ++x) {
+      const std::size_t i = static_cast<std::size_t>(y) * w + x;
+      if (y < border || x < border || y >= h - border || x >= w - border) {
+        g.terminal[i] = -115200;
+        continue;
+      }
+      const double score = 8.0 * (field(y, x, 3) - 0.45) + noise * gauss(rng);
+      g.terminal[i] = static_cast<std::int32_t>(std::clamp(std::lround(256.0 * score), -115200L, 115200L));
+    }
+  }
+  return g;
+}
+
+struct CpuResult {
+  std::int64_t flow = 0;
+  std::vector<std::uint8_t> cut;
+};
+
+CpuResult cpu_solve(const HostGraph& g) {
+  CpuResult r;
+  r.cut.assign(g.size(), 0xCD);
+  GridMaxflowSolver solver;
+  r.flow = solver.solve(g.view(), r.cut.data());
+  return r;
+}
+
+template <typename T>
+struct DeviceBuffer {
+  T* ptr = nullptr;
+  std::size_t count = 0;
+  explicit DeviceBuffer(std::size_t n) : count(n) {
+    if (n > 0) GRABCUT_CUDA_CHECK(cudaMalloc(&ptr, n * sizeof(T)));
+  }
+  ~DeviceBuffer() {
+    if (ptr != nullptr) cudaFree(ptr);
+  }
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+  void upload(const T* src, std::size_t n, std::size_t at = 0) {
+    if (n > 0) GRABCUT_CUDA_CHECK(cudaMemcpy(ptr + at, src, n * sizeof(T), cudaMemcpyHostToDevice));
+  }
+  std::vector<T> download() const {
+    std::vector<T> v(count);
+    if (count > 0) GRABCUT_CUDA_CHECK(cudaMemcpy(v.data(), ptr, count * sizeof(T), cudaMemcpyDeviceToHost));
+    return v;
+  }
+};
+
+// A batch of host graphs packed on the device, with a workspace that persists
+// across solves (for warm starts).
+class GpuBatch {
+ public:
+  explicit GpuBatch(const std::vector<const HostGraph*>& graphs, std::int64_t gap = 0) {
+    std::int64_t off = 0;
+    for (const HostGraph* g : graphs) {
+      GridDesc d;
+      d.offset = off;
+      d.height = g->height;
+      d.width = g->width;
+      desc_.push_back(d);
+      off += static_cast<std::int64_t>(g->size()) + gap;
+    }
+    total_ = off;
+    const auto n = static_cast<std::size_t>(total_);
+    terminal_ = std::make_unique<DeviceBuffer<std::int32_t>>(n);
+    for (auto& l : nlink_) l = std::make_unique<DeviceBuffer<std::int32_t>>(n);
+    cut_ = std::make_unique<DeviceBuffer<std::uint8_t>>(n);
+    flows_ = std::make_unique<DeviceBuffer<std::int64_t>>(graphs.size());
+    ws_bytes_ = grabcut::cuda::maxflow_workspace_bytes(desc_);
+    ws_ = std::make_unique<DeviceBuffer<unsigned char>>(ws_bytes_);
+    upload(graphs, true);
+  }
+  void upload(const std::vector<const HostGraph*>& graphs, bool nlinks) {
+    for (std::size_t b = 0; b < graphs.size(); ++b) {
+      const auto at = static_cast<std::size_t>(desc_[b].offset);
+      terminal_->upload(graphs[b]->terminal.data(), graphs[b]->size(), at);
+      if (nlinks) {
+        for (int d = 0; d < 4; ++d) nlink_[d]->upload(graphs[b]->nlink[d].data(), graphs[b]->size(), at);
+      }
+    }
+  }
+  void solve(bool warm) {
+    if (cut_->count > 0) GRABCUT_CUDA_CHECK(cudaMemset(cut_->ptr, 0xCD, cut_->count));
+    if (flows_->count > 0) GRABCUT_CUDA_CHECK(cudaMemset(flows_->ptr, 0xCD, flows_->count * 8));
+    BatchedGridGraph g;
+    g.desc = desc_;
+    g.total_pixels = total_;
+    g.terminal = terminal_->ptr;
+    for (int d = 0; d < 4; ++d) g.nlink[d] = nlink_[d]->ptr;
+    grabcut::cuda::maxflow_cuda(g, cut_->ptr, flows_->ptr, ws_->ptr, ws_bytes_, warm, nullptr);
+    GRABCUT_CUDA_CHECK(cudaDeviceSynchronize());
+  }
+  std::vector<std::uint8_t> cut(std::size_t b, std::size_t n) const {
+    const auto all = cut_->download();
+    const auto at = static_cast<std::size_t>(desc_[b].offset);
+    return std::vector<std::uint8_t>(all.begin() + static_cast<long>(at), all.begin() + static_cast<long>(at + n));
+  }
+  std::vector<std::uint8_t> all_cuts() const { return cut_->download(); }
+  std::vector<std::int64_t> flows() const { return flows_->download(); }
+  grabcut::cuda::detail::MaxflowStats stats() const {
+    return grabcut::cuda::detail::maxflow_read_stats(ws_->ptr, nullptr);
+  }
+
+ private:
+  std::vector<GridDesc> desc_;
+  std::int64_t total_ = 0;
+  std::unique_ptr<DeviceBuffer<std::int32_t>> terminal_;
+  std::array<std::unique_ptr<DeviceBuffer<std::int32_t>>, 4> nlink_;
+  std::unique_ptr<DeviceBuffer<std::uint8_t>> cut_;
+  std::unique_ptr<DeviceBuffer<std::int64_t>> flows_;
+  std::size_t ws_bytes_ = 0;
+  std::unique_ptr<DeviceBuffer<unsigned char>> ws_;
+};
+
+std::size_t count_mismatch(const std::vector<std::uint8_t>& a, const std::vector<std::uint8_t>& b) {
+  std::size_t m = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) m += a[i] != b[i] ? 1 : 0;
+  return m;
+}
+
+// Solves the graphs in one batch on the GPU and checks each against the CPU.
+void expect_batch_matches_cpu(const std::vector<const HostGraph*>& graphs, const std::string& what,
+                              std::int64_t gap = 0) {
+  GpuBatch batch(graphs, gap);
+  batch.solve(false);
+  const auto flows = batch.flows();
+  std::size_t pixels = 0;
+  for (const HostGraph* g : graphs) pixels += g->size();
+  if (pixels >= 100000) {
+    const auto s = batch.stats();
+    std::printf("[stats] %s: %zu px, relabels %llu, bfs sweeps %llu, push sweeps %llu, bfs tiles %llu, push tiles %llu, blocks %llu\n",
+                what.c_str(), pixels, s.global_relabels, s.bfs_sweeps, s.push_sweeps, s.bfs_tiles, s.push_tiles,
+                s.grid_blocks);
+  }
+  for (std::size_t b = 0; b < graphs.size(); ++b) {
+    const HostGraph& g = *graphs[b];
+    const CpuResult ref = cpu_solve(g);
+    const auto cut = batch.cut(b, g.size());
+    EXPECT_EQ(flows[b], ref.flow) << what << " graph " << b << " (" << g.height << "x" << g.width << ")";
+    EXPECT_EQ(count_mismatch(cut, ref.cut), 0U)
+        << what << " graph " << b << " (" << g.height << "x" << g.width << "): cut differs";
+    EXPECT_EQ(grabcut::cut_capacity(g.view(), cut.data()), flows[b]) << what << " graph " << b;
+  }
+}
+
+void expect_matches_cpu(const HostGraph& g, const std::string& what) { expect_batch_matches_cpu({&g}, what); }
+
+TEST(MaxflowCuda, WorkspaceBytesPerPixel) {
+  std::vector<GridDesc> d(1);
+  d[0].height = 1024;
+  d[0].width = 1024;
+  const double per_pixel = static_cast<double>(grabcut::cuda::maxflow_workspace_bytes(d)) / (1024.0 * 1024.0);
+  EXPECT_LE(per_pixel, 40.0);
+}
+
+TEST(MaxflowCuda, EmptyBatchAndEmptyGraphs) {
+  BatchedGridGraph g;
+  grabcut::cuda::maxflow_cuda(g, nullptr, nullptr, nullptr, 0, false, nullptr);
+  GRABCUT_CUDA_CHECK(cudaDeviceSynchronize());
+  HostGraph e0(0, 5);
+  HostGraph e1(3, 0);
+  GpuBatch batch({&e0, &e1});
+  batch.solve(false);
+  const auto flows = batch.flows();
+  EXPECT_EQ(flows[0], 0);
+  EXPECT_EQ(flows[1], 0);
+}
+
+TEST(MaxflowCuda, SinglePixel) {
+  for (std::int32_t t : {-7, 0, 5}) {
+    HostGraph g(1, 1);
+    g.terminal[0] = t;
+    expect_matches_cpu(g, "1x1 t=" + std::to_string(t));
+  }
+}
+
+TEST(MaxflowCuda, RandomSizes) {
+  struct Case {
+    int h, w;
+  };
+  const Case cases[] = {{1, 1000}, {1000, 1}, {31, 33}, {64, 64}, {257, 129}, {2, 2}, {7, 45}, {33, 31}};
+  unsigned seed = 1;
+  for (const Case& c : cases) {
+    for (bool eight : {false, true}) {
+      const HostGraph g = random_graph(c.h, c.w, eight, 100, 300, seed++);
+      expect_matches_cpu(g, std::to_string(c.h) + "x" + std::to_string(c.w) + (eight ? " 8c" : " 4c"));
+    }
+  }
+}
+
+TEST(MaxflowCuda, RandomLarge) {
+  for (bool eight : {false, true}) {
+    const HostGraph g = random_graph(512, 512, eight, 1000, 2500, eight ? 11U : 12U);
+    expect_matches_cpu(g, eight ? "512 8c" : "512 4c");
+  }
+}
+
+TEST(MaxflowCuda, ZeroTinyHugeCapacities) {
+  expect_matches_cpu(random_graph(37, 41, true, 0, 10, 3), "zero n-links");
+  expect_matches_cpu(random_graph(37, 41, true, 10, 0, 4), "zero terminals");
+  expect_matches_cpu(random_graph(64, 64, true, 1, 2, 5), "tiny");
+  expect_matches_cpu(random_graph(65, 70, true, 2, 3, 6), "tiny 2");
+  expect_matches_cpu(random_graph(64, 64, true, 1 << 30, 0x7fffffff, 7), "huge");
+  expect_matches_cpu(random_graph(50, 90, false, 1 << 30, 0x7fffffff, 8), "huge 4c");
+  expect_matches_cpu(random_graph(40, 40, true, 1 << 30, 1000, 9), "huge n-links small terminals");
+}
+
+TEST(MaxflowCuda, AllSourceAllSink) {
+  HostGraph s = random_graph(45, 70, true, 100, 100, 21);
+  for (auto& t : s.terminal) t = std::abs(t) + 1;
+  expect_matches_cpu(s, "all source");
+  HostGraph k = random_graph(45, 70, true, 100, 100, 22);
+  for (auto& t : k.terminal) t = -std::abs(t) - 1;
+  expect_matches_cpu(k, "all sink");
+  HostGraph z = random_graph(45, 70, true, 100, 100, 23);
+  for (auto& t : z.terminal) t = 0;
+  z.terminal[0] = 1000;
+  z.terminal[z.size() - 1] = -1000;
+  expect_matches_cpu(z, "one source one sink");
+}
+
+// A corridor that snakes through the whole grid: the only route from the excess at
+// one end to the sink at the other is thousands of pixels long.
+TEST(MaxflowCuda, SerpentineCorridor) {
+  for (int size : {40, 130}) {
+    HostGraph g(size, size);
+    auto open = [&](int y, int x) { return (y % 4 != 3) || (((y / 4) % 2 == 0) ? x == size - 1 : x == 0); };
+    set_nlinks(g, false, [&](int y, int x, int d) {
+      const int ny = y + kFwdDy[d];
+      const int nx = x + kFwdDx[d];
+      return open(y, x) && open(ny, nx) ? 50 : 0;
+    });
+    g.terminal[0] = 1000;
+    g.terminal[g.size() - 1] = -1000;
+    expect_matches_cpu(g, "serpentine " + std::to_string(size));
+  }
+}
+
+TEST(MaxflowCuda, GrabCutLike) {
+  expect_matches_cpu(grabcut_graph(64, 64, 31), "grabcut 64");
+  expect_matches_cpu(grabcut_graph(257, 129, 32), "grabcut 257x129");
+  expect_matches_cpu(grabcut_graph(512, 512, 33), "grabcut 512");
+  expect_matches_cpu(grabcut_graph(1024, 1024, 34), "grabcut 1024");
+  expect_matches_cpu(grabcut_graph(300, 400, 35, 40.0), "grabcut very noisy");
+}
+
+TEST(MaxflowCuda, RandomLargest) {
+  expect_matches_cpu(random_graph(1024, 1024, true, 1000, 2000, 41), "random 1024 8c");
+}
+
+TEST(MaxflowCuda, MixedSizeBatch) {
+  std::vector<HostGraph> graphs;
+  graphs.push_back(random_graph(1, 1, true, 10, 10, 51));
+  graphs.push_back(random_graph(1, 1000, true, 100, 300, 52));
+  graphs.push_back(HostGraph(0, 7));
+  graphs.push_back(random_graph(1000, 1, false, 100, 300, 53));
+  graphs.push_back(grabcut_graph(31, 33, 54));
+  graphs.push_back(random_graph(64, 64, true, 1, 2, 55));
+  graphs.push_back(grabcut_graph(257, 129, 56));
+  graphs.push_back(random_graph(33, 31, true, 1 << 30, 0x7fffffff, 57));
+  graphs.push_back(HostGraph(4, 0));
+  std::vector<const HostGraph*> ptrs;
+  for (const auto& g : graphs) ptrs.push_back(&g);
+  expect_batch_matches_cpu(ptrs, "mixed batch");
+  expect_batch_matches_cpu(ptrs, "mixed batch with gaps", 37);
+}
+
+TEST(MaxflowCuda, ManyGraphBatch) {
+  std::vector<HostGraph> graphs;
+  for (int i = 0; i < 150; ++i) graphs.push_back(grabcut_graph(20 + (i * 7) % 50, 15 + (i * 13) % 60, 100U + i));
+  std::vector<const HostGraph*> ptrs;
+  for (const auto& g : graphs) ptrs.push_back(&g);
+  expect_batch_matches_cpu(ptrs, "150-graph batch");
+}
+
+// Warm start: same n-links, new terminals; must equal a cold solve (and the CPU).
+TEST(MaxflowCuda, WarmStartMatchesCold) {
+  std::vector<HostGraph> graphs;
+  graphs.push_back(grabcut_graph(200, 300, 61));
+  graphs.push_back(random_graph(97, 45, true, 100, 300, 62));
+  graphs.push_back(grabcut_graph(320, 288, 63));
+  std::vector<const HostGraph*> ptrs;
+  for (const auto& g : graphs) ptrs.push_back(&g);
+  GpuBatch warm(ptrs);
+  warm.solve(false);
+  std::mt19937 rng(64);
+  for (int iter = 0; iter < 4; ++iter) {
+    for (auto& g : graphs) {
+      std::normal_distribution<double> gauss(0.0, iter == 3 ? 20000.0 : 1500.0);
+      for (auto& t : g.terminal) {
+        t = static_cast<std::int32_t>(std::clamp(std::lround(t + gauss(rng)), -115200L, 115200L));
+      }
+    }
+    warm.upload(ptrs, false);
+    warm.solve(true);
+    GpuBatch cold(ptrs);
+    cold.solve(false);
+    const auto wf = warm.flows();
+    const auto cf = cold.flows();
+    for (std::size_t b = 0; b < graphs.size(); ++b) {
+      const CpuResult ref = cpu_solve(graphs[b]);
+      EXPECT_EQ(cf[b], ref.flow) << "cold iter " << iter << " graph " << b;
+      EXPECT_EQ(wf[b], ref.flow) << "warm iter " << iter << " graph " << b;
+      EXPECT_EQ(count_mismatch(warm.cut(b, graphs[b].size()), ref.cut), 0U) << "warm iter " << iter << " graph " << b;
+      EXPECT_EQ(count_mismatch(cold.cut(b, graphs[b].size()), ref.cut), 0U) << "cold iter " << iter << " graph " << b;
+    }
+  }
+}
+
+TEST(MaxflowCuda, Deterministic) {
+  const HostGraph a = grabcut_graph(700, 500, 71);
+  const HostGraph b = random_graph(300, 300, true, 500, 1000, 72);
+  GpuBatch batch({&a, &b});
+  batch.solve(false);
+  const auto c1 = batch.all_cuts();
+  const auto f1 = batch.flows();
+  for (int run = 0; run < 3; ++run) {
+    batch.solve(false);
+    EXPECT_EQ(batch.all_cuts(), c1) << "run " << run;
+    EXPECT_EQ(batch.flows(), f1) << "run " << run;
+  }
+  GpuBatch other({&a, &b});
+  other.solve(false);
+  EXPECT_EQ(other.all_cuts(), c1);
+  EXPECT_EQ(other.flows(), f1);
+}
+
+TEST(MaxflowCuda, RejectsBadArguments) {
+  std::vector<GridDesc> d(1);
+  d[0].height = -1;
+  d[0].width = 3;
+  EXPECT_THROW(grabcut::cuda::maxflow_workspace_bytes(d), std::invalid_argument);
+  const HostGraph g = random_graph(8, 8, true, 10, 10, 81);
+  GpuBatch batch({&g});
+  BatchedGridGraph bg;
+  bg.desc.resize(1);
+  bg.desc[0].height = 8;
+  bg.desc[0].width = 8;
+  bg.total_pixels = 64;
+  EXPECT_THROW(grabcut::cuda::maxflow_cuda(bg, nullptr, nullptr, nullptr, 0, false, nullptr), std::invalid_argument);
+}
+
+}  // namespace
