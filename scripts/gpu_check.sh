@@ -13,7 +13,7 @@ export PYTHONUNBUFFERED=1 TORCH_CUDA_ARCH_LIST=9.0 TORCHGRABCUT_CUDA=1 MAX_JOBS=
 export TORCHGRABCUT_GRABCUT50=$PWD/data/grabcut50
 OUT=${OUT:-/tmp/gpu_out}
 mkdir -p "$OUT"
-STEPS=${STEPS:-build cmake pytest bench}
+STEPS=${STEPS:-build cmake pytest cppbench bench}
 status=0
 
 nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,memory.used --format=csv,noheader || true
@@ -45,11 +45,14 @@ if [[ " $STEPS " == *" pytest "* ]]; then
   grep -E "identical pixels|passed|failed|Error|error" "$OUT/pytest.log" | tail -30
 fi
 
-if [[ " $STEPS " == *" bench "* ]]; then
+if [[ " $STEPS " == *" cppbench "* ]]; then
   echo "== C++ CUDA timings (torch-free)"
   for b in bench_maxflow_cuda bench_grabcut_cuda; do
     [[ -x build-gpu/$b ]] && { timeout 120 build-gpu/$b > "$OUT/$b.log" 2>&1 || status=1; tail -14 "$OUT/$b.log"; }
   done
+fi
+
+if [[ " $STEPS " == *" bench "* ]]; then
   echo "== benchmark"
   timeout 300 python3 bench/gpu_bench.py --out "$OUT/bench.md" > "$OUT/bench.log" 2>&1 || status=1
   tail -30 "$OUT/bench.log"
