@@ -145,7 +145,8 @@ def masks_from_boxes(
     whole = (x0 == 0) & (y0 == 0) & (x1 == w) & (y1 == h) & (h >= 3) & (w >= 3)
     border = (ys == 0) | (ys == h - 1) | (xs == 0) | (xs == w - 1)
     inside = inside & ~(whole & border)
-    return torch.where(inside, GC_PR_FGD, GC_BGD).to(torch.uint8)
+    # uint8 all the way: a where() on Python scalars would make an int64 temporary (8 B/px).
+    return inside.to(torch.uint8) * GC_PR_FGD  # GC_BGD == 0 elsewhere
 
 
 def _valid_pixels(heights: list[int], widths: list[int], ph: int, pw: int, device: torch.device) -> torch.Tensor:
