@@ -205,8 +205,8 @@ struct GridMaxflowSolver::Impl {
 
   void augment(int from, int dir);
   void adopt();
-  void adopt_source_orphan(int p);
-  void adopt_sink_orphan(int p);
+  template <bool kSourceSide>
+  void adopt_orphan(int p);
   // Length of the chain of parents from q to the terminal (1 for a root), or
   // kInfiniteDistance if it ends at an orphan; the nodes checked are stamped.
   int distance_to_terminal(int q);
@@ -687,9 +687,9 @@ void GridMaxflowSolver::Impl::adopt() {
   for (std::size_t k = 0; k < orphans.size(); ++k) {
     const int p = orphans[k];
     if (nodes[p].tree == kSourceTree) {
-      adopt_source_orphan(p);
+      adopt_orphan<true>(p);
     } else {
-      adopt_sink_orphan(p);
+      adopt_orphan<false>(p);
     }
   }
   orphans.clear();
@@ -723,48 +723,28 @@ int GridMaxflowSolver::Impl::distance_to_terminal(int q) {
   return length;
 }
 
-void GridMaxflowSolver::Impl::adopt_source_orphan(int p) {
-  Node* const node = nodes.data();
-  const std::int32_t* const rc = residual.data();
-  int best = -1;
-  int best_distance = kInfiniteDistance;
-  for (int d = 0; d < kNumDirections; ++d) {
-    const int q = p + offset[d];
-    if (node[q].tree != kSourceTree || rc[kNumDirections * q + opposite(d)] == 0) continue;
-    const int dist = distance_to_terminal(q);
-    if (dist < best_distance) {
-      best_distance = dist;
-      best = d;
-    }
-  }
-  Node& np = node[p];
-  if (best >= 0) {
-    np.parent = as_parent(best);
-    np.timestamp = time;
-    np.distance = best_distance + 1;
-    return;
-  }
-  np.tree = kFree;
-  np.parent = kNoParent;
-  for (int d = 0; d < kNumDirections; ++d) {
-    const int q = p + offset[d];
-    Node& nq = node[q];
-    if (nq.tree != kSourceTree) continue;
-    if (rc[kNumDirections * q + opposite(d)] != 0) activate(q);
-    if (nq.parent == opposite(d)) make_orphan(q);
-  }
-}
-
-void GridMaxflowSolver::Impl::adopt_sink_orphan(int p) {
+// One function for both trees: an orphan of the source tree looks for a parent q
+// with residual capacity on q -> p (flow still arrives from the source side), an
+// orphan of the sink tree for one with residual capacity on p -> q.
+template <bool kSourceSide>
+void GridMaxflowSolver::Impl::adopt_orphan(int p) {
+  constexpr std::uint8_t kTree = kSourceSide ? kSourceTree : kSinkTree;
   Node* const node = nodes.data();
   const std::int32_t* const rc = residual.data();
   const std::int32_t* const rp = rc + kNumDirections * p;
+  const auto arc_open = [rc, rp](int q, int d) {
+    if constexpr (kSourceSide) {
+      return rc[kNumDirections * q + opposite(d)] != 0;
+    } else {
+      static_cast<void>(q);
+      return rp[d] != 0;
+    }
+  };
   int best = -1;
   int best_distance = kInfiniteDistance;
   for (int d = 0; d < kNumDirections; ++d) {
-    if (rp[d] == 0) continue;
     const int q = p + offset[d];
-    if (node[q].tree != kSinkTree) continue;
+    if (node[q].tree != kTree || !arc_open(q, d)) continue;
     const int dist = distance_to_terminal(q);
     if (dist < best_distance) {
       best_distance = dist;
@@ -783,8 +763,8 @@ void GridMaxflowSolver::Impl::adopt_sink_orphan(int p) {
   for (int d = 0; d < kNumDirections; ++d) {
     const int q = p + offset[d];
     Node& nq = node[q];
-    if (nq.tree != kSinkTree) continue;
-    if (rp[d] != 0) activate(q);
+    if (nq.tree != kTree) continue;
+    if (arc_open(q, d)) activate(q);
     if (nq.parent == opposite(d)) make_orphan(q);
   }
 }
