@@ -1,6 +1,6 @@
 # Two commands for a fresh machine (see README):
 #   make demo   set everything up, build, segment the bundled image
-#   make test   set everything up, build, run every test (C++ ctest, ruff, pytest)
+#   make test   set everything up, build, run every test (C++ ctest, also under ASan/UBSan, ruff, pytest)
 SHELL := /bin/bash
 .SHELLFLAGS := -eu -o pipefail -c
 
@@ -13,12 +13,12 @@ TORCHGRABCUT_CUDA ?= $(if $(and $(NVCC),$(wildcard csrc/cuda/*.cu)),1,0)
 CMAKE_CUDA := $(if $(filter 1,$(TORCHGRABCUT_CUDA)),-DGRABCUT_CUDA=ON -DCMAKE_CUDA_COMPILER=$(NVCC),-DGRABCUT_CUDA=OFF)
 JOBS ?= $(shell nproc)
 
-.PHONY: demo test setup build cmake-test lint pytest bench eval clean
+.PHONY: demo test setup build cmake-test cmake-sanitize lint pytest bench eval clean
 
 demo: build
 	$(PY) -m torchgrabcut demo -o out
 
-test: build cmake-test lint pytest
+test: build cmake-test cmake-sanitize lint pytest
 
 setup: $(VENV)/.installed
 
@@ -42,6 +42,12 @@ cmake-test:
 	cmake --build build-cmake -j $(JOBS)
 	cd build-cmake && ctest --output-on-failure -j $(JOBS)
 
+# The core's tests again under AddressSanitizer and UndefinedBehaviorSanitizer.
+cmake-sanitize:
+	cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGRABCUT_SANITIZE=ON -DGRABCUT_CUDA=OFF >/dev/null
+	cmake --build build-asan -j $(JOBS)
+	cd build-asan && ctest --output-on-failure -j $(JOBS)
+
 lint: setup
 	$(VENV)/bin/ruff check python tests bench setup.py
 	$(VENV)/bin/ruff format --check python tests bench setup.py
@@ -56,4 +62,4 @@ bench: build
 	$(PY) -m torchgrabcut bench
 
 clean:
-	rm -rf build build-cmake build-ext.log out python/torchgrabcut/*.so
+	rm -rf build build-cmake build-asan build-ext.log out python/torchgrabcut/*.so
