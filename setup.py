@@ -68,7 +68,7 @@ def extension():  # type: ignore[no-untyped-def]
             "torchgrabcut._C",
             sources,
             include_dirs=include_dirs,
-            extra_compile_args={"cxx": cxx + ["-DTORCHGRABCUT_WITH_CUDA"], "nvcc": nvcc},
+            extra_compile_args={"cxx": cxx, "nvcc": nvcc},
             extra_link_args=["-fopenmp"],
         )
     print("torchgrabcut: building CPU kernels only")

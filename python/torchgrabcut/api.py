@@ -25,7 +25,6 @@ GC_PR_BGD = 2
 GC_PR_FGD = 3
 
 ImageLike = np.ndarray | torch.Tensor
-Box = Sequence[float]
 MAX_ITER_LIMIT = 1_000_000
 
 
