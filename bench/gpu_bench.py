@@ -23,7 +23,7 @@ import torch
 
 from torchgrabcut import grabcut
 from torchgrabcut.bench import gpu_median_ms, scaled_image
-from torchgrabcut.evaluate import load_dataset
+from torchgrabcut.evaluate import foreground_iou, load_dataset
 
 
 def cv2_once(args: tuple[np.ndarray, tuple[int, int, int, int], int]) -> tuple[float, np.ndarray]:
@@ -127,8 +127,7 @@ def main() -> None:
         f"\n4096x4096 GPU working set: {peak / 2**20:.0f} MiB = {peak / 4096**2:.1f} bytes/pixel "
         "(max_memory_allocated beyond the input)"
     )
-    fa, fb = (cv2_mask_a & 1).astype(bool), (cpu_mask_a & 1).astype(bool)
-    lines.append(f"cv2 vs our CPU foreground IoU on A: {(fa & fb).sum() / max(1, (fa | fb).sum()):.3f}")
+    lines.append(f"cv2 vs our CPU foreground IoU on A: {foreground_iou(cv2_mask_a, cpu_mask_a):.3f}")
     lines.append(f"device: {torch.cuda.get_device_name()}, torch {torch.__version__}, {os.cpu_count()} CPU cores")
     text = "\n".join(lines)
     Path(args.out).write_text(text + "\n")

@@ -120,6 +120,17 @@ def _parse_box(box: object, height: int, width: int, name: str) -> tuple[int, in
     return x0, y0, x1, y1
 
 
+def _batch_grid(
+    heights: list[int], widths: list[int], ph: int, pw: int, device: torch.device
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Broadcastable (B, 1, 1) image heights and widths, and (1, ph, 1) rows and (1, 1, pw) columns."""
+    h = torch.tensor(heights, dtype=torch.int64, device=device)[:, None, None]
+    w = torch.tensor(widths, dtype=torch.int64, device=device)[:, None, None]
+    ys = torch.arange(ph, device=device)[None, :, None]
+    xs = torch.arange(pw, device=device)[None, None, :]
+    return h, w, ys, xs
+
+
 def masks_from_boxes(
     boxes: list[tuple[int, int, int, int]],
     heights: list[int],
@@ -135,10 +146,7 @@ def masks_from_boxes(
     as background (BGD) instead, on images at least 3 pixels high and wide.
     """
     b = torch.tensor(boxes, dtype=torch.int64, device=device).reshape(-1, 4)
-    h = torch.tensor(heights, dtype=torch.int64, device=device)[:, None, None]
-    w = torch.tensor(widths, dtype=torch.int64, device=device)[:, None, None]
-    ys = torch.arange(ph, device=device)[None, :, None]
-    xs = torch.arange(pw, device=device)[None, None, :]
+    h, w, ys, xs = _batch_grid(heights, widths, ph, pw, device)
     x0, y0, x1, y1 = (b[:, i, None, None] for i in range(4))
     inside = (ys >= y0) & (ys < y1) & (xs >= x0) & (xs < x1)
     whole = (x0 == 0) & (y0 == 0) & (x1 == w) & (y1 == h) & (h >= 3) & (w >= 3)
@@ -150,10 +158,7 @@ def masks_from_boxes(
 
 def _valid_pixels(heights: list[int], widths: list[int], ph: int, pw: int, device: torch.device) -> torch.Tensor:
     """(B, ph, pw) bool: True on the pixels of each image of a padded batch."""
-    h = torch.tensor(heights, dtype=torch.int64, device=device)[:, None, None]
-    w = torch.tensor(widths, dtype=torch.int64, device=device)[:, None, None]
-    ys = torch.arange(ph, device=device)[None, :, None]
-    xs = torch.arange(pw, device=device)[None, None, :]
+    h, w, ys, xs = _batch_grid(heights, widths, ph, pw, device)
     return (ys < h) & (xs < w)
 
 

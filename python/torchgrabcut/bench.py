@@ -18,6 +18,7 @@ import numpy as np
 import torch
 
 from torchgrabcut.api import grabcut
+from torchgrabcut.evaluate import foreground_iou
 from torchgrabcut.imageio import read_image
 
 __all__ = ["BenchRow", "bench_sizes", "format_bench", "gpu_median_ms", "scaled_image"]
@@ -93,12 +94,6 @@ def _run_cv2(img: np.ndarray, box: tuple[int, int, int, int], max_iter: int) -> 
     return m
 
 
-def _fg_iou(a: np.ndarray, b: np.ndarray) -> float:
-    fa, fb = (a & 1).astype(bool), (b & 1).astype(bool)
-    union = int((fa | fb).sum())
-    return float((fa & fb).sum() / union) if union else 1.0
-
-
 def bench_sizes(
     image_path: str | Path = DEFAULT_IMAGE,
     megapixels: tuple[float, ...] = (0.3, 1.0, 4.0),
@@ -128,7 +123,7 @@ def bench_sizes(
             run_gpu = functools.partial(grabcut, img, box=box, max_iter=max_iter, device="cuda")
             gpu_ms = gpu_median_ms(run_gpu, max(repeats, 10))
         if cv2_mask is not None and cpu_mask is not None:
-            agree = _fg_iou(cv2_mask, cpu_mask)
+            agree = foreground_iou(cv2_mask, cpu_mask)
         rows.append(BenchRow(h, w, 1, cv2_ms, cpu_ms, gpu_ms, agree))
     return rows
 

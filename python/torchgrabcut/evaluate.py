@@ -18,7 +18,7 @@ import numpy as np
 from torchgrabcut.api import grabcut
 from torchgrabcut.imageio import read_image
 
-__all__ = ["DatasetItem", "EvalResult", "evaluate_dataset", "format_eval", "load_dataset", "score"]
+__all__ = ["DatasetItem", "EvalResult", "evaluate_dataset", "foreground_iou", "format_eval", "load_dataset", "score"]
 
 
 @dataclass
@@ -69,6 +69,13 @@ def score(fg: np.ndarray, gt: np.ndarray, box: tuple[int, int, int, int]) -> tup
     return error, iou
 
 
+def foreground_iou(a: np.ndarray, b: np.ndarray) -> float:
+    """IoU of the foregrounds (labels 1 and 3, or True) of two masks; 1.0 when both are empty."""
+    fa, fb = _foreground(a), _foreground(b)
+    union = int((fa | fb).sum())
+    return float((fa & fb).sum() / union) if union else 1.0
+
+
 def _foreground(mask: np.ndarray) -> np.ndarray:
     return (mask & 1).astype(bool)
 
@@ -110,9 +117,7 @@ def evaluate_dataset(
             cv2_fg.append(_foreground(mask))
         res.seconds["cv2.grabCut"] = time.perf_counter() - t0
         res.error["cv2.grabCut"], res.iou["cv2.grabCut"] = _scores(cv2_fg, items)
-        for a, b in zip(ours_fg, cv2_fg):
-            union = int((a | b).sum())
-            res.agreement_iou.append(float((a & b).sum() / union) if union else 1.0)
+        res.agreement_iou = [foreground_iou(a, b) for a, b in zip(ours_fg, cv2_fg)]
     return res
 
 
