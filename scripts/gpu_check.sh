@@ -13,7 +13,7 @@ export PYTHONUNBUFFERED=1 TORCH_CUDA_ARCH_LIST=9.0 TORCHGRABCUT_CUDA=1 MAX_JOBS=
 export TORCHGRABCUT_GRABCUT50=$PWD/data/grabcut50
 OUT=${OUT:-/tmp/gpu_out}
 mkdir -p "$OUT"
-STEPS=${STEPS:-build cmake pytest cppbench bench}
+STEPS=${STEPS:-build cmake sanitize pytest cppbench bench}
 status=0
 
 nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,memory.used --format=csv,noheader || true
@@ -35,6 +35,22 @@ if [[ " $STEPS " == *" cmake "* ]]; then
     [[ $? -eq 0 ]] || status=1
     tail -25 "$OUT/cuda_tests.log"
   fi
+fi
+
+if [[ " $STEPS " == *" sanitize "* ]]; then
+  echo "== compute-sanitizer on small and odd sizes (memcheck, racecheck, synccheck, initcheck)"
+  CS=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
+  FILTER='OddSizes*:MaxflowCuda.SinglePixel:MaxflowCuda.EmptyBatchAndEmptyGraphs:MaxflowCuda.MixedSizeBatch:Driver.EvalModeMatchesCpu'
+  for tool in memcheck racecheck synccheck initcheck; do
+    extra=""
+    [[ $tool == memcheck ]] && extra="--leak-check full"
+    timeout 600 "$CS" --tool $tool $extra --error-exitcode 9 build-gpu/cuda_tests --gtest_filter="$FILTER" --gtest_brief=1 \
+      > "$OUT/sanitize_$tool.log" 2>&1
+    rc=$?
+    [[ $rc -eq 0 ]] || status=1
+    echo "$tool: exit $rc; $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|LEAK SUMMARY' "$OUT/sanitize_$tool.log" | tr '\n' ' ')"
+    grep -E "PASSED|FAILED" "$OUT/sanitize_$tool.log" | tail -3
+  done
 fi
 
 if [[ " $STEPS " == *" pytest "* ]]; then

@@ -1,4 +1,4 @@
-"""The torchgrabcut command line: demo, segment, eval, bench.
+"""The torchgrabcut command line: demo, segment, eval, bench, dataset, serve.
 
 Errors (a missing file, an unreadable image, a bad box) print one line on
 stderr and exit with status 2; no traceback.
@@ -57,6 +57,12 @@ def _build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--device", default=None, help="cpu or cuda (default: cuda when usable)")
     ev.add_argument("--max-iter", type=int, default=5, help="GrabCut iterations (default 5)")
     ev.add_argument("--no-cv2", action="store_true", help="do not run cv2.grabCut beside it")
+    ev.add_argument(
+        "--sheet",
+        help="also write a contact sheet here (PNG): every image, our foreground bright and outlined in green, "
+        "the ground truth outlined in magenta, IoU in the caption",
+    )
+    ev.add_argument("--sheet-columns", type=int, default=6, help="images per row of the contact sheet (default 6)")
 
     be = sub.add_parser("bench", help="speed against cv2.grabCut, on the CPU and the GPU")
     be.add_argument("--image", default=None, help="image to scale (default: the bundled one)")
@@ -65,6 +71,15 @@ def _build_parser() -> argparse.ArgumentParser:
     be.add_argument("--max-iter", type=int, default=5, help="GrabCut iterations (default 5)")
     be.add_argument("--no-cv2", action="store_true", help="skip cv2.grabCut")
     be.add_argument("--no-gpu", action="store_true", help="skip the GPU")
+    be.add_argument("--plot", help="also write a plot of time against megapixels (log scale) here (PNG)")
+
+    # Subcommands that live in their own packages register themselves; each sets
+    # `handler` (args -> exit status) through set_defaults.
+    from torchgrabcut.coco import cli as coco_cli
+    from torchgrabcut.server import cli as server_cli
+
+    coco_cli.add_parser(sub)
+    server_cli.add_parser(sub)
     return parser
 
 
@@ -88,6 +103,9 @@ def _segment(image: np.ndarray, out_mask: Path, out_overlay: Path | None, **kwar
 def _run(args: argparse.Namespace) -> int:
     from torchgrabcut.imageio import read_image
 
+    handler = getattr(args, "handler", None)
+    if handler is not None:
+        return int(handler(args))
     if args.command == "demo":
         from torchgrabcut.bench import DEFAULT_IMAGE
 
@@ -111,6 +129,13 @@ def _run(args: argparse.Namespace) -> int:
 
         res = evaluate_dataset(args.dataset, device=args.device, max_iter=args.max_iter, with_cv2=not args.no_cv2)
         print(format_eval(res))
+        if args.sheet:
+            from torchgrabcut.evaluate import sheet_tiles
+            from torchgrabcut.figures import contact_sheet
+            from torchgrabcut.imageio import write_image
+
+            write_image(args.sheet, contact_sheet(sheet_tiles(res), columns=args.sheet_columns))
+            print(f"contact sheet: {args.sheet}")
         return 0
     if args.command == "bench":
         from torchgrabcut.bench import DEFAULT_IMAGE, bench_sizes, format_bench
@@ -128,6 +153,11 @@ def _run(args: argparse.Namespace) -> int:
             with_gpu=not args.no_gpu,
         )
         print(format_bench(rows))
+        if args.plot:
+            from torchgrabcut.figures import speed_plot
+
+            speed_plot(rows, args.plot)
+            print(f"speed plot: {args.plot}")
         return 0
     raise AssertionError(args.command)
 

@@ -16,9 +16,19 @@ from pathlib import Path
 import numpy as np
 
 from torchgrabcut.api import grabcut
+from torchgrabcut.figures import SheetTile
 from torchgrabcut.imageio import read_image
 
-__all__ = ["DatasetItem", "EvalResult", "evaluate_dataset", "foreground_iou", "format_eval", "load_dataset", "score"]
+__all__ = [
+    "DatasetItem",
+    "EvalResult",
+    "evaluate_dataset",
+    "foreground_iou",
+    "format_eval",
+    "load_dataset",
+    "score",
+    "sheet_tiles",
+]
 
 
 @dataclass
@@ -37,6 +47,8 @@ class EvalResult:
     seconds: dict[str, float] = field(default_factory=dict)
     agreement_iou: list[float] = field(default_factory=list)  # ours vs cv2
     cv2_failures: list[str] = field(default_factory=list)
+    foregrounds: dict[str, list[np.ndarray]] = field(default_factory=dict)  # per method, per image
+    items: list[DatasetItem] = field(default_factory=list)
 
 
 def load_dataset(root: str | Path) -> list[DatasetItem]:
@@ -84,11 +96,12 @@ def evaluate_dataset(
     root: str | Path, device: str | None = None, max_iter: int = 5, with_cv2: bool = True
 ) -> EvalResult:
     items = load_dataset(root)
-    res = EvalResult(names=[it.name for it in items])
+    res = EvalResult(names=[it.name for it in items], items=items)
     t0 = time.perf_counter()
     ours = grabcut([it.image for it in items], box=[it.box for it in items], max_iter=max_iter, device=device)
     res.seconds["torchgrabcut"] = time.perf_counter() - t0
     ours_fg = [_foreground(m) for m in ours]
+    res.foregrounds["torchgrabcut"] = ours_fg
     res.error["torchgrabcut"], res.iou["torchgrabcut"] = _scores(ours_fg, items)
     if with_cv2:
         try:
@@ -116,6 +129,7 @@ def evaluate_dataset(
                 mask[y0:y1, x0:x1] = 3
             cv2_fg.append(_foreground(mask))
         res.seconds["cv2.grabCut"] = time.perf_counter() - t0
+        res.foregrounds["cv2.grabCut"] = cv2_fg
         res.error["cv2.grabCut"], res.iou["cv2.grabCut"] = _scores(cv2_fg, items)
         res.agreement_iou = [foreground_iou(a, b) for a, b in zip(ours_fg, cv2_fg)]
     return res
@@ -143,3 +157,14 @@ def format_eval(res: EvalResult) -> str:
         lines.append("cv2.grabCut raised on " + ", ".join(res.cv2_failures) + " (scored as whole box foreground)")
     lines.append(f"{len(res.names)} images")
     return "\n".join(lines)
+
+
+def sheet_tiles(res: EvalResult, method: str = "torchgrabcut") -> list[SheetTile]:
+    """Contact-sheet tiles: each image with ``method``'s foreground and the ground truth outlined."""
+    tiles = []
+    for i, it in enumerate(res.items):
+        caption = f"{Path(it.name).stem[:18]} IoU {res.iou[method][i]:.2f}"
+        if "cv2.grabCut" in res.iou and method != "cv2.grabCut":
+            caption += f" (cv2 {res.iou['cv2.grabCut'][i]:.2f})"
+        tiles.append(SheetTile(it.image, res.foregrounds[method][i], caption, truth=it.gt > 128))
+    return tiles

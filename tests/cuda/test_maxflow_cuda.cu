@@ -13,6 +13,7 @@
 #include <memory>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/maxflow.h"
@@ -494,3 +495,24 @@ TEST(MaxflowCuda, RejectsBadArguments) {
 }
 
 }  // namespace
+
+// Small and odd shapes for compute-sanitizer (scripts/gpu_check.sh): alone, then as one batch.
+TEST(OddSizesMaxflow, EachShapeAlone) {
+  unsigned seed = 71;
+  for (const auto& [h, w] : {std::pair{1, 1}, std::pair{31, 33}, std::pair{1, 4096}, std::pair{4096, 1}}) {
+    expect_matches_cpu(random_graph(h, w, true, 100, 300, seed++), std::to_string(h) + "x" + std::to_string(w));
+    expect_matches_cpu(grabcut_graph(h, w, seed++), "grabcut-like " + std::to_string(h) + "x" + std::to_string(w));
+  }
+}
+
+TEST(OddSizesMaxflow, MixedBatch) {
+  std::vector<HostGraph> graphs;
+  graphs.push_back(random_graph(1, 1, true, 10, 10, 81));
+  graphs.push_back(grabcut_graph(31, 33, 82));
+  graphs.push_back(random_graph(1, 4096, true, 100, 300, 83));
+  graphs.push_back(grabcut_graph(4096, 1, 84));
+  graphs.push_back(HostGraph(0, 3));
+  std::vector<const HostGraph*> ptrs;
+  for (const auto& g : graphs) ptrs.push_back(&g);
+  expect_batch_matches_cpu(ptrs, "odd-size batch");
+}

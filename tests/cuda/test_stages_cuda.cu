@@ -749,3 +749,21 @@ TEST(Driver, WorkspaceTooSmallThrows) {
                std::invalid_argument);
 }
 
+
+// Small and odd shapes (scripts/gpu_check.sh runs the OddSizes tests under compute-sanitizer's
+// memcheck, racecheck and synccheck): each shape alone, then all of them in one batch.
+TEST(OddSizes, DriverEachShapeAlone) {
+  std::mt19937 rng(21);
+  for (const Size s : {Size{1, 1}, Size{31, 33}, Size{1, 4096}, Size{4096, 1}}) {
+    GrabCutOptions o;
+    o.max_iter = 3;
+    check_driver(driver_batch({s}, rng, /*trimap=*/true), o, {});
+  }
+}
+
+TEST(OddSizes, DriverMixedBatch) {
+  std::mt19937 rng(22);
+  GrabCutOptions o;
+  o.max_iter = 3;
+  check_driver(driver_batch({{1, 1}, {31, 33}, {1, 4096}, {4096, 1}, {0, 3}, {17, 5}, {2, 2}}, rng, true), o, {});
+}
