@@ -1,0 +1,1 @@
+"""Box-to-mask for a COCO-format dataset (the `torchgrabcut dataset` job)."""

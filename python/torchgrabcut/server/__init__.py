@@ -1,0 +1,1 @@
+"""The interactive web page (`torchgrabcut serve`)."""
