@@ -68,7 +68,12 @@ GRABCUT_HD void component_from_sums(const ColorSums& s, std::int64_t class_count
   const double det = cov[0] * (cov[4] * cov[8] - cov[5] * cov[7]) -
                      cov[1] * (cov[3] * cov[8] - cov[5] * cov[6]) +
                      cov[2] * (cov[3] * cov[7] - cov[4] * cov[6]);
-  if (det <= kMinDeterminant) {
+  // Rounding can leave a singular covariance (colours on a line or a plane) with a
+  // positive determinant but a leading minor <= 0; prepare_component would then
+  // mark the component unusable and drop its pixels. Such a covariance is flat in
+  // some direction too, so it is regularised like one whose determinant is small.
+  const double minor2 = cov[0] * cov[4] - cov[1] * cov[3];
+  if (det <= kMinDeterminant || !(cov[0] > 0.0) || !(minor2 > 0.0)) {
     cov[0] += kCovarianceRegularisation;
     cov[4] += kCovarianceRegularisation;
     cov[8] += kCovarianceRegularisation;

@@ -732,7 +732,9 @@ void GridMaxflowSolver::Impl::adopt_orphan(int p) {
   Node* const node = nodes.data();
   const std::int32_t* const rc = residual.data();
   const std::int32_t* const rp = rc + kNumDirections * p;
-  const auto arc_open = [rc, rp](int q, int d) {
+  // Captured by reference: each instantiation reads only one of rc and rp, and
+  // clang warns about an explicit capture that goes unused (-Wunused-lambda-capture).
+  const auto arc_open = [&](int q, int d) {
     if constexpr (kSourceSide) {
       return rc[kNumDirections * q + opposite(d)] != 0;
     } else {

@@ -42,6 +42,10 @@ inline GrabCutArgs check_grabcut_args(const at::Tensor& image, const at::Tensor&
                     "image, mask and model: expected one device, got ", image.device(), ", ", mask.device(), ", ",
                     model.device());
   TORCH_CHECK_VALUE(max_iter >= 0 && max_iter <= 1000000, "max_iter: expected 0..1000000, got ", max_iter);
+  // A given model is read: NaN or inf would turn into meaningless capacities.
+  if (!init_model && model.numel() > 0) {
+    TORCH_CHECK_VALUE(at::isfinite(model).all().item<bool>(), "model: expected finite parameters, got NaN or inf");
+  }
   const int64_t batch = image.size(0);
   GrabCutArgs args;
   if (sizes.empty()) {

@@ -2,9 +2,13 @@
 // kernels in ops.cpp; each runs on the current stream of the input's device, with
 // its scratch memory taken from PyTorch's caching allocator.
 #include <ATen/cuda/CUDAContext.h>
+#include <c10/cuda/CUDAException.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <torch/library.h>
 #include <torch/torch.h>
+
+#include <cstdio>
+#include <string>
 
 #include "cuda/driver_cuda.h"
 #include "cuda/maxflow_cuda.h"
@@ -17,6 +21,39 @@ at::Tensor workspace_tensor(std::size_t bytes, const at::Tensor& like) {
   return at::empty({static_cast<int64_t>(bytes)}, like.options().dtype(at::kByte));
 }
 
+std::string gib(std::size_t bytes) {
+  char text[32];
+  std::snprintf(text, sizeof(text), "%.2f GiB", static_cast<double>(bytes) / (1024.0 * 1024.0 * 1024.0));
+  return text;
+}
+
+// The scratch memory of a grabcut batch. When it cannot be had, the error says how
+// much this batch needs and how much the device has free, so that the caller can
+// size the next batch; the process goes on (nothing was allocated).
+at::Tensor grabcut_workspace(std::size_t bytes, const at::Tensor& like, const grabcut::cuda::BatchLayout& layout) {
+  int64_t pixels = 0;
+  for (const auto& e : layout.extents) pixels += int64_t{e.height} * e.width;
+  const auto fail = [&](std::size_t free_bytes, std::size_t total_bytes) {
+    TORCH_CHECK_WITH(OutOfMemoryError, false, "torchgrabcut.grabcut: this batch (", layout.batch(), " images, ",
+                     pixels, " pixels) needs ", bytes, " bytes (", gib(bytes), ") of GPU scratch memory on ",
+                     like.device(), ", but ", gib(free_bytes), " of its ", gib(total_bytes),
+                     " are free; split the batch into smaller ones (the scratch grows with the number of pixels)");
+  };
+  std::size_t free_bytes = 0;
+  std::size_t total_bytes = 0;
+  C10_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
+  // More than the whole device: fail without asking the allocator (which would
+  // first free PyTorch's cached blocks and retry).
+  if (bytes > total_bytes) fail(free_bytes, total_bytes);
+  try {
+    return workspace_tensor(bytes, like);
+  } catch (const c10::OutOfMemoryError&) {
+    C10_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
+    fail(free_bytes, total_bytes);
+  }
+  return {};  // not reached: fail throws
+}
+
 std::tuple<at::Tensor, at::Tensor> grabcut_cuda_kernel(const at::Tensor& image, const at::Tensor& mask,
                                                        const at::Tensor& model, at::IntArrayRef sizes,
                                                        int64_t max_iter, int64_t components, double gamma,
@@ -24,18 +61,20 @@ std::tuple<at::Tensor, at::Tensor> grabcut_cuda_kernel(const at::Tensor& image, 
   const GrabCutArgs args =
       check_grabcut_args(image, mask, model, sizes, max_iter, components, gamma, seed, init_model, freeze_model);
   const c10::cuda::CUDAGuard guard(image.device());
-  const at::Tensor image_c = image.contiguous();
-  at::Tensor mask_out = mask.contiguous().clone();
-  at::Tensor model_out = model.detach().contiguous().clone();
   grabcut::cuda::BatchLayout layout;
   layout.pitch_height = static_cast<int32_t>(image.size(2));
   layout.pitch_width = static_cast<int32_t>(image.size(3));
   for (size_t b = 0; b < args.heights.size(); ++b) {
     layout.extents.push_back({static_cast<int32_t>(args.heights[b]), static_cast<int32_t>(args.widths[b])});
   }
-  if (layout.batch() == 0) return {mask_out, model_out};
+  if (layout.batch() == 0) return {mask.contiguous().clone(), model.detach().contiguous().clone()};
+  // The scratch (tens of bytes per pixel) first: a batch too large for the device
+  // fails before the copies below (a few bytes per pixel) are made.
   const std::size_t bytes = grabcut::cuda::grabcut_workspace_bytes(layout, args.options);
-  at::Tensor workspace = workspace_tensor(bytes, image);
+  at::Tensor workspace = grabcut_workspace(bytes, image, layout);
+  const at::Tensor image_c = image.contiguous();
+  at::Tensor mask_out = mask.contiguous().clone();
+  at::Tensor model_out = model.detach().contiguous().clone();
   try {
     grabcut::cuda::grabcut_cuda(layout, image_c.data_ptr<uint8_t>(), mask_out.data_ptr<uint8_t>(),
                                 model_out.data_ptr<double>(), workspace.data_ptr(), bytes, args.options,

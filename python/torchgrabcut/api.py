@@ -63,11 +63,33 @@ def _check_int(value: object, name: str, low: int, high: int) -> int:
     return v
 
 
+def _not_uint8(image: np.ndarray | torch.Tensor, name: str) -> TypeError:
+    """The error for an image that is not uint8; float images get the conversion for each convention.
+
+    Floats are never guessed at: [0, 1] (torchvision) and [0, 255] (OpenCV after
+    convertTo) are both common, and a dark [0, 255] image can look like a [0, 1] one.
+    """
+    is_numpy = isinstance(image, np.ndarray)
+    expected = "uint8" if is_numpy else "torch.uint8"
+    message = f"{name}: expected dtype {expected} (colours 0..255), got {image.dtype}"
+    floating = np.issubdtype(image.dtype, np.floating) if is_numpy else image.dtype.is_floating_point
+    if floating:
+        to_uint8 = ".round().clip(0, 255).astype(np.uint8)" if is_numpy else ".round().clamp(0, 255).to(torch.uint8)"
+        message += (
+            f"; float images are not accepted: convert one in [0, 1] with (image * 255){to_uint8}, "
+            f"one in [0, 255] with image{to_uint8}"
+        )
+        finite = bool(np.isfinite(image).all()) if is_numpy else bool(torch.isfinite(image).all())
+        if not finite:
+            message += " (this one also holds NaN or inf, which no conversion makes a colour)"
+    return TypeError(message)
+
+
 def _image_to_chw(image: object, name: str) -> tuple[torch.Tensor, bool]:
     """One image as a uint8 (3, H, W) tensor; True when it came as a numpy array."""
     if isinstance(image, np.ndarray):
         if image.dtype != np.uint8:
-            raise TypeError(f"{name}: expected dtype uint8 (0..255 colours), got {image.dtype}")
+            raise _not_uint8(image, name)
         if image.ndim != 3 or image.shape[2] != 3:
             raise ValueError(f"{name}: expected a numpy array of shape (H, W, 3), got {image.shape}")
         if image.shape[0] == 0 or image.shape[1] == 0:
@@ -81,7 +103,7 @@ def _image_to_chw(image: object, name: str) -> tuple[torch.Tensor, bool]:
 
 def _check_tensor_image(image: torch.Tensor, name: str, batched: bool) -> None:
     if image.dtype != torch.uint8:
-        raise TypeError(f"{name}: expected dtype torch.uint8 (0..255 colours), got {image.dtype}")
+        raise _not_uint8(image, name)
     shape = "(B, 3, H, W)" if batched else "(3, H, W)"
     if image.dim() != (4 if batched else 3) or image.shape[-3] != 3:
         raise ValueError(f"{name}: expected a tensor of shape {shape}, got {tuple(image.shape)}")
@@ -257,6 +279,9 @@ def grabcut(
             uint8 numpy array); a uint8 tensor (3, H, W) or (B, 3, H, W) (the mask
             comes back as a tensor on the same device, (H, W) or (B, H, W)); or a
             list of such images of any sizes (a list of masks comes back).
+            Only uint8 colours 0..255 are accepted: a float image raises a
+            TypeError giving the conversion for [0, 1] and for [0, 255] floats
+            (neither is guessed). Never modified.
         mask: initial labels (0 BGD, 1 FGD, 2 PR_BGD, 3 PR_FGD), (H, W) or
             (B, H, W) or a list; without ``model`` the mixtures are learnt from it
             (GC_INIT_WITH_MASK), with ``model`` it is the mask being refined
@@ -277,6 +302,17 @@ def grabcut(
 
     Returns:
         The mask, or ``(mask, model)`` with ``return_model``.
+
+    Raises:
+        TypeError, ValueError: a wrong argument (the message names it).
+        torch.OutOfMemoryError: the batch needs more GPU memory than is free (the
+            message says how much); nothing is left allocated, so a smaller batch
+            can follow at once.
+
+    The operator runs without the GIL: calls from several Python threads run at
+    once. Ctrl-C during a CPU batch raises KeyboardInterrupt once the images in
+    progress are done (a single image runs to its end; a CUDA batch too); inputs
+    are never written, so they are intact, and the next call works as usual.
     """
     images, kind = _split_batch(image)
     batch = len(images)

@@ -1,1 +1,26 @@
-"""Box-to-mask for a COCO-format dataset (the `torchgrabcut dataset` job)."""
+"""Box-to-mask for a COCO-format dataset (the ``torchgrabcut dataset`` job).
+
+Detector or annotated boxes in, instance masks out: every box of a COCO
+annotation file is segmented with GrabCut on a crop around it, and the file is
+written back with each annotation's ``segmentation`` as COCO RLE.
+
+Modules: :mod:`.plan` (reading the file, boxes, crops, skips, ground truth),
+:mod:`.job` (the pipeline, torch.distributed, the summary), :mod:`.parts`
+(resumable part files and the merge), :mod:`.synthetic` (a generated COCO-like
+set for tests and the benchmark), :mod:`.cli` (the subcommand). pycocotools and
+tqdm are imported only when the job runs (``pip install torchgrabcut[dataset]``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["DatasetOptions", "DatasetSummary", "run_dataset"]
+
+
+def __getattr__(name: str) -> Any:  # lazy: `import torchgrabcut.coco.cli` stays light
+    if name in __all__:
+        from torchgrabcut.coco import job
+
+        return getattr(job, name)
+    raise AttributeError(name)

@@ -1,17 +1,77 @@
-"""`torchgrabcut serve`: argument parsing; the app is in this package's other modules."""
+"""`torchgrabcut serve`: argument parsing and the local web server; the app is in app.py."""
 
 from __future__ import annotations
 
 import argparse
+import sys
+from pathlib import Path
 from typing import Any
 
 __all__ = ["add_parser", "run"]
 
+DEFAULT_PORT = 8765
+
 
 def add_parser(sub: Any) -> None:
-    p = sub.add_parser("serve", help="interactive web page on 127.0.0.1 (not built yet)")
+    p = sub.add_parser(
+        "serve",
+        help="interactive web page: drag a box, paint strokes, download the mask",
+        description=(
+            "Serves one page on http://HOST:PORT/ (127.0.0.1 by default: only this machine can reach it). "
+            "Open one of IMAGES or upload one, drag a box around the object, paint foreground and "
+            "background strokes to refine the mask, undo, download the mask PNG."
+        ),
+    )
+    p.add_argument("images", nargs="*", help="images to offer on the page (default: the bundled astronaut)")
+    p.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"port (default {DEFAULT_PORT}; 0 picks a free one)")
+    p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
+    p.add_argument("--device", default=None, help="cpu or cuda (default: cuda when usable)")
+    p.add_argument("--box-iter", type=int, default=5, help="GrabCut iterations from a box (default 5)")
+    p.add_argument(
+        "--refine-iter", type=int, default=1, help="iterations from the kept model after strokes (default 1)"
+    )
+    p.add_argument("--max-upload-mb", type=float, default=64.0, help="largest upload in MB (default 64)")
+    p.add_argument("--max-megapixels", type=float, default=40.0, help="largest image in megapixels (default 40)")
+    p.add_argument("--max-sessions", type=int, default=16, help="browser sessions kept (default 16)")
     p.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    raise RuntimeError("the web page is not built yet")
+    from torchgrabcut.server.app import ServerConfig, create_app
+
+    if not 0 <= args.port <= 65535:
+        raise ValueError(f"--port: expected 0..65535, got {args.port}")
+    if args.max_sessions < 1:
+        raise ValueError(f"--max-sessions: expected >= 1, got {args.max_sessions}")
+    if args.images:
+        images = [Path(p) for p in args.images]
+    else:
+        from torchgrabcut.bench import DEFAULT_IMAGE
+
+        images = [DEFAULT_IMAGE]
+    config = ServerConfig(
+        images=images,
+        device=args.device,
+        box_iter=args.box_iter,
+        refine_iter=args.refine_iter,
+        max_upload_mb=args.max_upload_mb,
+        max_megapixels=args.max_megapixels,
+        max_sessions=args.max_sessions,
+    )
+    app = create_app(config)
+    from werkzeug.serving import make_server
+
+    server = make_server(args.host, args.port, app, threaded=True)
+    host = f"[{args.host}]" if ":" in args.host else args.host
+    device = app.config["TORCHGRABCUT_DEVICE"]
+    print(f"torchgrabcut serve: http://{host}:{server.server_port}/ ({len(images)} image(s), GrabCut on {device})")
+    if args.host not in ("127.0.0.1", "localhost", "::1"):
+        print(f"torchgrabcut serve: warning: bound to {args.host}, reachable from other machines", file=sys.stderr)
+    print("Press Ctrl+C to stop.", flush=True)
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.server_close()
+    return 0

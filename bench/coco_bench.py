@@ -1,0 +1,107 @@
+"""Throughput of `torchgrabcut dataset` (boxes per second) on a generated COCO-like set.
+
+The set (torchgrabcut.coco.synthetic, no download, the same every time): N
+JPEG images of 640x480 with 5..15 objects each, boxes of 50..400 px, polygon or
+RLE ground truth. It is generated once into --workdir and reused. The job runs
+as the CLI runs it (DataLoader workers decoding, batches on the device, RLE and
+IoU in a thread, part files, merge); the time is the whole run_dataset call
+after a warm-up call that starts the device. Last line:
+
+    coco_bench: N boxes, T s, X boxes/s (device)
+
+Goal on one H200: >= 1000 boxes/s. Examples:
+    python bench/coco_bench.py                                  # 200 images, cuda when usable
+    python bench/coco_bench.py --batch-size 64,128,256          # a sweep: one line per size
+    python bench/coco_bench.py --images 4 --device cpu          # smoke test
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from torchgrabcut import grabcut
+from torchgrabcut.api import resolve_device
+from torchgrabcut.coco.job import DatasetOptions, run_dataset
+from torchgrabcut.coco.parts import parts_dir
+from torchgrabcut.coco.synthetic import make_synthetic_coco
+
+
+def _dataset(workdir: Path, n_images: int, seed: int) -> Path:
+    """The generated set for these arguments, made once."""
+    root = workdir / f"coco_like_{n_images}_{seed}"
+    path = root / "instances.json"
+    if not path.is_file():
+        shutil.rmtree(root, ignore_errors=True)
+        t = time.perf_counter()
+        make_synthetic_coco(root, n_images, seed=seed)
+        print(f"generated {n_images} images in {time.perf_counter() - t:.1f} s: {root}", flush=True)
+    return path
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--images", type=int, default=200, help="images in the generated set (default 200)")
+    parser.add_argument("--device", default=None, help="cpu or cuda (default: cuda when usable)")
+    parser.add_argument(
+        "--batch-size",
+        default="128",
+        help="boxes per GrabCut call; several, comma-separated, for a sweep (default 128)",
+    )
+    parser.add_argument("--workers", type=int, default=4, help="image-reading processes (default 4)")
+    parser.add_argument("--max-iter", type=int, default=5, help="GrabCut iterations (default 5)")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the generated set (default 0)")
+    parser.add_argument("--workdir", default=None, help="where to keep the generated set (default: a temp dir)")
+    args = parser.parse_args()
+
+    workdir = Path(args.workdir) if args.workdir else Path(tempfile.gettempdir()) / "torchgrabcut_coco_bench"
+    workdir.mkdir(parents=True, exist_ok=True)
+    coco = _dataset(workdir, args.images, args.seed)
+    dev = resolve_device(args.device)
+    rng = np.random.default_rng(0)
+    warm = rng.integers(0, 256, (64, 64, 3), dtype=np.uint8)
+    grabcut([warm, warm[:40]], box=[(8, 8, 56, 56), (8, 8, 56, 30)], device=dev)  # start the device
+    if dev.type == "cuda":
+        torch.cuda.synchronize(dev)
+
+    try:
+        batch_sizes = [int(b) for b in args.batch_size.split(",")]
+    except ValueError:
+        parser.error(f"--batch-size: expected integers, comma-separated, got {args.batch_size!r}")
+    n_anns = len(json.loads(coco.read_text())["annotations"])
+    for batch_size in batch_sizes:
+        out = workdir / "out.json"
+        shutil.rmtree(parts_dir(out), ignore_errors=True)  # left by an interrupted bench: start from scratch
+        summary = run_dataset(
+            DatasetOptions(
+                coco,
+                coco.parent / "images",
+                out,
+                device=str(dev),
+                batch_size=batch_size,
+                workers=args.workers,
+                max_iter=args.max_iter,
+                quiet=True,
+            )
+        )
+        assert summary is not None
+        assert summary.run_boxes == n_anns, "the bench must segment every box, from scratch"
+        print(summary.format())
+        stages = ", ".join(f"{k} {v:.2f}" for k, v in summary.stages.items())
+        print(f"batch size {batch_size}; main thread seconds: {stages}")
+        print(
+            f"coco_bench: {summary.run_boxes} boxes, {summary.seconds:.2f} s, "
+            f"{summary.boxes_per_second:.1f} boxes/s ({dev.type})",
+            flush=True,
+        )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,515 @@
+"""The dataset job: GrabCut on every box of a COCO file, on one process or a torchrun group.
+
+Pipeline (per rank):
+
+1. DataLoader workers (``workers`` processes, torch's own) read the rank's
+   images with Pillow; each decoded image travels as one tensor in shared
+   memory, and the main thread cuts a crop per box from it (see :mod:`.plan`).
+2. The main thread gathers whole images into a chunk of about ``4 *
+   batch_size`` boxes, sorts the chunk's crops by shape (orientation, then the
+   longer side, then the shorter) so that crops of like size share a padded
+   batch, and calls :func:`torchgrabcut.grabcut` on ``batch_size`` crops at a
+   time. A crop's mask does not depend on the other crops of its call, so the
+   sort changes the speed, never the result.
+3. A post-processing thread pastes each crop's foreground into an empty mask of
+   the image's size, encodes it as COCO RLE (pycocotools), computes the IoU
+   with the annotation's ground-truth segmentation when it has one, and when a
+   chunk is complete appends its images to the rank's part file (flushed and
+   fsynced, see :mod:`.parts`). It overlaps the next chunk's GPU work.
+
+Distributed: when launched by ``torchrun`` (``WORLD_SIZE`` and ``MASTER_ADDR``
+set, one process or more) the job joins a ``torch.distributed`` group (NCCL
+when computing on CUDA, each rank on ``cuda:LOCAL_RANK``; gloo on the CPU).
+Rank ``r`` of ``n`` takes the images with annotations number ``r, r + n, ...``,
+skips those already in any part file, and writes its own part; after a barrier
+rank 0 merges the parts into the output, prints the summary and removes the
+parts folder. No pool or scheduler of our own: torchrun starts the processes.
+
+Summary (rank 0): images and annotations of the file, boxes segmented,
+annotations skipped by reason, empty masks, mean IoU against ground truth (the
+mean over segmented annotations that had a segmentation in the input, scored
+with pycocotools' RLE IoU), and this run's boxes per second (all ranks' boxes
+over the wall time of the run).
+
+Test hook (undocumented in ``--help``): ``TORCHGRABCUT_DATASET_EXIT_AFTER=k``
+makes the process exit at once (``os._exit(3)``, no cleanup, as a kill) after it
+has written ``k`` chunks.
+"""
+
+from __future__ import annotations
+
+import os
+import queue
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from torchgrabcut.coco.parts import (
+    PartWriter,
+    check_run_config,
+    merge_output,
+    parts_dir,
+    read_parts,
+    remove_parts,
+    write_json_atomic,
+)
+from torchgrabcut.coco.plan import ImagePlan, gt_rle, load_coco, plan_images, replan_with_size, require_dataset_deps
+
+__all__ = ["DatasetOptions", "DatasetSummary", "run_dataset"]
+
+CHUNK_BATCHES = 4  # a chunk (the unit of sorting and of durable progress) is this many batches of boxes
+EXIT_AFTER_ENV = "TORCHGRABCUT_DATASET_EXIT_AFTER"
+
+
+@dataclass
+class DatasetOptions:
+    coco: Path
+    images: Path
+    out: Path
+    device: str | None = None
+    batch_size: int = 128
+    margin: float = 0.1
+    min_margin: int = 8
+    max_iter: int = 5
+    workers: int = 4
+    keep_gt: bool = False
+    keep_parts: bool = False
+    quiet: bool = False
+
+
+@dataclass
+class DatasetSummary:
+    out: Path
+    images: int  # images that have annotations
+    annotations: int  # their annotations
+    boxes: int  # annotations segmented
+    skipped: dict[str, int] = field(default_factory=dict)  # reason -> count
+    empty: int = 0  # segmented annotations whose mask came out empty
+    iou_mean: float | None = None  # against ground truth, over iou_count annotations
+    iou_count: int = 0
+    run_images: int = 0  # done by this run (all ranks), the rest came from part files
+    run_boxes: int = 0
+    seconds: float = 0.0  # wall time of this run
+    world_size: int = 1
+    device: str = "cpu"
+    stages: dict[str, float] = field(default_factory=dict)  # rank 0's main thread: seconds waiting/computing
+
+    @property
+    def boxes_per_second(self) -> float:
+        return self.run_boxes / self.seconds if self.seconds > 0 else 0.0
+
+    def format(self) -> str:
+        skipped = sum(self.skipped.values())
+        why = ", ".join(f"{n} {r}" for r, n in sorted(self.skipped.items()))
+        lines = [
+            f"dataset: {self.images} images, {self.annotations} annotations: {self.boxes} boxes segmented, "
+            f"{skipped} skipped" + (f" ({why})" if why else "") + f", {self.empty} empty masks",
+            f"this run: {self.run_images} images, {self.run_boxes} boxes in {self.seconds:.1f} s, "
+            f"{self.boxes_per_second:.1f} boxes/s ({self.world_size} process{'es' if self.world_size > 1 else ''}, "
+            f"{self.device})",
+            (
+                f"mean IoU vs ground truth: {self.iou_mean:.4f} over {self.iou_count} boxes with a segmentation"
+                if self.iou_mean is not None
+                else "mean IoU vs ground truth: none (no annotation had a segmentation)"
+            ),
+            f"output: {self.out}",
+        ]
+        return "\n".join(lines)
+
+
+def _check_options(o: DatasetOptions) -> None:
+    def whole(name: str, v: object, low: int) -> None:
+        if isinstance(v, bool) or not isinstance(v, int) or v < low:
+            raise ValueError(f"{name}: expected an integer >= {low}, got {v!r}")
+
+    whole("--batch-size", o.batch_size, 1)
+    whole("--min-margin", o.min_margin, 0)
+    whole("--max-iter", o.max_iter, 0)
+    whole("--workers", o.workers, 0)
+    if not isinstance(o.margin, (int, float)) or not 0 <= o.margin <= 10:
+        raise ValueError(f"--margin: expected a fraction of the box size in 0..10, got {o.margin!r}")
+    if not Path(o.images).is_dir():
+        raise FileNotFoundError(f"--images: no such folder: {o.images}")
+    out = Path(o.out)
+    if not out.parent.is_dir():
+        raise FileNotFoundError(f"--output: no such folder: {out.parent}")
+    if out.is_dir():
+        raise ValueError(f"--output: {out} is a folder; expected a file name")
+
+
+# -- distributed ---------------------------------------------------------------------------------
+
+
+@dataclass
+class _Dist:
+    rank: int = 0
+    world: int = 1
+    local_rank: int = 0
+    group: bool = False  # a torch.distributed group was started (and must be destroyed)
+
+
+def _launched_by_torchrun() -> bool:
+    return "WORLD_SIZE" in os.environ and "MASTER_ADDR" in os.environ
+
+
+def _setup(device: str | None) -> tuple[_Dist, torch.device]:
+    from torchgrabcut.api import resolve_device
+
+    d = _Dist()
+    if _launched_by_torchrun():
+        d.rank, d.world = int(os.environ.get("RANK", "0")), int(os.environ["WORLD_SIZE"])
+        d.local_rank = int(os.environ.get("LOCAL_RANK", "0"))
+    dev = resolve_device(device)
+    if dev.type == "cuda":
+        if _launched_by_torchrun():
+            if d.local_rank >= torch.cuda.device_count():
+                raise RuntimeError(
+                    f"LOCAL_RANK {d.local_rank} but only {torch.cuda.device_count()} CUDA devices; "
+                    "start at most one process per GPU"
+                )
+            dev = torch.device("cuda", d.local_rank)
+        elif dev.index is None:
+            dev = torch.device("cuda", torch.cuda.current_device())
+        torch.cuda.set_device(dev)
+    if _launched_by_torchrun():
+        import torch.distributed as dist
+
+        if dev.type == "cuda":
+            dist.init_process_group("nccl", device_id=dev)
+        else:
+            dist.init_process_group("gloo")
+        d.group = True
+    return d, dev
+
+
+def _barrier(d: _Dist, dev: torch.device) -> None:
+    if d.group:
+        import torch.distributed as dist
+
+        if dev.type == "cuda":
+            dist.barrier(device_ids=[dev.index])
+        else:
+            dist.barrier()
+
+
+def _sum_over_ranks(d: _Dist, dev: torch.device, values: list[float]) -> list[float]:
+    if not d.group:
+        return values
+    import torch.distributed as dist
+
+    t = torch.tensor(values, dtype=torch.float64, device=dev)
+    dist.all_reduce(t)
+    return [float(v) for v in t.cpu().tolist()]
+
+
+# -- loading -------------------------------------------------------------------------------------
+
+
+def _identity(x: Any) -> Any:
+    return x
+
+
+class _Images(torch.utils.data.Dataset):
+    """Item i: (plan, the decoded image as an (H, W, 3) uint8 tensor or None, error message or None).
+
+    The whole image travels (one shared-memory block per image, not one per
+    crop); the main thread cuts the crops as views.
+    """
+
+    def __init__(
+        self, root: Path, plans: list[ImagePlan], coco: dict[str, Any], margin: float, min_margin: int
+    ) -> None:
+        self.root, self.plans, self.coco = root, plans, coco
+        self.margin, self.min_margin = margin, min_margin
+
+    def __len__(self) -> int:
+        return len(self.plans)
+
+    def __getitem__(self, i: int) -> tuple[ImagePlan, torch.Tensor | None, str | None]:
+        from torchgrabcut.imageio import read_image
+
+        plan = self.plans[i]
+        if not plan.needs_image():
+            return plan, None, None  # every annotation skipped: no need to read the image
+        try:
+            image = read_image(self.root / plan.file_name)
+            h, w = image.shape[:2]
+            if plan.height is None or plan.width is None:
+                replan_with_size(plan, self.coco, h, w, self.margin, self.min_margin)
+            elif (h, w) != (plan.height, plan.width):
+                raise ValueError(f"{plan.file_name} is {h}x{w} but the annotation file says {plan.height}x{plan.width}")
+            return plan, torch.from_numpy(image), None
+        except (OSError, ValueError) as err:  # a one-line message, not a worker traceback
+            return plan, None, str(err)
+
+
+# -- post-processing -----------------------------------------------------------------------------
+
+
+class _Post:
+    """The post-processing thread: RLE, IoU, part lines. Errors come back through :meth:`check`."""
+
+    def __init__(
+        self,
+        coco: dict[str, Any],
+        writer: PartWriter,
+        mask_utils: Any,
+        on_chunk: Callable[[int, int], None],
+    ) -> None:
+        self.coco, self.writer, self.mu, self.on_chunk = coco, writer, mask_utils, on_chunk
+        self.queue: queue.Queue[tuple[str, Any] | None] = queue.Queue(maxsize=2 * CHUNK_BATCHES)
+        self.error: BaseException | None = None
+        self.results: dict[int, dict[int, dict[str, Any]]] = {}
+        self.thread = threading.Thread(target=self._loop, name="torchgrabcut-dataset-post", daemon=True)
+        self.thread.start()
+
+    def put(self, item: tuple[str, Any] | None) -> None:
+        while True:
+            self.check()
+            try:
+                self.queue.put(item, timeout=0.5)
+                return
+            except queue.Full:
+                continue
+
+    def check(self) -> None:
+        if self.error is not None:
+            raise self.error
+        if not self.thread.is_alive():
+            raise RuntimeError("the post-processing thread stopped")
+
+    def finish(self) -> None:
+        self.put(None)
+        self.thread.join()
+        if self.error is not None:
+            raise self.error
+
+    def _loop(self) -> None:
+        try:
+            while True:
+                item = self.queue.get()
+                if item is None:
+                    return
+                kind, payload = item
+                if kind == "masks":
+                    for plan, k, mask in payload:
+                        self.results[plan.image][plan.boxes[k].ann] = self._record(plan, k, mask)
+                else:
+                    self._write_chunk(payload)
+        except BaseException as err:  # handed to the main thread
+            self.error = err
+
+    def _record(self, plan: ImagePlan, k: int, mask: np.ndarray) -> dict[str, Any]:
+        b = plan.boxes[k]
+        assert plan.height is not None and plan.width is not None
+        full = np.zeros((plan.height, plan.width), dtype=np.uint8, order="F")
+        x0, y0, x1, y1 = b.crop
+        full[y0:y1, x0:x1] = mask & 1
+        rle = self.mu.encode(full)
+        rec: dict[str, Any] = {"a": b.ann, "counts": rle["counts"].decode("ascii"), "area": int(self.mu.area(rle))}
+        ann = self.coco["annotations"][b.ann]
+        try:
+            gt = gt_rle(ann.get("segmentation"), plan.height, plan.width, self.mu)
+        except ValueError as err:
+            raise ValueError(f"--coco: annotations[{b.ann}] (id {ann.get('id')!r}): {err}") from None
+        if gt is not None:
+            rec["iou"] = float(self.mu.iou([rle], [gt], [0])[0][0])
+        return rec
+
+    def _write_chunk(self, plans: list[ImagePlan]) -> None:
+        lines = []
+        boxes = 0
+        for plan in plans:
+            done = self.results.pop(plan.image, {})
+            for a, reason in plan.skipped.items():
+                done[a] = {"a": a, "skip": reason}
+            boxes += len(plan.boxes)
+            assert len(done) == len(plan.anns), "every annotation of a finished image has a record"
+            lines.append(
+                {"image": plan.image, "size": [plan.height, plan.width], "results": [done[a] for a in plan.anns]}
+            )
+        self.writer.write(lines)
+        self.on_chunk(len(plans), boxes)
+
+
+# -- the job -------------------------------------------------------------------------------------
+
+
+def _shape_key(crop: tuple[int, int, int, int]) -> tuple[bool, int, int]:
+    x0, y0, x1, y1 = crop
+    h, w = y1 - y0, x1 - x0
+    return h >= w, max(h, w), min(h, w)
+
+
+def _process(
+    plans: list[ImagePlan],
+    opts: DatasetOptions,
+    coco: dict[str, Any],
+    dev: torch.device,
+    post: _Post,
+) -> dict[str, float]:
+    """Runs the rank's images through the pipeline; returns the main thread's seconds per stage."""
+    from torchgrabcut.api import grabcut
+
+    data = _Images(Path(opts.images), plans, coco, opts.margin, opts.min_margin)
+    loader = torch.utils.data.DataLoader(
+        data,
+        batch_size=None,
+        shuffle=False,
+        num_workers=opts.workers,
+        collate_fn=_identity,
+        prefetch_factor=8 if opts.workers > 0 else None,
+    )
+    chunk_boxes = opts.batch_size * CHUNK_BATCHES
+    chunk: list[tuple[ImagePlan, np.ndarray | None]] = []
+    n_boxes = 0
+    stages = {"wait_images": 0.0, "grabcut": 0.0, "wait_post": 0.0}
+
+    def flush() -> None:
+        items = [(plan, k, image) for plan, image in chunk for k in range(len(plan.boxes))]
+        items.sort(key=lambda it: _shape_key(it[0].boxes[it[1]].crop))  # stable: ties keep file order
+        for s in range(0, len(items), opts.batch_size):
+            batch = items[s : s + opts.batch_size]
+            crops = []
+            for plan, k, image in batch:
+                x0, y0, x1, y1 = plan.boxes[k].crop
+                assert image is not None
+                crops.append(image[y0:y1, x0:x1])
+            t = time.perf_counter()
+            masks = grabcut(
+                crops,
+                box=[plan.boxes[k].box for plan, k, _ in batch],
+                max_iter=opts.max_iter,
+                device=dev,
+            )
+            t1 = time.perf_counter()
+            post.put(("masks", [(plan, k, m) for (plan, k, _), m in zip(batch, masks)]))
+            stages["grabcut"] += t1 - t
+            stages["wait_post"] += time.perf_counter() - t1
+        t = time.perf_counter()
+        post.put(("chunk", [plan for plan, _ in chunk]))
+        stages["wait_post"] += time.perf_counter() - t
+
+    it = iter(loader)
+    while True:
+        t = time.perf_counter()
+        item = next(it, None)
+        stages["wait_images"] += time.perf_counter() - t
+        if item is None:
+            break
+        plan, image, error = item
+        if error is not None:
+            raise ValueError(error)
+        post.results[plan.image] = {}
+        chunk.append((plan, None if image is None else image.numpy()))
+        n_boxes += len(plan.boxes)
+        if n_boxes >= chunk_boxes:
+            flush()
+            chunk, n_boxes = [], 0
+    if chunk:
+        flush()
+    return stages
+
+
+def run_dataset(opts: DatasetOptions) -> DatasetSummary | None:
+    """Runs the job; the summary on rank 0 (or without torchrun), None on the other ranks."""
+    mask_utils, tqdm = require_dataset_deps()
+    _check_options(opts)
+    t0 = time.perf_counter()
+    d, dev = _setup(opts.device)
+    try:
+        return _run(opts, d, dev, t0, mask_utils, tqdm)
+    finally:
+        if d.group:
+            import torch.distributed as dist
+
+            dist.destroy_process_group()
+
+
+def _run(
+    opts: DatasetOptions, d: _Dist, dev: torch.device, t0: float, mask_utils: Any, tqdm: Any
+) -> DatasetSummary | None:
+    coco, digest = load_coco(opts.coco)
+    plans = plan_images(coco, opts.margin, opts.min_margin)
+    out = Path(opts.out)
+    pdir = parts_dir(out)
+    check_run_config(
+        pdir, {"input_sha256": digest, "margin": opts.margin, "min_margin": opts.min_margin, "max_iter": opts.max_iter}
+    )
+    done = read_parts(pdir)
+    todo = [p for p in plans[d.rank :: d.world] if p.image not in done]
+    missing = [p.file_name for p in todo if p.needs_image() and not (Path(opts.images) / p.file_name).is_file()]
+    if missing:
+        raise FileNotFoundError(
+            f"--images: {len(missing)} image files missing under {opts.images} (first: {missing[0]})"
+        )
+    if d.rank == 0 and not opts.quiet:
+        n_done = sum(1 for p in plans if p.image in done)
+        print(
+            f"dataset: {len(plans)} images with annotations, {n_done} already done; "
+            f"{d.world} process{'es' if d.world > 1 else ''} on {dev}",
+            flush=True,
+        )
+
+    writer = PartWriter(pdir / f"rank{d.rank}.jsonl")
+    bar = tqdm(total=len(todo), unit="img", disable=opts.quiet or d.rank != 0, dynamic_ncols=True)
+    counts = {"images": 0, "boxes": 0, "chunks": 0}
+    exit_after = int(os.environ.get(EXIT_AFTER_ENV, "0") or 0)
+    t_start = time.perf_counter()
+
+    def on_chunk(images: int, boxes: int) -> None:
+        counts["images"] += images
+        counts["boxes"] += boxes
+        counts["chunks"] += 1
+        bar.update(images)
+        bar.set_postfix_str(f"{counts['boxes'] / max(time.perf_counter() - t_start, 1e-9):.0f} boxes/s", refresh=False)
+        if exit_after and counts["chunks"] >= exit_after:
+            os._exit(3)  # the test hook: stop as a kill would
+
+    post = _Post(coco, writer, mask_utils, on_chunk)
+    try:
+        stages = _process(todo, opts, coco, dev, post)
+        t = time.perf_counter()
+        post.finish()
+        stages["wait_post"] += time.perf_counter() - t
+    finally:
+        bar.close()
+        writer.close()
+    run_images, run_boxes = _sum_over_ranks(d, dev, [counts["images"], counts["boxes"]])
+    _barrier(d, dev)
+    if d.rank != 0:
+        return None
+    done = read_parts(pdir)
+    doc = merge_output(coco, done, [p.image for p in plans], opts.keep_gt)
+    write_json_atomic(out, doc)
+    if not opts.keep_parts:
+        remove_parts(pdir)
+    summary = _summarise(out, plans, done)
+    summary.run_images, summary.run_boxes = int(run_images), int(run_boxes)
+    summary.seconds = time.perf_counter() - t0
+    summary.world_size, summary.device = d.world, str(dev)
+    summary.stages = stages
+    return summary
+
+
+def _summarise(out: Path, plans: list[ImagePlan], done: dict[int, dict[str, Any]]) -> DatasetSummary:
+    s = DatasetSummary(out=out, images=len(plans), annotations=sum(len(p.anns) for p in plans), boxes=0)
+    ious = []
+    for p in plans:
+        for rec in done[p.image]["results"]:
+            if "skip" in rec:
+                s.skipped[rec["skip"]] = s.skipped.get(rec["skip"], 0) + 1
+                continue
+            s.boxes += 1
+            s.empty += rec["area"] == 0
+            if "iou" in rec:
+                ious.append(rec["iou"])
+    s.iou_count = len(ious)
+    s.iou_mean = float(np.mean(ious)) if ious else None
+    return s

@@ -1,0 +1,168 @@
+"""Resumable results: per-rank part files, and merging them into the output file.
+
+Layout, next to the output ``out.json``::
+
+    out.json.parts/run.json         the settings that shape the results (input hash, margins, iterations)
+    out.json.parts/rank0.jsonl      one line per finished image, appended by rank 0 only
+    out.json.parts/rank1.jsonl      ... by rank 1 (when launched with torchrun)
+
+A line is ``{"image": i, "size": [h, w], "results": [...]}`` with ``i`` the
+image's index in the input's ``images`` and one record per annotation of the
+image, in file order: ``{"a": j, "counts": "...", "area": n}`` (plus ``"iou"``
+when the annotation had a ground-truth segmentation) or ``{"a": j, "skip":
+"reason"}``. Lines are written a chunk of images at a time, then flushed and
+fsynced, so a killed run loses at most the chunk it was working on.
+
+On a restart every rank reads every part file (whatever the number of ranks of
+the earlier run) and skips the images already there. A line cut short by the
+kill (no newline at its end) is ignored and, before appending, its writer cuts
+it off. Each file has one writer: rank ``r`` of the current run appends to
+``rank{r}.jsonl``; ranks take disjoint shards, so no image is written twice.
+
+The merge keeps every other key of the input in place and rewrites only the
+annotations, in their original order: the output is the same bytes whatever the
+number of ranks and however often the run was interrupted.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+__all__ = [
+    "PartWriter",
+    "check_run_config",
+    "merge_output",
+    "parts_dir",
+    "read_parts",
+    "remove_parts",
+    "write_json_atomic",
+]
+
+FORMAT_VERSION = 1
+
+
+def parts_dir(out: Path) -> Path:
+    return out.with_name(out.name + ".parts")
+
+
+def write_json_atomic(path: Path, obj: Any, compact: bool = True) -> None:
+    """Writes JSON to ``path`` through a temporary file and a rename: never a half-written file."""
+    tmp = path.with_name(f"{path.name}.tmp{os.getpid()}")
+    with tmp.open("w", encoding="utf-8") as f:
+        if compact:
+            json.dump(obj, f, separators=(",", ":"), ensure_ascii=False)
+        else:
+            json.dump(obj, f, indent=1, sort_keys=True)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+
+
+def check_run_config(directory: Path, config: dict[str, Any]) -> None:
+    """Records the run's settings in ``run.json``, or checks them against an earlier run's."""
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / "run.json"
+    config = {"format": FORMAT_VERSION, **config}
+    if path.is_file():
+        try:
+            old = json.loads(path.read_text(encoding="utf-8"))
+        except (json.JSONDecodeError, UnicodeDecodeError, OSError) as err:
+            raise RuntimeError(f"{path} is unreadable ({err}); delete {directory} to start over") from err
+        if old != config:
+            keys = sorted(k for k in set(old) | set(config) if old.get(k) != config.get(k))
+            raise RuntimeError(
+                f"{directory} holds an unfinished run with other settings ({', '.join(keys)} differ); "
+                "rerun with the same settings or delete it to start over"
+            )
+        return
+    write_json_atomic(path, config, compact=False)  # every rank may write it: same bytes, atomic rename
+
+
+def _lines(path: Path) -> Iterable[dict[str, Any]]:
+    data = path.read_bytes()
+    *complete, _partial = data.split(b"\n")  # the part after the last newline is cut short or empty
+    for raw in complete:
+        try:
+            rec = json.loads(raw)
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            continue  # unreadable: the image is simply done again
+        if isinstance(rec, dict) and isinstance(rec.get("image"), int) and isinstance(rec.get("results"), list):
+            yield rec
+
+
+def read_parts(directory: Path) -> dict[int, dict[str, Any]]:
+    """Finished images: image index -> its line, over every part file in ``directory``."""
+    done: dict[int, dict[str, Any]] = {}
+    if not directory.is_dir():
+        return done
+    for path in sorted(directory.glob("rank*.jsonl")):
+        for rec in _lines(path):
+            done[rec["image"]] = rec
+    return done
+
+
+class PartWriter:
+    """Appends finished images to one rank's part file, durable after every :meth:`write`."""
+
+    def __init__(self, path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if path.is_file():  # drop a line a kill cut short, so that the next line starts clean
+            data = path.read_bytes()
+            keep = data.rfind(b"\n") + 1
+            if keep != len(data):
+                with path.open("r+b") as f:
+                    f.truncate(keep)
+                    f.flush()
+                    os.fsync(f.fileno())
+        self._file = path.open("ab")
+
+    def write(self, records: list[dict[str, Any]]) -> None:
+        if not records:
+            return
+        self._file.write(b"".join(json.dumps(r, separators=(",", ":")).encode() + b"\n" for r in records))
+        self._file.flush()
+        os.fsync(self._file.fileno())
+
+    def close(self) -> None:
+        self._file.close()
+
+
+def merge_output(
+    coco: dict[str, Any], done: dict[int, dict[str, Any]], image_indices: list[int], keep_gt: bool
+) -> dict[str, Any]:
+    """The output document: the input with each finished annotation rewritten (see the package docs)."""
+    missing = [i for i in image_indices if i not in done]
+    if missing:
+        raise RuntimeError(f"{len(missing)} images have no result yet (first: images[{missing[0]}]); rerun to finish")
+    updates: dict[int, tuple[list[int], dict[str, Any]]] = {}
+    for i in image_indices:
+        line = done[i]
+        for rec in line["results"]:
+            updates[rec["a"]] = (line["size"], rec)
+    anns = []
+    for j, ann in enumerate(coco["annotations"]):
+        if j not in updates:
+            anns.append(ann)
+            continue
+        size, rec = updates[j]
+        new = dict(ann)
+        if "skip" in rec:
+            new["grabcut_skipped"] = rec["skip"]
+        else:
+            if keep_gt and ann.get("segmentation"):
+                new["segmentation_gt"] = ann["segmentation"]
+            new["segmentation"] = {"size": list(size), "counts": rec["counts"]}
+            new["area"] = float(rec["area"])
+            if "iou" in rec:
+                new["grabcut_iou"] = round(rec["iou"], 4)
+        anns.append(new)
+    return {k: (anns if k == "annotations" else v) for k, v in coco.items()}
+
+
+def remove_parts(directory: Path) -> None:
+    shutil.rmtree(directory, ignore_errors=True)

@@ -1,0 +1,443 @@
+"""`torchgrabcut dataset`: COCO boxes in, COCO RLE masks out; resumable, sharded, checked against ground truth."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+from coco_fixtures import (
+    REPO,
+    clean_coco,
+    dataset_args,
+    decode_segmentation,
+    grabcut50_coco,
+    numpy_iou,
+    run_module,
+)
+from PIL import Image
+from pycocotools import mask as mask_utils
+
+from conftest import requires_cuda
+from torchgrabcut import grabcut
+from torchgrabcut.cli import main
+from torchgrabcut.coco.job import EXIT_AFTER_ENV, DatasetOptions, run_dataset
+from torchgrabcut.coco.parts import parts_dir
+from torchgrabcut.coco.plan import SKIP_CROWD, SKIP_NO_BACKGROUND, SKIP_OUTSIDE, SKIP_SMALL, box_crop, gt_rle
+from torchgrabcut.evaluate import evaluate_dataset, load_dataset, score
+
+
+@pytest.fixture(scope="module")
+def clean(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return clean_coco(tmp_path_factory.mktemp("clean"))
+
+
+@pytest.fixture(scope="module")
+def reference(clean: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, object]:
+    """One uninterrupted in-process run on the CPU: the output every other run must equal, byte for byte."""
+    out = tmp_path_factory.mktemp("ref") / "out.json"
+    summary = run_dataset(
+        DatasetOptions(clean, clean.parent / "images", out, device="cpu", batch_size=4, workers=0, quiet=True)
+    )
+    return out, summary
+
+
+def _opts(clean: Path, out: Path, **kw: object) -> DatasetOptions:
+    base: dict[str, object] = {"device": "cpu", "batch_size": 4, "workers": 0, "quiet": True}
+    return DatasetOptions(clean, clean.parent / "images", out, **{**base, **kw})  # type: ignore[arg-type]
+
+
+# -- planning ------------------------------------------------------------------------------------
+
+
+def test_box_crop_geometry() -> None:
+    # bbox [10.5, 20, 30, 40.2] touches pixels x 10..40, y 20..60 -> half-open (10, 20, 41, 61); 31x41 px.
+    # margins: x max(8, ceil(0.1 * 31)) = 8, y max(8, ceil(4.1)) = 8 -> crop (2, 12, 49, 69).
+    crop, box = box_crop([10.5, 20, 30, 40.2], 100, 100, 0.1, 8)  # type: ignore[misc]
+    assert crop == (2, 12, 49, 69) and box == (8, 8, 39, 49)
+    # a larger fraction wins over the minimum: ceil(0.5 * 31) = 16, ceil(0.5 * 41) = 21; clipped at 0 and 100.
+    crop, box = box_crop([10.5, 20, 30, 40.2], 100, 80, 0.5, 8)  # type: ignore[misc]
+    assert crop == (0, 0, 57, 80) and box == (10, 20, 41, 61)
+    # whole numbers stay whole: [5, 5, 10, 10] is pixels 5..14 exactly, float noise does not add one
+    assert box_crop([5.0, 5.0, 10.0000000001, 10.0], 50, 50, 0.0, 0) == ((5, 5, 15, 15), (0, 0, 10, 10))
+    # a box over the whole image: crop = box; GrabCut uses the crop's border as background
+    assert box_crop([0, 0, 64, 48], 64, 48, 0.1, 8) == ((0, 0, 64, 48), (0, 0, 64, 48))
+    assert box_crop([0, 0, 2, 2], 2, 2, 0.1, 8) == SKIP_NO_BACKGROUND
+    assert box_crop([3, 3, 1.5, 20], 50, 50, 0.1, 8) == SKIP_SMALL
+    assert box_crop([49.2, 3, 5, 20], 50, 50, 0.1, 8) == SKIP_SMALL  # pixel 49 alone is left after clipping
+    assert box_crop([60, 3, 5, 20], 50, 50, 0.1, 8) == SKIP_OUTSIDE
+    assert box_crop([-10, 3, 9.9, 20], 50, 50, 0.1, 8) == SKIP_OUTSIDE
+    for bad in ([1, 2, 3], "1,2,3,4", [1, 2, -3, 4], [1, 2, float("nan"), 4], [1, 2, True, 4]):
+        with pytest.raises(ValueError, match="bbox"):
+            box_crop(bad, 50, 50, 0.1, 8)
+
+
+def test_gt_rle_reads_polygons_and_both_rle_forms() -> None:
+    h, w = 30, 40
+    truth = np.zeros((h, w), np.uint8)
+    truth[5:20, 10:30] = 1
+    # uncompressed RLE by hand: column-major runs, starting with a run of zeros
+    flat = truth.flatten(order="F")
+    edges = np.flatnonzero(np.diff(np.concatenate([[0], flat, [0]])))
+    counts = np.diff(np.concatenate([[0], edges, [flat.size]])).tolist()
+    counts = [c for c in counts if c > 0] if flat[0] == 0 else [0, *counts]
+    assert sum(counts) == h * w
+    compressed = mask_utils.encode(np.asfortranarray(truth))
+    forms = [
+        {"size": [h, w], "counts": counts},
+        {"size": [h, w], "counts": compressed["counts"].decode()},
+        [[10, 5, 30, 5, 30, 20, 10, 20]],  # the rectangle's corners: pycocotools covers the same pixels
+    ]
+    for seg in forms:
+        rle = gt_rle(seg, h, w, mask_utils)
+        assert rle is not None
+        assert np.array_equal(mask_utils.decode(rle), truth), seg
+    assert gt_rle([], h, w, mask_utils) is None and gt_rle(None, h, w, mask_utils) is None
+    with pytest.raises(ValueError, match="size"):
+        gt_rle({"size": [w, h], "counts": counts}, h, w, mask_utils)
+    with pytest.raises(ValueError, match="polygons"):
+        gt_rle([[1, 2, 3, 4]], h, w, mask_utils)
+
+
+# -- the job on a clean synthetic set ---------------------------------------------------------------
+
+
+def test_output_masks_skips_and_iou(clean: Path, reference: tuple[Path, object]) -> None:
+    out, summary = reference
+    src = json.loads(clean.read_text())
+    res = json.loads(out.read_text())
+    assert [k for k in res] == [k for k in src]
+    assert {k: v for k, v in res.items() if k != "annotations"} == {k: v for k, v in src.items() if k != "annotations"}
+    assert [a["id"] for a in res["annotations"]] == [a["id"] for a in src["annotations"]]
+    sizes = {im["id"]: (im["height"], im["width"]) for im in src["images"]}
+    reasons = {901: SKIP_CROWD, 902: SKIP_SMALL, 903: SKIP_OUTSIDE, 905: SKIP_CROWD}
+    ious, segmented = [], 0
+    for a_in, a_out in zip(src["annotations"], res["annotations"]):
+        if a_in["id"] in reasons:
+            assert a_out == {**a_in, "grabcut_skipped": reasons[a_in["id"]]}
+            continue
+        segmented += 1
+        h, w = sizes[a_in["image_id"]]
+        assert a_out["segmentation"]["size"] == [h, w]
+        ours = decode_segmentation(a_out["segmentation"], h, w)
+        assert a_out["area"] == float(ours.sum())
+        x, y, bw, bh = a_in["bbox"]  # the mask stays in the box (outside it is hard background)
+        inside = np.zeros((h, w), bool)
+        inside[math.floor(y) : math.ceil(y + bh), math.floor(x) : math.ceil(x + bw)] = True
+        assert not (ours & ~inside).any()
+        assert ours.any() or a_in["id"] == 904, a_in["id"]  # 904 is a box on plain background
+        if a_in.get("segmentation"):
+            iou = numpy_iou(ours, decode_segmentation(a_in["segmentation"], h, w))
+            assert a_out["grabcut_iou"] == pytest.approx(iou, abs=1e-4)
+            ious.append(iou)
+        else:
+            assert "grabcut_iou" not in a_out
+    assert summary.boxes == segmented and summary.skipped == {SKIP_CROWD: 2, SKIP_SMALL: 1, SKIP_OUTSIDE: 1}
+    assert summary.images == 7 and summary.annotations == len(src["annotations"])
+    assert summary.iou_count == len(ious) == segmented - 1  # 904 has no segmentation
+    assert summary.iou_mean == pytest.approx(np.mean(ious), abs=1e-9)  # pycocotools' RLE IoU = numpy's
+    assert summary.iou_mean > 0.9  # clean shapes: GrabCut finds them
+    assert min(ious) > 0.75
+    assert summary.empty == sum(a.get("area") == 0 for a in res["annotations"]) <= 1
+    assert summary.run_boxes == segmented
+    assert not parts_dir(out).exists()  # removed after the merge
+
+
+def test_masks_are_grabcut_on_the_crop(clean: Path, reference: tuple[Path, object]) -> None:
+    """The pasted mask equals torchgrabcut.grabcut on the crop cut by hand (margin 0.1, at least 8 px)."""
+    src = json.loads(clean.read_text())
+    res = json.loads(reference[0].read_text())
+    files = {im["id"]: im["file_name"] for im in src["images"]}
+    checked = 0
+    for a in res["annotations"][:6]:
+        if "grabcut_skipped" in a:
+            continue
+        rgb = np.asarray(Image.open(clean.parent / "images" / files[a["image_id"]]).convert("RGB"))
+        bgr = np.ascontiguousarray(rgb[:, :, ::-1])
+        h, w = rgb.shape[:2]
+        x, y, bw, bh = a["bbox"]
+        x0, y0, x1, y1 = math.floor(x), math.floor(y), math.ceil(x + bw), math.ceil(y + bh)
+        mx, my = max(8, math.ceil(0.1 * (x1 - x0))), max(8, math.ceil(0.1 * (y1 - y0)))
+        cx0, cy0, cx1, cy1 = max(0, x0 - mx), max(0, y0 - my), min(w, x1 + mx), min(h, y1 + my)
+        m = grabcut(bgr[cy0:cy1, cx0:cx1], box=(x0 - cx0, y0 - cy0, x1 - cx0, y1 - cy0), device="cpu")
+        expected = np.zeros((h, w), bool)
+        expected[cy0:cy1, cx0:cx1] = (m & 1).astype(bool)
+        assert np.array_equal(decode_segmentation(a["segmentation"], h, w), expected)
+        checked += 1
+    assert checked >= 3
+
+
+def test_same_bytes_whatever_batch_size_and_workers(clean: Path, reference: tuple[Path, object], tmp_path: Path):
+    out = tmp_path / "out.json"
+    run_dataset(_opts(clean, out, batch_size=1, workers=2))
+    assert out.read_bytes() == reference[0].read_bytes()
+    run_dataset(_opts(clean, out, batch_size=64))
+    assert out.read_bytes() == reference[0].read_bytes()
+
+
+def test_keep_gt_and_keep_parts(clean: Path, tmp_path: Path) -> None:
+    out = tmp_path / "out.json"
+    run_dataset(_opts(clean, out, keep_gt=True, keep_parts=True))
+    src = json.loads(clean.read_text())
+    res = json.loads(out.read_text())
+    for a_in, a_out in zip(src["annotations"], res["annotations"]):
+        if a_in.get("segmentation") and "grabcut_skipped" not in a_out:
+            assert a_out["segmentation_gt"] == a_in["segmentation"]
+        else:
+            assert "segmentation_gt" not in a_out
+    lines = (parts_dir(out) / "rank0.jsonl").read_text().splitlines()
+    assert sorted(json.loads(line)["image"] for line in lines) == list(range(7))  # images 0..5 and the crowd-only 6
+    # A rerun finds everything done, segments nothing, and writes the same file.
+    before = out.read_bytes()
+    out.unlink()
+    summary = run_dataset(_opts(clean, out))
+    assert summary is not None and summary.run_boxes == 0 and summary.run_images == 0
+    assert out.read_bytes() != before  # without --keep-gt this time
+    assert "segmentation_gt" not in out.read_text()
+
+
+def test_image_without_size_in_the_file(clean: Path, reference: tuple[Path, object], tmp_path: Path) -> None:
+    coco = json.loads(clean.read_text())
+    for im in coco["images"]:
+        del im["height"], im["width"]
+    path = tmp_path / "nosize.json"
+    path.write_text(json.dumps(coco))
+    out = tmp_path / "out.json"
+    run_dataset(DatasetOptions(path, clean.parent / "images", out, device="cpu", workers=1, quiet=True))
+    # the same annotations; the crowd-only image (whose file is missing) is not read to learn its size
+    assert json.loads(out.read_text())["annotations"] == json.loads(reference[0].read_text())["annotations"]
+
+
+# -- resuming ------------------------------------------------------------------------------------
+
+
+def test_resume_after_a_kill(clean: Path, reference: tuple[Path, object], tmp_path: Path) -> None:
+    out = tmp_path / "out.json"
+    args = ["-m", "torchgrabcut", "dataset", *dataset_args(clean, clean.parent / "images", out)]
+    args += ["--device", "cpu", "--batch-size", "2", "--workers", "1"]
+    killed = run_module(args, tmp_path, env={EXIT_AFTER_ENV: "1"})
+    assert killed.returncode == 3, killed.stderr
+    assert not out.exists()
+    part = parts_dir(out) / "rank0.jsonl"
+    first = part.read_text().splitlines()
+    assert 0 < len(first) < 7
+    resumed = run_module([a for a in args if a != "--quiet"], tmp_path)
+    assert resumed.returncode == 0, resumed.stderr
+    assert f"{len(first)} already done" in resumed.stdout
+    assert f"this run: {7 - len(first)} images" in resumed.stdout
+    assert out.read_bytes() == reference[0].read_bytes()
+
+
+def test_resume_after_sigkill(clean: Path, reference: tuple[Path, object], tmp_path: Path) -> None:
+    """A real SIGKILL as soon as the first image is durable; the rerun equals an uninterrupted run."""
+    out = tmp_path / "out.json"
+    args = ["-m", "torchgrabcut", "dataset", *dataset_args(clean, clean.parent / "images", out)]
+    args += ["--device", "cpu", "--batch-size", "1", "--workers", "0"]  # a chunk of 4 boxes
+    part = parts_dir(out) / "rank0.jsonl"
+    proc = subprocess.Popen([sys.executable, *args], cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 120
+        while not (part.is_file() and part.stat().st_size > 0) and proc.poll() is None:
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+        proc.send_signal(signal.SIGKILL)
+    finally:
+        proc.wait()
+    assert proc.returncode == -signal.SIGKILL, proc.stderr.read() if proc.stderr else ""
+    written = len(part.read_bytes().split(b"\n")) - 1
+    assert 0 < written < 7 and not out.exists()
+    resumed = run_module(args, tmp_path)
+    assert resumed.returncode == 0, resumed.stderr
+    assert out.read_bytes() == reference[0].read_bytes()
+
+
+def test_resume_with_a_line_cut_short(clean: Path, reference: tuple[Path, object], tmp_path: Path) -> None:
+    out = tmp_path / "out.json"
+    run_dataset(_opts(clean, out, keep_parts=True))
+    part = parts_dir(out) / "rank0.jsonl"
+    lines = part.read_bytes().splitlines(keepends=True)
+    assert len(lines) == 7
+    # the kill came in the middle of writing the fourth line
+    part.write_bytes(b"".join(lines[:3]) + lines[3][: len(lines[3]) // 2])
+    out.unlink()
+    summary = run_dataset(_opts(clean, out, keep_parts=True))
+    assert summary is not None and summary.run_images == 4
+    assert out.read_bytes() == reference[0].read_bytes()
+    text = part.read_bytes()
+    assert text.endswith(b"\n") and len(text.splitlines()) == 7  # the cut line was dropped, not glued to
+    assert all(json.loads(line) for line in text.splitlines())
+
+
+def test_resume_with_other_settings_is_refused(clean: Path, tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    out = tmp_path / "out.json"
+    run_dataset(_opts(clean, out, keep_parts=True))
+    out.unlink()
+    rc = main(["dataset", *dataset_args(clean, clean.parent / "images", out, "--device", "cpu", "--margin", "0.2")])
+    err = capsys.readouterr().err.strip()
+    assert rc == 2 and "\n" not in err and "margin" in err and "delete" in err
+
+
+# -- torchrun ------------------------------------------------------------------------------------
+
+
+def _torchrun(n: int, args: list[str], cwd: Path, env: dict[str, str] | None = None):
+    launcher = ["-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={n}"]
+    return run_module([*launcher, "-m", "torchgrabcut", "dataset", *args], cwd, env=env, timeout=240)
+
+
+def test_torchrun_two_gloo_processes(clean: Path, reference: tuple[Path, object], tmp_path: Path) -> None:
+    out = tmp_path / "out.json"
+    args = [*dataset_args(clean, clean.parent / "images", out), "--device", "cpu", "--batch-size", "3"]
+    res = _torchrun(2, [*args, "--workers", "0"], tmp_path)
+    assert res.returncode == 0, res.stderr[-3000:]
+    assert out.read_bytes() == reference[0].read_bytes()
+    # Killed with one process after a chunk, finished with two: still the same bytes.
+    out.unlink()
+    killed = run_module(["-m", "torchgrabcut", "dataset", *args, "--workers", "0"], tmp_path, env={EXIT_AFTER_ENV: "1"})
+    assert killed.returncode == 3
+    res = _torchrun(2, [a for a in args if a != "--quiet"], tmp_path)
+    assert res.returncode == 0, res.stderr[-3000:]
+    assert "2 processes on cpu" in res.stdout and "already done" in res.stdout
+    assert out.read_bytes() == reference[0].read_bytes()
+
+
+# -- errors and help -----------------------------------------------------------------------------
+
+
+def _one_line_error(capsys: pytest.CaptureFixture, argv: list[str]) -> str:
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("torchgrabcut dataset: error: ") and "\n" not in err, err
+    return err
+
+
+def test_errors_are_one_line(clean: Path, tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    images = clean.parent / "images"
+    out = tmp_path / "out.json"
+    assert "no such file" in _one_line_error(capsys, ["dataset", *dataset_args(tmp_path / "x.json", images, out)])
+    bad = tmp_path / "bad.json"
+    bad.write_text("{not json")
+    assert "not valid JSON" in _one_line_error(capsys, ["dataset", *dataset_args(bad, images, out)])
+    bad.write_text(json.dumps({"images": []}))
+    assert "'annotations'" in _one_line_error(capsys, ["dataset", *dataset_args(bad, images, out)])
+    assert "--images" in _one_line_error(capsys, ["dataset", *dataset_args(clean, tmp_path / "nowhere", out)])
+    assert "--output" in _one_line_error(capsys, ["dataset", *dataset_args(clean, images, tmp_path / "a" / "o.json")])
+    assert "--batch-size" in _one_line_error(
+        capsys, ["dataset", *dataset_args(clean, images, out, "--batch-size", "0")]
+    )
+    coco = json.loads(clean.read_text())
+    coco["annotations"][0]["image_id"] = 12345
+    bad.write_text(json.dumps(coco))
+    assert "12345" in _one_line_error(capsys, ["dataset", *dataset_args(bad, images, out)])
+    coco = json.loads(clean.read_text())
+    coco["annotations"][2]["bbox"] = [1, 2, 3]
+    bad.write_text(json.dumps(coco))
+    assert "annotations[2]" in _one_line_error(capsys, ["dataset", *dataset_args(bad, images, out)])
+    # an image file that is missing, and one whose size is not what the file says
+    coco = json.loads(clean.read_text())
+    coco["images"][1]["file_name"] = "gone.png"
+    bad.write_text(json.dumps(coco))
+    assert "gone.png" in _one_line_error(capsys, ["dataset", *dataset_args(bad, images, out, "--device", "cpu")])
+    shutil.rmtree(parts_dir(out), ignore_errors=True)
+    coco = json.loads(clean.read_text())
+    coco["images"][1]["height"] = 250
+    bad.write_text(json.dumps(coco))
+    err = _one_line_error(capsys, ["dataset", *dataset_args(bad, images, out, "--device", "cpu", "--workers", "1")])
+    assert "240x320" in err and "250x320" in err
+
+
+def test_help_explains_every_option(capsys: pytest.CaptureFixture) -> None:
+    with pytest.raises(SystemExit) as exc:
+        main(["dataset", "--help"])
+    assert exc.value.code == 0
+    text = capsys.readouterr().out
+    for option in (
+        "--coco",
+        "--images",
+        "--output",
+        "--device",
+        "--batch-size",
+        "--margin",
+        "--min-margin",
+        "--max-iter",
+        "--workers",
+        "--keep-gt",
+        "--keep-parts",
+        "--quiet",
+        "torchrun",
+        "RLE",
+    ):
+        assert option in text, option
+
+
+# -- GrabCut-50 as a COCO file: the crop and margin cost little against whole images -------------
+
+
+def test_grabcut50_as_coco(grabcut50: Path, tmp_path: Path) -> None:
+    names = sorted(p.name for p in (grabcut50 / "images").iterdir())[::5]  # 10 of the 50
+    coco = grabcut50_coco(grabcut50, names, tmp_path / "set")
+    out = tmp_path / "out.json"
+    summary = run_dataset(DatasetOptions(coco, tmp_path / "set" / "images", out, device="cpu", workers=1, quiet=True))
+    assert summary is not None and summary.boxes == len(names) and summary.iou_count == len(names)
+    # the reported mean IoU (pycocotools, gt = pixels of 255) against numpy on the decoded masks
+    items = {it.name: it for it in load_dataset(tmp_path / "set")}
+    res = json.loads(out.read_text())
+    ours_iou, ours_score = [], []
+    for im, ann in zip(res["images"], res["annotations"]):
+        it = items[im["file_name"]]
+        fg = decode_segmentation(ann["segmentation"], im["height"], im["width"])
+        ours_iou.append(numpy_iou(fg, it.gt == 255))
+        ours_score.append(score(fg, it.gt, it.box)[1])
+    assert summary.iou_mean == pytest.approx(np.mean(ours_iou), abs=1e-9)
+    # whole-image GrabCut on the same boxes, scored by evaluate.py (128 = unscored)
+    whole = evaluate_dataset(tmp_path / "set", device="cpu", with_cv2=False).iou["torchgrabcut"]
+    assert np.mean(ours_score) > np.mean(whole) - 0.02, (np.mean(ours_score), np.mean(whole))
+    assert np.mean(ours_score) > 0.75
+
+
+# -- CUDA (skipped here; run on the GPU machine) --------------------------------------------------
+
+
+@requires_cuda
+def test_cuda_gives_the_cpu_output(clean: Path, reference: tuple[Path, object], tmp_path: Path) -> None:
+    out = tmp_path / "out.json"
+    summary = run_dataset(_opts(clean, out, device="cuda", batch_size=64, workers=2))
+    assert summary is not None and summary.device.startswith("cuda")
+    assert out.read_bytes() == reference[0].read_bytes()
+
+
+@requires_cuda
+def test_torchrun_one_nccl_process(clean: Path, reference: tuple[Path, object], tmp_path: Path) -> None:
+    out = tmp_path / "out.json"
+    args = [*dataset_args(clean, clean.parent / "images", out), "--device", "cuda", "--batch-size", "64"]
+    res = _torchrun(1, [a for a in args if a != "--quiet"], tmp_path)
+    assert res.returncode == 0, res.stderr[-3000:]
+    assert "1 process on cuda:0" in res.stdout
+    assert out.read_bytes() == reference[0].read_bytes()
+
+
+def test_benchmark_smoke(tmp_path: Path) -> None:
+    res = run_module(
+        [str(REPO / "bench" / "coco_bench.py"), "--images", "3", "--device", "cpu", "--workdir", str(tmp_path)],
+        tmp_path,
+        env={"PYTHONPATH": os.pathsep.join(filter(None, [str(REPO / "python"), os.environ.get("PYTHONPATH")]))},
+    )
+    assert res.returncode == 0, res.stderr[-3000:]
+    line = res.stdout.strip().splitlines()[-1]
+    assert line.startswith("coco_bench: ") and "boxes/s (cpu)" in line
+
+
+def test_missing_dependency_says_how_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
+    from torchgrabcut.coco.plan import require_dataset_deps
+
+    monkeypatch.setitem(sys.modules, "pycocotools", None)  # import now fails as if not installed
+    with pytest.raises(RuntimeError, match=r"pip install torchgrabcut\[dataset\]"):
+        require_dataset_deps()
