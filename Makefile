@@ -1,6 +1,7 @@
 # Two commands for a fresh machine (see README):
 #   make demo   set everything up, build, segment the bundled image
-#   make test   set everything up, build, run every test (C++ ctest, also under ASan/UBSan, ruff, pytest)
+#   make test   set everything up, build, run every test (C++ ctest, also under ASan/UBSan, a bounded
+#               libFuzzer session, ruff, pytest with the headless-browser test)
 SHELL := /bin/bash
 .SHELLFLAGS := -eu -o pipefail -c
 
@@ -13,14 +14,18 @@ TORCHGRABCUT_CUDA ?= $(if $(and $(NVCC),$(wildcard csrc/cuda/*.cu)),1,0)
 CMAKE_CUDA := $(if $(filter 1,$(TORCHGRABCUT_CUDA)),-DGRABCUT_CUDA=ON -DCMAKE_CUDA_COMPILER=$(NVCC),-DGRABCUT_CUDA=OFF)
 JOBS ?= $(shell nproc)
 
-.PHONY: demo test setup build cmake-test cmake-sanitize lint pytest bench eval clean
+.PHONY: demo test setup system-deps build cmake-test cmake-sanitize fuzz lint pytest bench eval clean
 
 demo: build
 	$(PY) -m torchgrabcut demo -o out
 
-test: build cmake-test cmake-sanitize lint pytest
+test: system-deps build cmake-test cmake-sanitize fuzz lint pytest
 
 setup: $(VENV)/.installed
+
+# Debian packages for the fuzz session and the browser test (clang, libFuzzer, chromium).
+system-deps:
+	bash scripts/install_system_deps.sh
 
 $(VENV)/.installed: requirements-dev.txt
 	python3 -m venv $(VENV)
@@ -48,11 +53,16 @@ cmake-sanitize:
 	cmake --build build-asan -j $(JOBS)
 	cd build-asan && ctest --output-on-failure -j $(JOBS)
 
-lint: setup
-	$(VENV)/bin/ruff check python tests bench setup.py
-	$(VENV)/bin/ruff format --check python tests bench setup.py
+# libFuzzer over the core (GMM fit, max-flow, driver) under ASan/UBSan, FUZZ_SECONDS per target.
+FUZZ_SECONDS ?= 30
+fuzz: system-deps
+	FUZZ_SECONDS=$(FUZZ_SECONDS) FUZZ_JOBS=$(JOBS) bash scripts/fuzz.sh
 
-pytest: build
+lint: setup
+	$(VENV)/bin/ruff check python tests bench scripts setup.py
+	$(VENV)/bin/ruff format --check python tests bench scripts setup.py
+
+pytest: build system-deps
 	$(PY) -m pytest -q
 
 eval: build
@@ -62,4 +72,4 @@ bench: build
 	$(PY) -m torchgrabcut bench
 
 clean:
-	rm -rf build build-cmake build-asan build-ext.log out python/torchgrabcut/*.so
+	rm -rf build build-cmake build-asan build-fuzz build-ext.log out test-artifacts python/torchgrabcut/*.so

@@ -1,9 +1,17 @@
 #!/usr/bin/env bash
 # One call on the GPU machine: build the extension with CUDA against that machine's
-# own torch (it has no network), run the torch-free CUDA tests, the CUDA pytest
-# tests, then the benchmark; print a short table last.
+# own torch (it has no network), run the torch-free CUDA tests (also under
+# compute-sanitizer), the CUDA pytest tests, then the benchmarks; print a short
+# table per step. STEPS picks the steps (default: all, in this order):
+#   build cmake sanitize pytest robust   correctness
+#   cppbench bench coco serve pictures scaling   speed (scaling: the dataset job
+#   under torchrun with one process per GPU of the machine, SCALE_IMAGES images)
 #
 #   device run:  bash scripts/gpu_check.sh            (carry: data, .gtest)
+#   device run:  STEPS="build robust coco" bash scripts/gpu_check.sh
+#
+# Logs go to $OUT/logs.tgz (the device tool brings back few files); the speed
+# plot to $OUT/speed.png and the benchmark table to $OUT/bench.md.
 #
 # Needs data/grabcut50 (a copy of ../shared/data/grabcut50, git-ignored, never
 # committed) and .gtest (a copy of /usr/src/googletest, git-ignored).
@@ -12,65 +20,128 @@ cd "$(dirname "$0")/.."
 export PYTHONUNBUFFERED=1 TORCH_CUDA_ARCH_LIST=9.0 TORCHGRABCUT_CUDA=1 MAX_JOBS=16
 export TORCHGRABCUT_GRABCUT50=$PWD/data/grabcut50
 OUT=${OUT:-/tmp/gpu_out}
-mkdir -p "$OUT"
-STEPS=${STEPS:-build cmake sanitize pytest cppbench bench}
+LOGS=/tmp/gpu_logs
+mkdir -p "$OUT" "$LOGS"
+STEPS=${STEPS:-build cmake sanitize pytest robust cppbench bench coco serve pictures scaling}
 status=0
+started=$SECONDS
+bundle_logs() { tar czf "$OUT/logs.tgz" -C /tmp gpu_logs 2>/dev/null || true; }
+trap bundle_logs EXIT
+step() { echo "== $1 (at $((SECONDS - started)) s)"; }
 
 nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,memory.used --format=csv,noheader || true
 python3 -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda)'
 
 if [[ " $STEPS " == *" build "* ]]; then
-  echo "== build extension"
-  python3 setup.py -q build_ext --inplace > "$OUT/build.log" 2>&1 || { tail -40 "$OUT/build.log"; exit 1; }
-  grep -E "torchgrabcut: building" "$OUT/build.log" || true
+  step "build extension"
+  python3 setup.py -q build_ext --inplace > "$LOGS/build.log" 2>&1 || { tail -40 "$LOGS/build.log"; exit 1; }
+  grep -E "torchgrabcut: building" "$LOGS/build.log" || true
 fi
 export PYTHONPATH=$PWD/python
+# The dataset job, the server and the plots need packages the machine may lack (it has
+# no network): wheels carried in .wheels (pip download ... -d .wheels on the dev machine).
+if [[ -d .wheels ]]; then
+  python3 -m pip install -q --no-index --find-links .wheels pycocotools flask tqdm matplotlib > "$LOGS/pip.log" 2>&1 \
+    || tail -5 "$LOGS/pip.log"
+fi
 
 if [[ " $STEPS " == *" cmake "* ]]; then
-  echo "== torch-free CUDA tests (CMake)"
+  step "torch-free CUDA tests (CMake)"
   cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release -DGRABCUT_CUDA=ON -DGRABCUT_GTEST_SOURCE="$PWD/.gtest" \
-    > "$OUT/cmake.log" 2>&1 && cmake --build build-gpu -j 16 >> "$OUT/cmake.log" 2>&1 || { tail -40 "$OUT/cmake.log"; status=1; }
+    > "$LOGS/cmake.log" 2>&1 && cmake --build build-gpu -j 16 >> "$LOGS/cmake.log" 2>&1 || { tail -40 "$LOGS/cmake.log"; status=1; }
   if [[ -x build-gpu/cuda_tests ]]; then
-    timeout 240 build-gpu/cuda_tests --gtest_brief=1 > "$OUT/cuda_tests.log" 2>&1
+    timeout 240 build-gpu/cuda_tests --gtest_brief=1 > "$LOGS/cuda_tests.log" 2>&1
     [[ $? -eq 0 ]] || status=1
-    tail -25 "$OUT/cuda_tests.log"
+    tail -25 "$LOGS/cuda_tests.log"
   fi
 fi
 
 if [[ " $STEPS " == *" sanitize "* ]]; then
-  echo "== compute-sanitizer on small and odd sizes (memcheck, racecheck, synccheck, initcheck)"
+  step "compute-sanitizer on small and odd sizes (memcheck, racecheck, synccheck, initcheck)"
   CS=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
   FILTER='OddSizes*:MaxflowCuda.SinglePixel:MaxflowCuda.EmptyBatchAndEmptyGraphs:MaxflowCuda.MixedSizeBatch:Driver.EvalModeMatchesCpu'
   for tool in memcheck racecheck synccheck initcheck; do
     extra=""
     [[ $tool == memcheck ]] && extra="--leak-check full"
     timeout 600 "$CS" --tool $tool $extra --error-exitcode 9 build-gpu/cuda_tests --gtest_filter="$FILTER" --gtest_brief=1 \
-      > "$OUT/sanitize_$tool.log" 2>&1
+      > "$LOGS/sanitize_$tool.log" 2>&1
     rc=$?
     [[ $rc -eq 0 ]] || status=1
-    echo "$tool: exit $rc; $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|LEAK SUMMARY' "$OUT/sanitize_$tool.log" | tr '\n' ' ')"
-    grep -E "PASSED|FAILED" "$OUT/sanitize_$tool.log" | tail -3
+    echo "$tool: exit $rc; $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|LEAK SUMMARY' "$LOGS/sanitize_$tool.log" | tr '\n' ' ')"
+    grep -E "PASSED|FAILED" "$LOGS/sanitize_$tool.log" | tail -3
   done
 fi
 
 if [[ " $STEPS " == *" pytest "* ]]; then
-  echo "== pytest (CUDA tests and the op tests on both devices)"
+  step "pytest (CUDA tests and the op tests on both devices)"
   timeout 300 python3 -m pytest -q -p no:cacheprovider tests/python/test_cuda.py tests/python/test_op_registration.py \
-    tests/python/test_api.py -s > "$OUT/pytest.log" 2>&1
+    tests/python/test_api.py -s > "$LOGS/pytest.log" 2>&1
   [[ $? -eq 0 ]] || status=1
-  grep -E "identical pixels|passed|failed|Error|error" "$OUT/pytest.log" | tail -30
+  grep -E "identical pixels|passed|failed|Error|error" "$LOGS/pytest.log" | tail -30
 fi
 
 if [[ " $STEPS " == *" cppbench "* ]]; then
-  echo "== C++ CUDA timings (torch-free)"
+  step "C++ CUDA timings (torch-free)"
   for b in bench_maxflow_cuda bench_grabcut_cuda; do
-    [[ -x build-gpu/$b ]] && { timeout 120 build-gpu/$b > "$OUT/$b.log" 2>&1 || status=1; tail -14 "$OUT/$b.log"; }
+    [[ -x build-gpu/$b ]] && { timeout 120 build-gpu/$b > "$LOGS/$b.log" 2>&1 || status=1; tail -14 "$LOGS/$b.log"; }
   done
 fi
 
 if [[ " $STEPS " == *" bench "* ]]; then
-  echo "== benchmark"
-  timeout 300 python3 bench/gpu_bench.py --out "$OUT/bench.md" > "$OUT/bench.log" 2>&1 || status=1
-  tail -30 "$OUT/bench.log"
+  step "benchmark"
+  timeout 300 python3 bench/gpu_bench.py --out "$OUT/bench.md" > "$LOGS/bench.log" 2>&1 || status=1
+  tail -30 "$LOGS/bench.log"
 fi
+
+if [[ " $STEPS " == *" robust "* ]]; then
+  step "pytest on CUDA: robustness, limits, dataset job (1-process NCCL torchrun), server, CLI"
+  timeout 400 python3 -m pytest -q -p no:cacheprovider -m cuda -s tests/python/test_robustness.py \
+    tests/python/test_limits.py tests/python/test_coco.py tests/python/test_server.py tests/python/test_cli.py \
+    > "$LOGS/robust.log" 2>&1
+  [[ $? -eq 0 ]] || status=1
+  grep -E "RSS|GPU memory|threads|interrupt|passed|failed|Error" "$LOGS/robust.log" | tail -30
+fi
+
+if [[ " $STEPS " == *" coco "* ]]; then
+  step "dataset job throughput (bench/coco_bench.py, 200 COCO-like images)"
+  timeout 300 python3 bench/coco_bench.py --device cuda --batch-size 64,128,256,512 --workers 8 \
+    --workdir /tmp/coco_bench > "$LOGS/coco_bench.log" 2>&1 || status=1
+  grep -E "coco_bench:|main thread" "$LOGS/coco_bench.log" || tail -20 "$LOGS/coco_bench.log"
+fi
+
+if [[ " $STEPS " == *" serve "* ]]; then
+  step "server time per refinement at 1 MP (bench/serve_bench.py)"
+  timeout 200 python3 bench/serve_bench.py --device cuda > "$LOGS/serve_bench.log" 2>&1 || status=1
+  tail -8 "$LOGS/serve_bench.log"
+fi
+
+if [[ " $STEPS " == *" pictures "* ]]; then
+  step "speed plot (scripts/make_pictures.py --speed-only)"
+  timeout "${PICTURES_TIMEOUT:-400}" python3 scripts/make_pictures.py --speed-only > "$LOGS/pictures.log" 2>&1 || status=1
+  tail -12 "$LOGS/pictures.log"
+  cp docs/images/speed.png "$OUT/speed.png" 2>/dev/null || true
+fi
+
+if [[ " $STEPS " == *" scaling "* ]]; then
+  gpus=$(nvidia-smi -L | wc -l)
+  n_images=${SCALE_IMAGES:-2000}
+  step "dataset job under torchrun: $n_images images, nproc-per-node 1..$gpus"
+  set_dir=/tmp/scale_set
+  python3 -c "from torchgrabcut.coco.synthetic import make_synthetic_coco as m; m('$set_dir', $n_images, seed=1)" \
+    > "$LOGS/scale_gen.log" 2>&1 || { tail -5 "$LOGS/scale_gen.log"; status=1; }
+  for n in 1 2 4 8; do
+    (( n <= gpus )) || break
+    t0=$SECONDS
+    # NVLink multicast stays off (the device notes): NCCL_NVLS_ENABLE=0.
+    NCCL_NVLS_ENABLE=0 timeout 400 python3 -m torch.distributed.run --standalone --nproc-per-node "$n" -m torchgrabcut dataset \
+      --coco "$set_dir/instances.json" --images "$set_dir/images" -o "/tmp/scale_out_$n.json" --batch-size 256 \
+      --workers 4 > "$LOGS/scale_$n.log" 2>&1 || status=1
+    echo "nproc $n: $((SECONDS - t0)) s wall; $(grep -E 'boxes/s' "$LOGS/scale_$n.log" | tail -1)"
+    if [[ $n -gt 1 ]]; then
+      cmp -s /tmp/scale_out_1.json "/tmp/scale_out_$n.json" && echo "nproc $n output identical to nproc 1" \
+        || { echo "nproc $n output DIFFERS from nproc 1"; status=1; }
+    fi
+  done
+fi
+echo "== done in $((SECONDS - started)) s, status $status"
 exit $status

@@ -260,19 +260,29 @@ struct __align__(16) Shared {
 };
 
 // ---------------------------------------------------------------- init
-__device__ void init_phase(const SolverArgs& a) {
-  const long long stride = static_cast<long long>(gridDim.x) * blockDim.x;
-  for (long long i = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x; i < a.pixels; i += stride) {
-    const std::int32_t t = __ldg(a.terminal + i);
-    if (a.warm) {
-      const long long old = a.old_term[i];
-      a.excess[i] += static_cast<long long>(t) - old;
-    } else {
-      a.excess[i] = t;
-      for (int d = 0; d < 4; ++d) a.flow[static_cast<long long>(d) * a.pixels + i] = 0;
-    }
-    a.old_term[i] = t;
+// Per tile, in-grid pixels only: a batch's layout may leave gaps between graphs
+// whose inputs were never written, and the solver must not read them.
+__device__ void init_tile(const SolverArgs& a, int t) {
+  const TileCtx c = tile_ctx(a, t);
+  const int tid = static_cast<int>(threadIdx.x);
+  const int x = c.x0 + tid % kTileW;
+  const int y = c.y0 + tid / kTileW;
+  if (!in_grid(c, x, y)) return;
+  const long long i = pix(c, x, y);
+  const std::int32_t term = __ldg(a.terminal + i);
+  if (a.warm) {
+    const long long old = a.old_term[i];
+    a.excess[i] += static_cast<long long>(term) - old;
+  } else {
+    a.excess[i] = term;
+    for (int d = 0; d < 4; ++d) a.flow[static_cast<long long>(d) * a.pixels + i] = 0;
   }
+  a.old_term[i] = term;
+}
+
+__device__ void init_phase(const SolverArgs& a) {
+  for (int t = static_cast<int>(blockIdx.x); t < a.num_tiles; t += static_cast<int>(gridDim.x)) init_tile(a, t);
+  const long long stride = static_cast<long long>(gridDim.x) * blockDim.x;
   for (long long t = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x; t < a.num_tiles; t += stride) {
     a.pmark[t] = 0;
     a.bmark[t] = 0;
@@ -332,21 +342,25 @@ __device__ bool bfs_tile(const SolverArgs& a, int t, int sweep, bool first, Shar
     sh.h[i] = hv;
   }
   __syncthreads();
+  // Jacobi relaxation: every thread reads its neighbours' labels, the block waits,
+  // then the lowered labels are written (no thread reads a label being written).
   bool changed = false;
   for (;;) {
     bool ch = false;
+    int nd = kInf;
     if (valid && !sink && mask != 0U) {
       const int cur = sh.h[me];
-      int nd = cur;
+      nd = cur;
 #pragma unroll
       for (int k = 0; k < 8; ++k) {
         if (mask & (1U << k)) nd = min(nd, sh.h[me + dir_dy(k) * kPadW + dir_dx(k)] + 1);
       }
-      if (nd < cur) {
-        sh.h[me] = nd;
-        ch = true;
-        changed = true;
-      }
+      ch = nd < cur;
+    }
+    __syncthreads();
+    if (ch) {
+      sh.h[me] = nd;
+      changed = true;
     }
     if (!__syncthreads_or(ch)) break;
   }
@@ -415,21 +429,25 @@ __device__ bool push_tile(const SolverArgs& a, int t, int sweep, Shared& sh) {
     sh.res[k][tid] = r0[k];
   }
   __syncthreads();
+  // This pixel's excess at the start of each push phase: read in the relabel phase
+  // (when no thread adds to it) and carried over, so the push phase never reads a
+  // value that neighbours are adding to.
+  long long ex = e0;
   for (int round = 0; round < a.local_rounds; ++round) {
-    // Push: to every residual neighbour strictly lower. Heights are read-only here;
-    // a pixel's excess is only decreased by its own thread, and the reverse arcs it
-    // increases cannot be admissible for their owners in this phase.
+    // Push: to every residual neighbour strictly lower. Heights are read-only here,
+    // and a residual is read only towards a strictly lower neighbour, which cannot be
+    // pushing back along it in the same phase (it would need to be higher), so no
+    // residual is read while another thread adds to it.
     if (valid) {
       const int hm = sh.h[me];
-      const long long ex = sh.e[me];
       if (ex > 0 && hm < kInf) {
         long long left = ex;
 #pragma unroll
         for (int k = 0; k < 8; ++k) {
-          const unsigned int r = sh.res[k][tid];
-          if (r != 0U && left > 0) {
-            const int nb = me + dir_dy(k) * kPadW + dir_dx(k);
-            if (sh.h[nb] < hm) {
+          const int nb = me + dir_dy(k) * kPadW + dir_dx(k);
+          if (left > 0 && sh.h[nb] < hm) {
+            const unsigned int r = sh.res[k][tid];
+            if (r != 0U) {
               const long long amount = min(left, static_cast<long long>(r));
               sh.res[k][tid] = r - static_cast<unsigned int>(amount);
               const int nlx = lx + dir_dx(k);
@@ -449,10 +467,13 @@ __device__ bool push_tile(const SolverArgs& a, int t, int sweep, Shared& sh) {
     }
     __syncthreads();
     // Relabel: an active pixel with no strictly lower residual neighbour rises to one
-    // above its lowest residual neighbour (kInf if it has none).
+    // above its lowest residual neighbour (kInf if it has none). All pixels decide
+    // from the same heights; the new ones are written after a barrier.
     bool still = false;
+    bool relabel = false;
+    int nh = kInf;
     if (valid) {
-      const long long ex = sh.e[me];
+      ex = sh.e[me];
       const int hm = sh.h[me];
       if (ex > 0 && hm < kInf) {
         int m = kInf;
@@ -460,14 +481,16 @@ __device__ bool push_tile(const SolverArgs& a, int t, int sweep, Shared& sh) {
         for (int k = 0; k < 8; ++k) {
           if (sh.res[k][tid] != 0U) m = min(m, sh.h[me + dir_dy(k) * kPadW + dir_dx(k)]);
         }
-        int nh = hm;
+        nh = hm;
         if (m >= hm) {
           nh = m >= kInf - 1 ? kInf : m + 1;
-          sh.h[me] = nh;
+          relabel = true;
         }
         still = nh < kInf;
       }
     }
+    __syncthreads();
+    if (relabel) sh.h[me] = nh;
     if (!__syncthreads_or(still)) break;
   }
   // Write back as atomic deltas (other tiles update halo pixels and shared edges).

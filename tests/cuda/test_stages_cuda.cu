@@ -751,10 +751,13 @@ TEST(Driver, WorkspaceTooSmallThrows) {
 
 
 // Small and odd shapes (scripts/gpu_check.sh runs the OddSizes tests under compute-sanitizer's
-// memcheck, racecheck and synccheck): each shape alone, then all of them in one batch.
+// memcheck, racecheck, synccheck and initcheck): each shape alone, then all of them in one batch.
+// A fit needs both classes, so the smallest shapes are 1x2 and 2x1 (random_trimap puts a
+// background pixel first and a probable-foreground pixel last); a single pixel goes
+// through the evaluation-only path in Driver.EvalModeMatchesCpu.
 TEST(OddSizes, DriverEachShapeAlone) {
   std::mt19937 rng(21);
-  for (const Size s : {Size{1, 1}, Size{31, 33}, Size{1, 4096}, Size{4096, 1}}) {
+  for (const Size s : {Size{1, 2}, Size{2, 1}, Size{31, 33}, Size{1, 4096}, Size{4096, 1}}) {
     GrabCutOptions o;
     o.max_iter = 3;
     check_driver(driver_batch({s}, rng, /*trimap=*/true), o, {});
@@ -765,5 +768,6 @@ TEST(OddSizes, DriverMixedBatch) {
   std::mt19937 rng(22);
   GrabCutOptions o;
   o.max_iter = 3;
-  check_driver(driver_batch({{1, 1}, {31, 33}, {1, 4096}, {4096, 1}, {0, 3}, {17, 5}, {2, 2}}, rng, true), o, {});
+  check_driver(driver_batch({{1, 2}, {31, 33}, {1, 4096}, {4096, 1}, {0, 3}, {2, 1}, {17, 5}, {2, 2}}, rng, true), o,
+               {});
 }

@@ -4,7 +4,7 @@ On a GrabCut-50 image the test drags the dataset's box on the page's canvas, che
 the browser downloads against the ground truth, paints a background stroke where the mask is
 wrong, checks that the refinement changed it there and beyond, undoes it, and uploads a file
 that is not an image and one that is too large. Screenshots go to $TEST_ARTIFACTS_DIR (default test-artifacts/ at the
-repository root). Needs Debian's chromium and chromium-driver (scripts/install_browser.sh,
+repository root). Needs Debian's chromium and chromium-driver (scripts/install_system_deps.sh,
 which `make test` runs); skips without them.
 """
 
@@ -50,7 +50,7 @@ def artifacts_dir() -> Path:
 def driver() -> Iterator[object]:
     chromium, chromedriver = _executable("chromium"), _executable("chromedriver")
     if chromium is None or chromedriver is None:
-        pytest.skip("chromium and chromium-driver are not installed (bash scripts/install_browser.sh)")
+        pytest.skip("chromium and chromium-driver are not installed (bash scripts/install_system_deps.sh)")
     webdriver = pytest.importorskip("selenium.webdriver")
     from selenium.webdriver.chrome.service import Service
 

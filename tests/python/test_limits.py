@@ -180,8 +180,27 @@ def expanded_batch(batch: int, side: int) -> tuple[torch.Tensor, tuple[int, int,
     return one[None].expand(batch, -1, -1, -1), box
 
 
+def run_in_child(check: str) -> None:
+    """Runs the named check of this module in a fresh process: a crash there fails the test
+    with the child's output instead of ending the whole pytest run."""
+    code = f"import test_limits; test_limits.{check}()"
+    env = dict(os.environ, PYTHONFAULTHANDLER="1")
+    proc = subprocess.run([sys.executable, "-c", code], cwd=HERE, capture_output=True, text=True, env=env, timeout=300)
+    assert proc.returncode == 0, f"{check} exited with {proc.returncode}:\n{proc.stdout[-2000:]}{proc.stderr[-4000:]}"
+
+
 @requires_cuda
 def test_a_batch_larger_than_the_gpu_says_how_much_it_needs() -> None:
+    run_in_child("check_batch_larger_than_the_gpu")
+
+
+@requires_cuda
+def test_a_batch_larger_than_the_free_gpu_memory_says_how_much_it_needs() -> None:
+    """The allocator's own failure (more than is free, less than the device): same message, then recovery."""
+    run_in_child("check_batch_larger_than_the_free_gpu_memory")
+
+
+def check_batch_larger_than_the_gpu() -> None:
     total = torch.cuda.mem_get_info()[1]
     side = 512
     batch = total // (MIN_SCRATCH_BYTES_PER_PIXEL * side * side) + 1  # scratch > the whole device
@@ -204,9 +223,7 @@ def test_a_batch_larger_than_the_gpu_says_how_much_it_needs() -> None:
     assert torch.equal(grabcut(small, box=box).cpu(), grabcut(small.cpu(), box=box))
 
 
-@requires_cuda
-def test_a_batch_larger_than_the_free_gpu_memory_says_how_much_it_needs() -> None:
-    """The allocator's own failure (more than is free, less than the device): same message, then recovery."""
+def check_batch_larger_than_the_free_gpu_memory() -> None:
     torch.cuda.empty_cache()
     free, total = torch.cuda.mem_get_info()
     keep_free = 6 * GIB
