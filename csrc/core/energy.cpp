@@ -33,26 +33,37 @@ std::int64_t sum_squared_differences_cpu(const std::uint8_t* image, int h, int w
 void nlinks_cpu(const std::uint8_t* image, int h, int w, double gamma, double beta,
                 std::int32_t* const nlink[kNumForwardDirections]) {
   const std::int64_t n = static_cast<std::int64_t>(h) * w;
-  // Squared colour distances are integers in 0..kMaxSquaredDistance: tabulating the
-  // capacity once per image replaces an exp per link by a lookup (same values).
-  std::vector<std::int32_t> straight(kMaxSquaredDistance + 1);
-  std::vector<std::int32_t> diagonal(kMaxSquaredDistance + 1);
+  // Squared colour distances are integers in 0..kMaxSquaredDistance. When the image
+  // has more links (4 per pixel) than the two tables have entries, tabulating the
+  // capacity once replaces an exp per link by a lookup; on smaller images (a dataset's
+  // crops) the tables would cost more than they save. Same values either way.
+  const bool tabulate = 4 * n > 2 * (static_cast<std::int64_t>(kMaxSquaredDistance) + 1);
+  std::vector<std::int32_t> straight;
+  std::vector<std::int32_t> diagonal;
+  if (tabulate) {
+    straight.resize(kMaxSquaredDistance + 1);
+    diagonal.resize(kMaxSquaredDistance + 1);
 #pragma omp parallel for schedule(static)
-  for (int d2 = 0; d2 <= kMaxSquaredDistance; ++d2) {
-    straight[d2] = nlink_capacity(gamma, beta, d2, false);
-    diagonal[d2] = nlink_capacity(gamma, beta, d2, true);
+    for (int d2 = 0; d2 <= kMaxSquaredDistance; ++d2) {
+      straight[d2] = nlink_capacity(gamma, beta, d2, false);
+      diagonal[d2] = nlink_capacity(gamma, beta, d2, true);
+    }
   }
-#pragma omp parallel for schedule(static)
+  const auto capacity = [&](int d2, bool diag) {
+    if (tabulate) return diag ? diagonal[d2] : straight[d2];
+    return nlink_capacity(gamma, beta, d2, diag);
+  };
+#pragma omp parallel for schedule(static) if (tabulate)
   for (int y = 0; y < h; ++y) {
     for (int x = 0; x < w; ++x) {
       const std::int64_t p = static_cast<std::int64_t>(y) * w + x;
       const bool right = x + 1 < w;
       const bool down = y + 1 < h;
       const bool left = x > 0;
-      nlink[kRight][p] = right ? straight[pixel_distance(image, n, p, p + 1)] : 0;
-      nlink[kDownRight][p] = (down && right) ? diagonal[pixel_distance(image, n, p, p + w + 1)] : 0;
-      nlink[kDown][p] = down ? straight[pixel_distance(image, n, p, p + w)] : 0;
-      nlink[kDownLeft][p] = (down && left) ? diagonal[pixel_distance(image, n, p, p + w - 1)] : 0;
+      nlink[kRight][p] = right ? capacity(pixel_distance(image, n, p, p + 1), false) : 0;
+      nlink[kDownRight][p] = (down && right) ? capacity(pixel_distance(image, n, p, p + w + 1), true) : 0;
+      nlink[kDown][p] = down ? capacity(pixel_distance(image, n, p, p + w), false) : 0;
+      nlink[kDownLeft][p] = (down && left) ? capacity(pixel_distance(image, n, p, p + w - 1), true) : 0;
     }
   }
 }
