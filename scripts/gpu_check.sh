@@ -2,10 +2,13 @@
 # One call on the GPU machine: build the extension with CUDA against that machine's
 # own torch (it has no network), run the torch-free CUDA tests (also under
 # compute-sanitizer), the CUDA pytest tests, then the benchmarks; print a short
-# table per step. STEPS picks the steps (default: all, in this order):
-#   build cmake sanitize pytest robust   correctness
-#   cppbench bench coco serve pictures scaling   speed (scaling: the dataset job
-#   under torchrun with one process per GPU of the machine, SCALE_IMAGES images)
+# table per step. STEPS picks the steps (default: all; they run in this order):
+#   build cmake sanitize pytest   the extension, CUDA tests, compute-sanitizer
+#   cppbench bench                torch-free timings, the end-to-end benchmark
+#   robust                        CUDA pytest of robustness, limits, dataset, server, CLI
+#   coco serve pictures scaling   dataset and server benchmarks, the speed plot, the
+#                                 dataset job under torchrun with 1..all GPUs
+#                                 (SCALE_IMAGES images, default 2000)
 #
 #   device run:  bash scripts/gpu_check.sh            (carry: data, .gtest)
 #   device run:  STEPS="build robust coco" bash scripts/gpu_check.sh
@@ -22,7 +25,7 @@ export TORCHGRABCUT_GRABCUT50=$PWD/data/grabcut50
 OUT=${OUT:-/tmp/gpu_out}
 LOGS=/tmp/gpu_logs
 mkdir -p "$OUT" "$LOGS"
-STEPS=${STEPS:-build cmake sanitize pytest robust cppbench bench coco serve pictures scaling}
+STEPS=${STEPS:-build cmake sanitize pytest cppbench bench robust coco serve pictures scaling}
 status=0
 started=$SECONDS
 bundle_logs() { tar czf "$OUT/logs.tgz" -C /tmp gpu_logs 2>/dev/null || true; }
