@@ -9,6 +9,8 @@
 #   coco serve pictures scaling   dataset and server benchmarks, the speed plot, the
 #                                 dataset job under torchrun with 1..all GPUs
 #                                 (SCALE_IMAGES images, default 2000)
+#   oomcrash                      (not in the default) a native backtrace of the crash of
+#                                 a batch larger than the device (see bench/RESULTS.md)
 #
 #   device run:  bash scripts/gpu_check.sh            (carry: data, .gtest)
 #   device run:  STEPS="build robust coco" bash scripts/gpu_check.sh
@@ -144,6 +146,26 @@ if [[ " $STEPS " == *" scaling "* ]]; then
       cmp -s /tmp/scale_out_1.json "/tmp/scale_out_$n.json" && echo "nproc $n output identical to nproc 1" \
         || { echo "nproc $n output DIFFERS from nproc 1"; status=1; }
     fi
+  done
+fi
+if [[ " $STEPS " == *" oomcrash "* ]]; then
+  step "native backtrace of the out-of-memory crash (scripts/segv_backtrace.c)"
+  cc -shared -fPIC -O1 -g -o /tmp/segv_backtrace.so scripts/segv_backtrace.c
+  PYTHONFAULTHANDLER='' LD_PRELOAD=/tmp/segv_backtrace.so timeout 120 python3 -c '
+import torch
+from torchgrabcut import grabcut
+img = torch.zeros(1, 3, 512, 512, dtype=torch.uint8, device="cuda")
+try:
+    grabcut(img.expand(24800, -1, -1, -1), box=(64, 64, 448, 448))
+except torch.OutOfMemoryError as e:
+    print("raised torch.OutOfMemoryError:", str(e)[:300])
+print("next call:", int(grabcut(img[0], box=(64, 64, 448, 448)).sum()))
+' > "$LOGS/oomcrash.log" 2>&1
+  echo "exit $?"
+  grep -v "^/lib\|libpython\|python3\.[0-9]*(" "$LOGS/oomcrash.log" | head -40
+  lib=$(ls python/torchgrabcut/_C*.so)
+  for off in $(sed -n 's/.*_C[^(]*(+\(0x[0-9a-f]*\)).*/\1/p' "$LOGS/oomcrash.log"); do
+    addr2line -f -C -i -e "$lib" "$off" | paste -sd ' '
   done
 fi
 echo "== done in $((SECONDS - started)) s, status $status"
