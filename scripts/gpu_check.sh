@@ -100,11 +100,14 @@ fi
 
 if [[ " $STEPS " == *" robust "* ]]; then
   step "pytest on CUDA: robustness, limits, dataset job (1-process NCCL torchrun), server, CLI"
-  timeout 400 python3 -m pytest -q -p no:cacheprovider -m cuda -s tests/python/test_robustness.py \
+  # A crash prints native frames too (scripts/segv_backtrace.c; Python's faulthandler chains to it).
+  cc -shared -fPIC -O1 -g -o /tmp/segv_backtrace.so scripts/segv_backtrace.c
+  LD_PRELOAD=/tmp/segv_backtrace.so timeout 400 python3 -m pytest -q -p no:cacheprovider -m cuda -s \
+    tests/python/test_robustness.py \
     tests/python/test_limits.py tests/python/test_coco.py tests/python/test_server.py tests/python/test_cli.py \
     > "$LOGS/robust.log" 2>&1
   [[ $? -eq 0 ]] || status=1
-  grep -E "RSS|GPU memory|threads|interrupt|passed|failed|Error" "$LOGS/robust.log" | tail -30
+  grep -E "RSS|GPU memory|threads|interrupt|passed|failed|Error|segv_backtrace|_C\.cpython" "$LOGS/robust.log" | tail -40
 fi
 
 if [[ " $STEPS " == *" coco "* ]]; then
@@ -151,7 +154,7 @@ fi
 if [[ " $STEPS " == *" oomcrash "* ]]; then
   step "native backtrace of the out-of-memory crash (scripts/segv_backtrace.c)"
   cc -shared -fPIC -O1 -g -o /tmp/segv_backtrace.so scripts/segv_backtrace.c
-  PYTHONFAULTHANDLER='' LD_PRELOAD=/tmp/segv_backtrace.so timeout 120 python3 -c '
+  PYTHONFAULTHANDLER=1 LD_PRELOAD=/tmp/segv_backtrace.so timeout 120 python3 -c '
 import torch
 from torchgrabcut import grabcut
 img = torch.zeros(1, 3, 512, 512, dtype=torch.uint8, device="cuda")

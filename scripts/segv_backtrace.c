@@ -4,8 +4,8 @@
  *   cc -shared -fPIC -O1 -g -o /tmp/segv_backtrace.so scripts/segv_backtrace.c
  *   LD_PRELOAD=/tmp/segv_backtrace.so python3 crash.py
  *
- * Leave Python's faulthandler off (PYTHONFAULTHANDLER unset): it would replace this
- * handler. Frames print as "library(symbol+offset) [address]"; one printed as
+ * Python's faulthandler (python -X faulthandler, pytest) works with it: it prints the
+ * Python frames, then passes the signal on to this handler. Frames print as "library(symbol+offset) [address]"; one printed as
  * "library(+OFFSET)" (no exported symbol) resolves, in a library built with -g, with
  *   addr2line -f -C -i -e LIBRARY OFFSET
  * The handler then restores the default action and re-raises, so the exit status
