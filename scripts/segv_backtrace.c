@@ -5,8 +5,9 @@
  *   LD_PRELOAD=/tmp/segv_backtrace.so python3 crash.py
  *
  * Python's faulthandler (python -X faulthandler, pytest) works with it: it prints the
- * Python frames, then passes the signal on to this handler. Frames print as "library(symbol+offset) [address]"; one printed as
- * "library(+OFFSET)" (no exported symbol) resolves, in a library built with -g, with
+ * Python frames, then passes the signal on to this handler. Frames print as
+ * "library(symbol+offset) [address]"; one printed as "library(+OFFSET)" (no exported
+ * symbol) resolves, in a library built with -g, with
  *   addr2line -f -C -i -e LIBRARY OFFSET
  * The handler then restores the default action and re-raises, so the exit status
  * is the signal's as before. */
