@@ -61,6 +61,7 @@ fuzz: system-deps
 lint: setup
 	$(VENV)/bin/ruff check python tests bench scripts setup.py
 	$(VENV)/bin/ruff format --check python tests bench scripts setup.py
+	cc -fsyntax-only -Wall -Wextra -Werror scripts/segv_backtrace.c
 
 pytest: build system-deps
 	$(PY) -m pytest -q
