@@ -9,8 +9,8 @@
 #   coco serve pictures scaling   dataset and server benchmarks, the speed plot, the
 #                                 dataset job under torchrun with 1..all GPUs
 #                                 (SCALE_IMAGES images, default 2000)
-#   oomcrash                      (not in the default) a native backtrace of the crash of
-#                                 a batch larger than the device (see bench/RESULTS.md)
+#   oomcrash                      a batch larger than the device must raise, not crash;
+#                                 a crash prints its native frames (see bench/RESULTS.md)
 #
 #   device run:  bash scripts/gpu_check.sh            (carry: data, .gtest)
 #   device run:  STEPS="build robust coco" bash scripts/gpu_check.sh
@@ -27,7 +27,7 @@ export TORCHGRABCUT_GRABCUT50=$PWD/data/grabcut50
 OUT=${OUT:-/tmp/gpu_out}
 LOGS=/tmp/gpu_logs
 mkdir -p "$OUT" "$LOGS"
-STEPS=${STEPS:-build cmake sanitize pytest cppbench bench robust coco serve pictures scaling}
+STEPS=${STEPS:-build cmake sanitize pytest cppbench bench robust coco serve pictures scaling oomcrash}
 status=0
 started=$SECONDS
 bundle_logs() { tar czf "$OUT/logs.tgz" -C /tmp gpu_logs 2>/dev/null || true; }
@@ -164,7 +164,9 @@ except torch.OutOfMemoryError as e:
     print("raised torch.OutOfMemoryError:", str(e)[:300])
 print("next call:", int(grabcut(img[0], box=(64, 64, 448, 448)).sum()))
 ' > "$LOGS/oomcrash.log" 2>&1
-  echo "exit $?"
+  rc=$?
+  [[ $rc -eq 0 ]] || status=1
+  echo "exit $rc"
   grep -v "^/lib\|libpython\|python3\.[0-9]*(" "$LOGS/oomcrash.log" | head -40
   lib=$(ls python/torchgrabcut/_C*.so)
   for off in $(sed -n 's/.*_C[^(]*(+\(0x[0-9a-f]*\)).*/\1/p' "$LOGS/oomcrash.log"); do
