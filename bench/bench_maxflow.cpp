@@ -16,28 +16,14 @@
 #include <random>
 #include <vector>
 
+#include "common/grid_graph.h"
 #include "core/maxflow.h"
 
 namespace {
 
-constexpr int kForwardDy[4] = {0, 1, 1, 1};
-constexpr int kForwardDx[4] = {1, 1, 0, -1};
-
-struct Graph {
-  int height = 0;
-  int width = 0;
-  std::vector<std::int32_t> terminal;
-  std::array<std::vector<std::int32_t>, 4> nlink;
-
-  grabcut::GridGraphView view() const {
-    grabcut::GridGraphView v;
-    v.height = height;
-    v.width = width;
-    v.terminal = terminal.data();
-    for (int d = 0; d < 4; ++d) v.nlink[d] = nlink[d].data();
-    return v;
-  }
-};
+using grabcut::testing::kForwardDx;
+using grabcut::testing::kForwardDy;
+using Graph = grabcut::testing::HostGridGraph;
 
 // noise_sigma is the t-link noise in energy units: larger means a harder cut.
 Graph make_grabcut_graph(int h, int w, double noise_sigma, std::uint64_t seed) {
@@ -103,11 +89,7 @@ Graph make_grabcut_graph(int h, int w, double noise_sigma, std::uint64_t seed) {
   constexpr double kScale = 256.0;
   const double lambda = 9.0 * kGamma;
 
-  Graph g;
-  g.height = h;
-  g.width = w;
-  g.terminal.assign(n, 0);
-  for (auto& v : g.nlink) v.assign(n, 0);
+  Graph g(h, w);
   for (int y = 0; y < h; ++y) {
     for (int x = 0; x < w; ++x) {
       const std::size_t i = static_cast<std::size_t>(y) * w + x;

@@ -20,54 +20,25 @@
 #include <string>
 #include <vector>
 
+#include "common/grid_graph.h"
 #include "core/maxflow.h"
 #include "cuda/check.h"
 #include "cuda/maxflow_cuda.h"
-
-namespace grabcut::cuda::detail {
-struct MaxflowStats {
-  unsigned long long global_relabels = 0;
-  unsigned long long bfs_sweeps = 0;
-  unsigned long long push_sweeps = 0;
-  unsigned long long bfs_tiles = 0;
-  unsigned long long push_tiles = 0;
-  unsigned long long grid_blocks = 0;
-};
-void maxflow_set_tuning(int push_sweeps, int local_rounds);
-MaxflowStats maxflow_read_stats(const void* workspace, cudaStream_t stream);
-}  // namespace grabcut::cuda::detail
+#include "cuda/maxflow_stats.h"
 
 namespace {
 
 using grabcut::cuda::GridDesc;
 
-constexpr int kFwdDy[4] = {0, 1, 1, 1};
-constexpr int kFwdDx[4] = {1, 1, 0, -1};
-
-struct HostGraph {
-  int height = 0;
-  int width = 0;
-  std::vector<std::int32_t> terminal;
-  std::array<std::vector<std::int32_t>, 4> nlink;
-  grabcut::GridGraphView view() const {
-    grabcut::GridGraphView v;
-    v.height = height;
-    v.width = width;
-    v.terminal = terminal.data();
-    for (int d = 0; d < 4; ++d) v.nlink[d] = nlink[d].data();
-    return v;
-  }
-};
+using grabcut::testing::kForwardDx;
+using grabcut::testing::kForwardDy;
+using HostGraph = grabcut::testing::HostGridGraph;
 
 // Smooth random colour field -> n-links 256*50*exp(-beta d^2) (diagonals / sqrt 2);
 // terminals: a smooth score plus noise, hard background border.
 HostGraph grabcut_graph(int h, int w, unsigned seed) {
-  HostGraph g;
-  g.height = h;
-  g.width = w;
-  const std::size_t n = static_cast<std::size_t>(h) * w;
-  g.terminal.assign(n, 0);
-  for (auto& v : g.nlink) v.assign(n, 0);
+  HostGraph g(h, w);
+  const std::size_t n = g.size();
   std::mt19937 rng(seed);
   std::uniform_real_distribution<float> uni(0.0f, 1.0f);
   std::normal_distribution<float> gauss(0.0f, 1.0f);
@@ -105,8 +76,8 @@ HostGraph grabcut_graph(int h, int w, unsigned seed) {
   for (int y = 0; y < h; ++y) {
     for (int x = 0; x < w; ++x) {
       for (int d = 0; d < 4; ++d) {
-        const int ny = y + kFwdDy[d];
-        const int nx = x + kFwdDx[d];
+        const int ny = y + kForwardDy[d];
+        const int nx = x + kForwardDx[d];
         if (ny >= h || nx < 0 || nx >= w) continue;
         sum += dist2(static_cast<std::size_t>(y) * w + x, static_cast<std::size_t>(ny) * w + nx);
         ++cnt;
@@ -119,8 +90,8 @@ HostGraph grabcut_graph(int h, int w, unsigned seed) {
     for (int x = 0; x < w; ++x) {
       const std::size_t i = static_cast<std::size_t>(y) * w + x;
       for (int d = 0; d < 4; ++d) {
-        const int ny = y + kFwdDy[d];
-        const int nx = x + kFwdDx[d];
+        const int ny = y + kForwardDy[d];
+        const int nx = x + kForwardDx[d];
         if (ny >= h || nx < 0 || nx >= w) continue;
         double v = 256.0 * 50.0 * std::exp(-beta * dist2(i, static_cast<std::size_t>(ny) * w + nx));
         if (d == 1 || d == 3) v /= std::sqrt(2.0);

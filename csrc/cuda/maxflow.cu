@@ -65,27 +65,9 @@
 
 #include "cuda/check.h"
 #include "cuda/maxflow_cuda.h"
+#include "cuda/maxflow_stats.h"
 
 namespace grabcut::cuda {
-namespace detail {
-
-// Counters the solver leaves in the workspace header (for tests and benchmarks).
-struct MaxflowStats {
-  unsigned long long global_relabels = 0;  // BFS runs (outer iterations)
-  unsigned long long bfs_sweeps = 0;       // grid-wide BFS sweeps
-  unsigned long long push_sweeps = 0;      // grid-wide push-relabel sweeps
-  unsigned long long bfs_tiles = 0;        // tile visits in BFS sweeps
-  unsigned long long push_tiles = 0;       // tile visits that did push-relabel work
-  unsigned long long grid_blocks = 0;      // blocks of the persistent kernel
-};
-
-// Tuning knobs (process-wide; defaults below). For benchmarks only.
-void maxflow_set_tuning(int push_sweeps, int local_rounds);
-// Copies the counters of the last solve on `stream` (synchronises that stream).
-MaxflowStats maxflow_read_stats(const void* workspace, cudaStream_t stream);
-
-}  // namespace detail
-
 namespace {
 
 namespace cg = cooperative_groups;

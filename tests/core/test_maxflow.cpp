@@ -16,6 +16,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/grid_graph.h"
 #include "core/maxflow.h"
 
 namespace {
@@ -23,50 +24,10 @@ namespace {
 using grabcut::GridGraphView;
 using grabcut::GridMaxflowSolver;
 
-// (dy, dx) of the forward n-links kRight, kDownRight, kDown, kDownLeft.
-constexpr int kForwardDy[4] = {0, 1, 1, 1};
-constexpr int kForwardDx[4] = {1, 1, 0, -1};
-
-struct TestGraph {
-  int height = 0;
-  int width = 0;
-  std::vector<std::int32_t> terminal;
-  std::array<std::vector<std::int32_t>, 4> nlink;
-
-  TestGraph(int h, int w) : height(h), width(w) {
-    const std::size_t n = static_cast<std::size_t>(h) * static_cast<std::size_t>(w);
-    terminal.assign(n, 0);
-    for (auto& v : nlink) v.assign(n, 0);
-  }
-  std::size_t size() const { return terminal.size(); }
-  bool has_neighbour(int y, int x, int d) const {
-    const int ny = y + kForwardDy[d];
-    const int nx = x + kForwardDx[d];
-    return ny < height && nx >= 0 && nx < width;
-  }
-  GridGraphView view() const {
-    GridGraphView v;
-    v.height = height;
-    v.width = width;
-    v.terminal = terminal.data();
-    for (int d = 0; d < 4; ++d) v.nlink[d] = nlink[d].data();
-    return v;
-  }
-};
-
-// Sets every in-grid n-link by calling f(d) (diagonals only if eight_connected).
-template <typename F>
-void set_nlinks(TestGraph& g, bool eight_connected, F&& f) {
-  for (int y = 0; y < g.height; ++y) {
-    for (int x = 0; x < g.width; ++x) {
-      const std::size_t i = static_cast<std::size_t>(y) * g.width + x;
-      for (int d = 0; d < 4; ++d) {
-        const bool diagonal = d == 1 || d == 3;
-        if (g.has_neighbour(y, x, d) && (eight_connected || !diagonal)) g.nlink[d][i] = f(d);
-      }
-    }
-  }
-}
+using grabcut::testing::kForwardDx;
+using grabcut::testing::kForwardDy;
+using grabcut::testing::set_nlinks;
+using TestGraph = grabcut::testing::HostGridGraph;
 
 // ---------------------------------------------------------------------------
 // Reference: Dinic's algorithm on an explicit graph, int64 capacities.
@@ -276,7 +237,7 @@ TestGraph random_graph(int h, int w, Regime regime, bool eight_connected, std::u
     case Regime::kSparseTerminals: nmax = 100; tmax = 5000; break;
     case Regime::kZeroHeavy: nmax = 30; tmax = 30; break;
   }
-  set_nlinks(g, eight_connected, [&](int) {
+  set_nlinks(g, eight_connected, [&](int, int, int) {
     if (regime == Regime::kZeroHeavy && chance(0.5)) return std::int32_t{0};
     return uniform(0, nmax);
   });
@@ -520,7 +481,7 @@ TEST(Maxflow, CheckerboardTerminals) {
     for (std::int32_t nl : {0, 1, 5, 1000, 1 << 20}) {
       for (auto [h, w] : {std::pair{1, 16}, std::pair{16, 1}, std::pair{8, 8}, std::pair{31, 33}}) {
         TestGraph g(h, w);
-        set_nlinks(g, eight, [&](int) { return nl; });
+        set_nlinks(g, eight, [&](int, int, int) { return nl; });
         for (int y = 0; y < h; ++y) {
           for (int x = 0; x < w; ++x) g.terminal[static_cast<std::size_t>(y) * w + x] = (x + y) % 2 ? 100 : -100;
         }
@@ -538,7 +499,7 @@ TEST(Maxflow, HugeCapacities) {
   // Terminals at the int32 extremes, n-links at the maximum or 2^20.
   TestGraph g(40, 41);
   std::mt19937_64 rng(99);
-  set_nlinks(g, true, [&](int) { return rng() % 2 ? kMaxNlink : std::int32_t{1} << 20; });
+  set_nlinks(g, true, [&](int, int, int) { return rng() % 2 ? kMaxNlink : std::int32_t{1} << 20; });
   for (auto& t : g.terminal) {
     const auto r = rng() % 4;
     t = r == 0 ? kInt32Max : r == 1 ? kInt32Min : (r == 2 ? (1 << 30) : -(1 << 30));
@@ -546,7 +507,7 @@ TEST(Maxflow, HugeCapacities) {
   expect_matches_reference(g, "extreme terminals");
   // A flow far beyond int32: source and sink columns alternate.
   TestGraph big(64, 64);
-  set_nlinks(big, true, [&](int) { return kMaxNlink; });
+  set_nlinks(big, true, [&](int, int, int) { return kMaxNlink; });
   for (std::size_t i = 0; i < big.size(); ++i) big.terminal[i] = i % 2 ? (1 << 30) : -(1 << 30);
   SolveResult r = solve_fresh(big);
   EXPECT_EQ(r.flow, std::int64_t{2048} << 30);
@@ -554,7 +515,7 @@ TEST(Maxflow, HugeCapacities) {
   expect_matches_reference(big, "alternating columns");
   // Every pixel at +-2^30 with n-links 2^20, in a checkerboard.
   TestGraph board(50, 51);
-  set_nlinks(board, true, [](int) { return std::int32_t{1} << 20; });
+  set_nlinks(board, true, [](int, int, int) { return std::int32_t{1} << 20; });
   for (int y = 0; y < board.height; ++y) {
     for (int x = 0; x < board.width; ++x) {
       board.terminal[static_cast<std::size_t>(y) * board.width + x] = (x + y) % 2 ? (1 << 30) : -(1 << 30);

@@ -16,21 +16,11 @@
 #include <utility>
 #include <vector>
 
+#include "common/grid_graph.h"
 #include "core/maxflow.h"
 #include "cuda/check.h"
 #include "cuda/maxflow_cuda.h"
-
-namespace grabcut::cuda::detail {
-struct MaxflowStats {
-  unsigned long long global_relabels = 0;
-  unsigned long long bfs_sweeps = 0;
-  unsigned long long push_sweeps = 0;
-  unsigned long long bfs_tiles = 0;
-  unsigned long long push_tiles = 0;
-  unsigned long long grid_blocks = 0;
-};
-MaxflowStats maxflow_read_stats(const void* workspace, cudaStream_t stream);
-}  // namespace grabcut::cuda::detail
+#include "cuda/maxflow_stats.h"
 
 namespace {
 
@@ -39,47 +29,10 @@ using grabcut::GridMaxflowSolver;
 using grabcut::cuda::BatchedGridGraph;
 using grabcut::cuda::GridDesc;
 
-constexpr int kFwdDy[4] = {0, 1, 1, 1};
-constexpr int kFwdDx[4] = {1, 1, 0, -1};
-
-struct HostGraph {
-  int height = 0;
-  int width = 0;
-  std::vector<std::int32_t> terminal;
-  std::array<std::vector<std::int32_t>, 4> nlink;
-  HostGraph(int h, int w) : height(h), width(w) {
-    const std::size_t n = static_cast<std::size_t>(h) * static_cast<std::size_t>(w);
-    terminal.assign(n, 0);
-    for (auto& v : nlink) v.assign(n, 0);
-  }
-  std::size_t size() const { return terminal.size(); }
-  bool has(int y, int x, int d) const {
-    const int ny = y + kFwdDy[d];
-    const int nx = x + kFwdDx[d];
-    return ny < height && nx >= 0 && nx < width;
-  }
-  GridGraphView view() const {
-    GridGraphView v;
-    v.height = height;
-    v.width = width;
-    v.terminal = terminal.data();
-    for (int d = 0; d < 4; ++d) v.nlink[d] = nlink[d].data();
-    return v;
-  }
-};
-
-template <typename F>
-void set_nlinks(HostGraph& g, bool eight, F&& f) {
-  for (int y = 0; y < g.height; ++y) {
-    for (int x = 0; x < g.width; ++x) {
-      const std::size_t i = static_cast<std::size_t>(y) * g.width + x;
-      for (int d = 0; d < 4; ++d) {
-        const bool diag = d == 1 || d == 3;
-        if (g.has(y, x, d) && (eight || !diag)) g.nlink[d][i] = f(y, x, d);
-      }
-    }
-  }
-}
+using grabcut::testing::set_nlinks;
+using HostGraph = grabcut::testing::HostGridGraph;
+using grabcut::testing::kForwardDx;
+using grabcut::testing::kForwardDy;
 
 HostGraph random_graph(int h, int w, bool eight, std::int32_t cap_max, std::int32_t term_max, unsigned seed) {
   HostGraph g(h, w);
@@ -134,9 +87,9 @@ HostGraph grabcut_graph(int h, int w, unsigned seed, double noise = 4.0) {
   for (int y = 0; y < h; ++y) {
     for (int x = 0; x < w; ++x) {
       for (int d = 0; d < 4; ++d) {
-        if (!g.has(y, x, d)) continue;
+        if (!g.has_neighbour(y, x, d)) continue;
         const std::size_t i = static_cast<std::size_t>(y) * w + x;
-        const std::size_t j = static_cast<std::size_t>(y + kFwdDy[d]) * w + (x + kFwdDx[d]);
+        const std::size_t j = static_cast<std::size_t>(y + kForwardDy[d]) * w + (x + kForwardDx[d]);
         sum += dist2(i, j);
         ++cnt;
       }
@@ -145,7 +98,7 @@ HostGraph grabcut_graph(int h, int w, unsigned seed, double noise = 4.0) {
   const double beta = (cnt > 0 && sum > 0) ? 1.0 / (2.0 * sum / static_cast<double>(cnt)) : 0.0;
   set_nlinks(g, true, [&](int y, int x, int d) {
     const std::size_t i = static_cast<std::size_t>(y) * w + x;
-    const std::size_t j = static_cast<std::size_t>(y + kFwdDy[d]) * w + (x + kFwdDx[d]);
+    const std::size_t j = static_cast<std::size_t>(y + kForwardDy[d]) * w + (x + kForwardDx[d]);
     double v = 256.0 * 50.0 * std::exp(-beta * dist2(i, j));
     if (d == 1 || d == 3) v /= std::sqrt(2.0);
     return static_cast<std::int32_t>(std::lround(v));
@@ -380,8 +333,8 @@ TEST(MaxflowCuda, SerpentineCorridor) {
     HostGraph g(size, size);
     auto open = [&](int y, int x) { return (y % 4 != 3) || (((y / 4) % 2 == 0) ? x == size - 1 : x == 0); };
     set_nlinks(g, false, [&](int y, int x, int d) {
-      const int ny = y + kFwdDy[d];
-      const int nx = x + kFwdDx[d];
+      const int ny = y + kForwardDy[d];
+      const int nx = x + kForwardDx[d];
       return open(y, x) && open(ny, nx) ? 50 : 0;
     });
     g.terminal[0] = 1000;

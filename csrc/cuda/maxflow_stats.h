@@ -1,0 +1,25 @@
+// The GPU max-flow's counters and tuning knobs, for tests and benchmarks only (not
+// part of the library's interface; see cuda/maxflow.cu for what the counters count).
+#pragma once
+
+#include <cuda_runtime.h>
+
+namespace grabcut::cuda::detail {
+
+// Counters the solver leaves in the workspace header.
+struct MaxflowStats {
+  unsigned long long global_relabels = 0;  // BFS runs (outer iterations)
+  unsigned long long bfs_sweeps = 0;       // grid-wide BFS sweeps
+  unsigned long long push_sweeps = 0;      // grid-wide push-relabel sweeps
+  unsigned long long bfs_tiles = 0;        // tile visits in BFS sweeps
+  unsigned long long push_tiles = 0;       // tile visits that did push-relabel work
+  unsigned long long grid_blocks = 0;      // blocks of the persistent kernel
+};
+
+// Process-wide push sweeps between global relabels and push-relabel rounds per tile
+// visit (defaults 8 and 24).
+void maxflow_set_tuning(int push_sweeps, int local_rounds);
+// Copies the counters of the last solve on `stream` (synchronises that stream).
+MaxflowStats maxflow_read_stats(const void* workspace, cudaStream_t stream);
+
+}  // namespace grabcut::cuda::detail
