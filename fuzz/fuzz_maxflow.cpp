@@ -19,6 +19,7 @@
 #include <stdexcept>
 #include <vector>
 
+#include "common/grid_graph.h"
 #include "core/maxflow.h"
 #include "fuzz_common.h"
 
@@ -28,29 +29,11 @@ using fuzz::Reader;
 using fuzz::Stream;
 
 constexpr std::int32_t kMaxNlink = (std::int32_t{1} << 30) - 1;
-constexpr int kDy[4] = {0, 1, 1, 1};
-constexpr int kDx[4] = {1, 1, 0, -1};
+using grabcut::testing::kForwardDx;
+using grabcut::testing::kForwardDy;
 
-struct Graph {
-  int h = 0;
-  int w = 0;
-  std::vector<std::int32_t> terminal;
-  std::vector<std::int32_t> nlink[4];
+struct Graph : grabcut::testing::HostGridGraph {
   bool valid = true;  // every in-grid n-link in [0, 2^30 - 1]
-
-  grabcut::GridGraphView view() const {
-    grabcut::GridGraphView v;
-    v.height = h;
-    v.width = w;
-    v.terminal = terminal.data();
-    for (int d = 0; d < 4; ++d) v.nlink[d] = nlink[d].data();
-    return v;
-  }
-  bool in_grid(int y, int x, int d) const {
-    const int ny = y + kDy[d];
-    const int nx = x + kDx[d];
-    return ny < h && nx >= 0 && nx < w;
-  }
 };
 
 // Values come from the input while it lasts, then from a stream seeded by it, so
@@ -117,8 +100,8 @@ std::int32_t make_nlink(int style, Source& src) {
 Graph make_graph(Reader& in, int max_pixels) {
   Graph g;
   const fuzz::Size size = fuzz::read_size(in, max_pixels);
-  g.h = size.h;
-  g.w = size.w;
+  g.height = size.h;
+  g.width = size.w;
   const int term_style = in.u8() % 5;
   const int nlink_style = in.u8() % 5;
   const std::uint8_t off_grid = in.u8();  // what the ignored entries hold
@@ -127,12 +110,12 @@ Graph make_graph(Reader& in, int max_pixels) {
   const std::size_t n = static_cast<std::size_t>(size.n());
   g.terminal.resize(n);
   for (auto& a : g.nlink) a.resize(n);
-  for (int y = 0; y < g.h; ++y) {
-    for (int x = 0; x < g.w; ++x) {
-      const std::size_t p = static_cast<std::size_t>(y) * static_cast<std::size_t>(g.w) + static_cast<std::size_t>(x);
+  for (int y = 0; y < g.height; ++y) {
+    for (int x = 0; x < g.width; ++x) {
+      const std::size_t p = static_cast<std::size_t>(y) * static_cast<std::size_t>(g.width) + static_cast<std::size_t>(x);
       g.terminal[p] = make_terminal(term_style, src);
       for (int d = 0; d < 4; ++d) {
-        if (g.in_grid(y, x, d)) {
+        if (g.has_neighbour(y, x, d)) {
           g.nlink[d][p] = make_nlink(nlink_style, src);
         } else {
           g.nlink[d][p] = (off_grid & 1U) != 0 ? as_i32(src.u32()) : 0;  // garbage must be ignored
@@ -143,9 +126,9 @@ Graph make_graph(Reader& in, int max_pixels) {
   if (invalid % 16 == 0 && n > 0) {
     const std::size_t p = src.u32() % n;
     const int d = static_cast<int>(src.u8() % 4);
-    const int y = static_cast<int>(p / static_cast<std::size_t>(g.w));
-    const int x = static_cast<int>(p % static_cast<std::size_t>(g.w));
-    if (g.in_grid(y, x, d)) {
+    const int y = static_cast<int>(p / static_cast<std::size_t>(g.width));
+    const int x = static_cast<int>(p % static_cast<std::size_t>(g.width));
+    if (g.has_neighbour(y, x, d)) {
       constexpr std::int32_t kBad[] = {-1, std::numeric_limits<std::int32_t>::min(), kMaxNlink + 1,
                                        std::numeric_limits<std::int32_t>::max()};
       g.nlink[d][p] = kBad[src.u8() % 4];
@@ -158,16 +141,16 @@ Graph make_graph(Reader& in, int max_pixels) {
 // The capacity of a cut, summed here independently of core::cut_capacity.
 std::int64_t cut_value(const Graph& g, const std::vector<std::uint8_t>& side) {
   std::int64_t total = 0;
-  for (int y = 0; y < g.h; ++y) {
-    for (int x = 0; x < g.w; ++x) {
-      const std::size_t p = static_cast<std::size_t>(y) * static_cast<std::size_t>(g.w) + static_cast<std::size_t>(x);
+  for (int y = 0; y < g.height; ++y) {
+    for (int x = 0; x < g.width; ++x) {
+      const std::size_t p = static_cast<std::size_t>(y) * static_cast<std::size_t>(g.width) + static_cast<std::size_t>(x);
       const std::int64_t t = g.terminal[p];
       if (side[p] != 0 && t < 0) total += -t;
       if (side[p] == 0 && t > 0) total += t;
       for (int d = 0; d < 4; ++d) {
-        if (!g.in_grid(y, x, d)) continue;
+        if (!g.has_neighbour(y, x, d)) continue;
         const std::size_t q =
-            static_cast<std::size_t>(y + kDy[d]) * static_cast<std::size_t>(g.w) + static_cast<std::size_t>(x + kDx[d]);
+            static_cast<std::size_t>(y + kForwardDy[d]) * static_cast<std::size_t>(g.width) + static_cast<std::size_t>(x + kForwardDx[d]);
         // Undirected: the n-link counts once whichever side is the source's.
         if (side[p] != side[q]) total += g.nlink[d][p];
       }
@@ -184,14 +167,14 @@ struct Result {
 // One solve (cold or warm); checks that invalid graphs throw and valid ones do not.
 // Returns false if it threw (as expected).
 bool run_solver(grabcut::GridMaxflowSolver& solver, const Graph& g, bool warm, Result& out) {
-  out.cut.assign(static_cast<std::size_t>(g.h) * static_cast<std::size_t>(g.w), 0xAB);
+  out.cut.assign(static_cast<std::size_t>(g.height) * static_cast<std::size_t>(g.width), 0xAB);
   try {
     out.value = warm ? solver.solve_warm(g.view(), out.cut.data()) : solver.solve(g.view(), out.cut.data());
   } catch (const std::invalid_argument&) {
     FUZZ_CHECK(!g.valid);
     return false;
   }
-  FUZZ_CHECK(g.valid || g.h == 0 || g.w == 0);
+  FUZZ_CHECK(g.valid || g.height == 0 || g.width == 0);
   return true;
 }
 
@@ -202,7 +185,7 @@ constexpr std::size_t kMaxReferenceNodes = 1024;
 // The expected result: Dinic's flow and canonical cut, or for large graphs a fresh
 // solver's serial cold solve.
 fuzz::ReferenceCut reference(const Graph& g) {
-  if (g.h == 0 || g.w == 0) return {};
+  if (g.height == 0 || g.width == 0) return {};
   if (g.terminal.size() > kMaxReferenceNodes) {
     grabcut::GridMaxflowSolver fresh;
     fresh.set_num_threads(1);
@@ -212,12 +195,12 @@ fuzz::ReferenceCut reference(const Graph& g) {
     return r;
   }
   const std::int32_t* nl[4] = {g.nlink[0].data(), g.nlink[1].data(), g.nlink[2].data(), g.nlink[3].data()};
-  return fuzz::reference_cut(g.h, g.w, g.terminal.data(), nl);
+  return fuzz::reference_cut(g.height, g.width, g.terminal.data(), nl);
 }
 
 // Everything a correct solve must satisfy, against the reference.
 void check_result(const Graph& g, const Result& r, const fuzz::ReferenceCut& ref) {
-  if (g.h == 0 || g.w == 0) {
+  if (g.height == 0 || g.width == 0) {
     FUZZ_CHECK(r.value == 0);
     return;
   }
@@ -229,12 +212,12 @@ void check_result(const Graph& g, const Result& r, const fuzz::ReferenceCut& ref
 }
 
 void make_valid(Graph& g) {
-  for (int y = 0; y < g.h; ++y)
-    for (int x = 0; x < g.w; ++x)
+  for (int y = 0; y < g.height; ++y)
+    for (int x = 0; x < g.width; ++x)
       for (int d = 0; d < 4; ++d) {
         std::int32_t& c =
-            g.nlink[d][static_cast<std::size_t>(y) * static_cast<std::size_t>(g.w) + static_cast<std::size_t>(x)];
-        if (g.in_grid(y, x, d) && (c < 0 || c > kMaxNlink)) c = 7;
+            g.nlink[d][static_cast<std::size_t>(y) * static_cast<std::size_t>(g.width) + static_cast<std::size_t>(x)];
+        if (g.has_neighbour(y, x, d) && (c < 0 || c > kMaxNlink)) c = 7;
       }
   g.valid = true;
 }
@@ -289,9 +272,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     } else if (what < 7 && n > 0) {
       const std::size_t p = src.u32() % n;
       const int d = static_cast<int>(src.u8() % 4);
-      const int y = static_cast<int>(p / static_cast<std::size_t>(g.w));
-      const int x = static_cast<int>(p % static_cast<std::size_t>(g.w));
-      if (g.in_grid(y, x, d)) g.nlink[d][p] = make_nlink(4, src);
+      const int y = static_cast<int>(p / static_cast<std::size_t>(g.width));
+      const int x = static_cast<int>(p % static_cast<std::size_t>(g.width));
+      if (g.has_neighbour(y, x, d)) g.nlink[d][p] = make_nlink(4, src);
     } else {
       g = make_graph(in, 256);
     }
