@@ -17,6 +17,7 @@ from __future__ import annotations
 import glob
 import os
 import shutil
+import sys
 
 from setuptools import find_packages, setup
 from torch.utils.cpp_extension import BuildExtension, CppExtension, CUDAExtension
@@ -51,6 +52,11 @@ def extension():  # type: ignore[no-untyped-def]
     # Our own code builds warning-free; -Wno-unused-parameter keeps torch's headers quiet.
     cxx = ["-O3", "-std=c++17", "-fopenmp", "-Wall", "-Wextra", "-Werror", "-Wno-unused-parameter"]
     include_dirs = [os.path.join(ROOT, "csrc")]
+    # Some toolchains link libstdc++ statically into shared objects. Its symbols must
+    # then stay private to _C: exported, they interleave with the libstdc++ that torch
+    # loaded, and formatting a number into an error message crashed (a segfault on the
+    # GPU machine's g++ 13 instead of the exception; bench/RESULTS.md, v0.4).
+    link = ["-fopenmp"] + (["-Wl,--exclude-libs,ALL"] if sys.platform.startswith("linux") else [])
     if want_cuda():
         os.environ.setdefault("TORCH_CUDA_ARCH_LIST", "9.0")
         print(f"torchgrabcut: building CPU + CUDA kernels (TORCH_CUDA_ARCH_LIST={os.environ['TORCH_CUDA_ARCH_LIST']})")
@@ -69,7 +75,7 @@ def extension():  # type: ignore[no-untyped-def]
             sources,
             include_dirs=include_dirs,
             extra_compile_args={"cxx": cxx, "nvcc": nvcc},
-            extra_link_args=["-fopenmp"],
+            extra_link_args=link,
         )
     print("torchgrabcut: building CPU kernels only")
     return CppExtension(
@@ -77,7 +83,7 @@ def extension():  # type: ignore[no-untyped-def]
         sources,
         include_dirs=include_dirs,
         extra_compile_args={"cxx": cxx},
-        extra_link_args=["-fopenmp"],
+        extra_link_args=link,
     )
 
 

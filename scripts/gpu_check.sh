@@ -102,6 +102,12 @@ if [[ " $STEPS " == *" robust "* ]]; then
   step "pytest on CUDA: robustness, limits, dataset job (1-process NCCL torchrun), server, CLI"
   # A crash prints native frames too (scripts/segv_backtrace.c; Python's faulthandler chains to it).
   cc -shared -fPIC -O1 -g -o /tmp/segv_backtrace.so scripts/segv_backtrace.c
+  # The error messages of the C++ checks and the extension's exported symbols (a copy of
+  # libstdc++ linked into _C must stay private: this machine's g++ links it statically).
+  timeout 120 python3 -m pytest -q -p no:cacheprovider tests/python/test_bad_input.py \
+    tests/python/test_packaging.py tests/python/test_limits.py -k "not wheel" > "$LOGS/messages.log" 2>&1
+  [[ $? -eq 0 ]] || status=1
+  echo "C++ error messages and exported symbols: $(tail -1 "$LOGS/messages.log")"
   LD_PRELOAD=/tmp/segv_backtrace.so timeout 400 python3 -m pytest -q -p no:cacheprovider -m cuda -s \
     tests/python/test_robustness.py \
     tests/python/test_limits.py tests/python/test_coco.py tests/python/test_server.py tests/python/test_cli.py \

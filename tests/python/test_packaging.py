@@ -8,10 +8,13 @@ an editable install (what the other tests run) would not notice.
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import zipfile
 from pathlib import Path
+
+import pytest
 
 from conftest import ROOT
 
@@ -54,3 +57,22 @@ def test_the_wheel_holds_every_module_and_data_file(tmp_path: Path) -> None:
         assert needed in names
     entry_points = next(n for n in names if n.endswith("entry_points.txt"))
     assert "torchgrabcut = torchgrabcut.cli:main" in zipfile.ZipFile(wheel).read(entry_points).decode()
+
+
+@pytest.mark.skipif(shutil.which("nm") is None or not sys.platform.startswith("linux"), reason="needs binutils' nm")
+def test_the_extension_exports_no_copy_of_the_cxx_runtime() -> None:
+    """A libstdc++ linked statically into _C must stay private (setup.py: --exclude-libs).
+
+    Exported, its stream code mixed with the libstdc++ that torch loaded, and every
+    error message with a number in it crashed the process (seen with the GPU machine's
+    g++). std::ostream::_M_insert<long> is defined by libstdc++ itself, never by user
+    code (an extern template), so it is exported only when the runtime was copied in.
+    """
+    import torchgrabcut._C as ext
+
+    proc = subprocess.run(
+        ["nm", "-D", "--defined-only", str(ext.__file__)], capture_output=True, text=True, timeout=60, check=True
+    )
+    exported = {line.split()[-1] for line in proc.stdout.splitlines() if line.strip()}
+    runtime = {name for name in exported if name.startswith(("_ZNSo9_M_insert", "_ZNSt6locale", "_ZNSt8ios_base"))}
+    assert not runtime, sorted(runtime)[:5]
