@@ -16,7 +16,7 @@
 //                      to its neighbour; residual p->q = c - f, q->p = c + f, both in
 //                      [0, 2c], held as uint32 (c <= 2^31 - 1).
 //   old_term[p] int32  the terminal of the last solve (for warm starts).
-// That is 32 bytes per pixel, plus 12 bytes per 32x8 tile and 32 bytes per graph.
+// That is 32 bytes per pixel, plus 12 bytes per 32x16 tile and 32 bytes per graph.
 //
 // Why this representation is a valid preflow of an equivalent graph: splitting the
 // net terminal t into source capacity s + D and sink capacity k + D (s - k = t) with
@@ -28,7 +28,7 @@
 // Phases (each ends with a grid-wide barrier):
 //  * init: cold: flow = 0, excess = t; warm: excess += t - old_term. old_term = t.
 //  * global relabel: exact BFS distance to the sink over residual arcs (pixels with
-//    excess < 0 are at distance 0), computed as a Bellman-Ford fixpoint: each 32x8
+//    excess < 0 are at distance 0), computed as a Bellman-Ford fixpoint: each 32x16
 //    tile relaxes in shared memory until it is locally stable, and a tile is swept
 //    again only when a neighbouring tile changed; done when a sweep changes nothing.
 //    The fixpoint is exact (every finite label is the length of a real path, and no
@@ -73,7 +73,11 @@ namespace {
 namespace cg = cooperative_groups;
 
 constexpr int kTileW = 32;
-constexpr int kTileH = 8;
+// 32x16 tiles, two blocks per SM (64 registers): of 32x8, 32x16 and 32x32 tiles, the
+// fastest (bench/RESULTS.md, v0.4). A global relabel needs about one sweep per tile
+// its wave crosses, so taller tiles mean fewer grid-wide sweeps.
+constexpr int kTileH = 16;
+constexpr int kMinBlocksPerSm = 2;
 constexpr int kThreads = kTileW * kTileH;
 constexpr int kPadW = kTileW + 2;
 constexpr int kPadH = kTileH + 2;
@@ -567,7 +571,7 @@ __device__ __forceinline__ unsigned int read_counter(const SolverArgs& a, int sw
   return __ldcg(&a.header->counter[sweep % 3]);
 }
 
-__global__ void __launch_bounds__(kThreads) maxflow_kernel(SolverArgs a) {
+__global__ void __launch_bounds__(kThreads, kMinBlocksPerSm) maxflow_kernel(SolverArgs a) {
   __shared__ Shared sh;
   cg::grid_group grid = cg::this_grid();
   const bool leader = blockIdx.x == 0 && threadIdx.x == 0;
