@@ -158,7 +158,7 @@ if [[ " $STEPS " == *" scaling "* ]]; then
   done
 fi
 if [[ " $STEPS " == *" oomcrash "* ]]; then
-  step "native backtrace of the out-of-memory crash (scripts/segv_backtrace.c)"
+  step "a batch larger than the whole device raises OutOfMemoryError (native frames if it crashes)"
   cc -shared -fPIC -O1 -g -o /tmp/segv_backtrace.so scripts/segv_backtrace.c
   PYTHONFAULTHANDLER=1 LD_PRELOAD=/tmp/segv_backtrace.so timeout 120 python3 -c '
 import torch
