@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import csv
 import os
 from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
+
+from torchgrabcut.imageio import write_image
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -72,3 +75,23 @@ def object_image(rng: np.random.Generator, h: int, w: int, box: tuple[int, int, 
 def requires_cuda(fn):  # type: ignore[no-untyped-def]
     """Skip without a GPU; with one, the CUDA kernels must be there (missing ones fail)."""
     return pytest.mark.cuda(pytest.mark.skipif(not has_cuda(), reason="no CUDA GPU")(fn))
+
+
+def write_tiny_dataset(root: Path) -> None:
+    """Two synthetic images with a bright object, its ground truth and an inclusive box."""
+    (root / "images").mkdir(parents=True)
+    (root / "gt").mkdir()
+    rng = np.random.default_rng(5)
+    rows = []
+    for i, (y0, x0) in enumerate([(12, 15), (20, 30)]):
+        img = rng.integers(20, 60, (64, 80, 3)).astype(np.uint8)
+        img[y0 : y0 + 25, x0 : x0 + 30] = (40, 210, 230)
+        gt = np.zeros((64, 80), np.uint8)
+        gt[y0 : y0 + 25, x0 : x0 + 30] = 255
+        write_image(root / "images" / f"im{i}.png", img)
+        write_image(root / "gt" / f"im{i}.png", gt)
+        rows.append([f"im{i}.png", x0 - 5, y0 - 5, x0 + 34, y0 + 29])
+    with (root / "boxes.csv").open("w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["name", "x0", "y0", "x1", "y1"])
+        w.writerows(rows)

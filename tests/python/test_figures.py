@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import csv
 import subprocess
 import sys
 from pathlib import Path
@@ -11,9 +10,10 @@ import numpy as np
 import pytest
 from PIL import Image
 
+from conftest import write_tiny_dataset
 from torchgrabcut.bench import BenchRow
 from torchgrabcut.figures import OUTLINE_BGR, TRUTH_BGR, SheetTile, contact_sheet, outline, speed_plot
-from torchgrabcut.imageio import read_image, write_image
+from torchgrabcut.imageio import read_image
 
 
 def test_outline_is_the_inner_boundary() -> None:
@@ -60,28 +60,8 @@ def test_speed_plot_writes_a_png(tmp_path: Path) -> None:
         assert len(set(np.asarray(im.convert("L")).ravel().tolist())) > 10
 
 
-def _tiny_dataset(root: Path) -> None:
-    """Two synthetic images with a bright object, its ground truth and an inclusive box."""
-    (root / "images").mkdir(parents=True)
-    (root / "gt").mkdir()
-    rng = np.random.default_rng(5)
-    rows = []
-    for i, (y0, x0) in enumerate([(12, 15), (20, 30)]):
-        img = rng.integers(20, 60, (64, 80, 3)).astype(np.uint8)
-        img[y0 : y0 + 25, x0 : x0 + 30] = (40, 210, 230)
-        gt = np.zeros((64, 80), np.uint8)
-        gt[y0 : y0 + 25, x0 : x0 + 30] = 255
-        write_image(root / "images" / f"im{i}.png", img)
-        write_image(root / "gt" / f"im{i}.png", gt)
-        rows.append([f"im{i}.png", x0 - 5, y0 - 5, x0 + 34, y0 + 29])
-    with (root / "boxes.csv").open("w", newline="") as f:
-        w = csv.writer(f)
-        w.writerow(["name", "x0", "y0", "x1", "y1"])
-        w.writerows(rows)
-
-
 def test_cli_eval_sheet_and_bench_plot(tmp_path: Path) -> None:
-    _tiny_dataset(tmp_path / "ds")
+    write_tiny_dataset(tmp_path / "ds")
     cmd = [sys.executable, "-m", "torchgrabcut", "eval", str(tmp_path / "ds"), "--device", "cpu"]
     res = subprocess.run([*cmd, "--sheet", str(tmp_path / "sheet.png")], capture_output=True, text=True, timeout=300)
     assert res.returncode == 0, res.stderr
