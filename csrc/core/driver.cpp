@@ -7,6 +7,7 @@
 
 #include "core/energy.h"
 #include "core/gmm.h"
+#include "core/graph_region.h"
 #include "core/maxflow.h"
 
 namespace grabcut {
@@ -80,11 +81,9 @@ GrabCutStats grabcut_cpu(const std::uint8_t* image, int height, int width, std::
 
   std::vector<std::int32_t> terminal(static_cast<std::size_t>(n));
   std::vector<std::uint8_t> source_side(static_cast<std::size_t>(n));
-  GridGraphView graph;
-  graph.height = height;
-  graph.width = width;
-  graph.terminal = terminal.data();
-  for (int d = 0; d < kNumForwardDirections; ++d) graph.nlink[d] = nlink[d];
+  // Hard background that no cut can move is left out of the max-flow (with a box,
+  // everything outside it); hard labels and n-links stay, so the region does too.
+  GraphRegion region(mask, height, width, nlink, to_capacity(lambda_of(options.gamma)));
   GridMaxflowSolver solver;
 
   for (int iter = 0; iter < options.max_iter; ++iter) {
@@ -95,7 +94,7 @@ GrabCutStats grabcut_cpu(const std::uint8_t* image, int height, int width, std::
     tlinks_cpu(image, mask, n, k, model, options.gamma, terminal.data());
     // Only the terminals change between iterations: later solves start from the
     // last maximum flow (same canonical cut and flow value as a cold solve).
-    stats.last_flow = iter == 0 ? solver.solve(graph, source_side.data()) : solver.solve_warm(graph, source_side.data());
+    stats.last_flow = region.solve(solver, terminal.data(), /*warm=*/iter > 0, source_side.data());
     bool mask_changed = false;
     for (std::int64_t p = 0; p < n; ++p) {
       if (!is_probable_label(mask[p])) continue;
