@@ -7,12 +7,6 @@
 #include "core/common.h"
 
 namespace grabcut {
-namespace {
-
-constexpr int kDy[kNumForwardDirections] = {0, 1, 1, 1};  // NlinkDirection order
-constexpr int kDx[kNumForwardDirections] = {1, 1, 0, -1};
-
-}  // namespace
 
 GraphRegion::GraphRegion(const std::uint8_t* mask, int height, int width,
                          const std::int32_t* const nlink[kNumForwardDirections],
@@ -32,8 +26,8 @@ GraphRegion::GraphRegion(const std::uint8_t* mask, int height, int width,
         std::int64_t links = 0;
         for (int d = 0; d < kNumForwardDirections; ++d) {
           links += nlink[d][at(y, x)];  // 0 where the neighbour is off the grid
-          const int py = y - kDy[d];
-          const int px = x - kDx[d];
+          const int py = y - kForwardDy[d];
+          const int px = x - kForwardDx[d];
           if (py >= 0 && px >= 0 && px < width) links += nlink[d][at(py, px)];
         }
         merged = links < hard_background_capacity;
@@ -65,13 +59,13 @@ GraphRegion::GraphRegion(const std::uint8_t* mask, int height, int width,
       const std::size_t r = static_cast<std::size_t>(ry) * w_ + rx;
       for (int d = 0; d < kNumForwardDirections; ++d) {
         const std::int32_t forward = nlink[d][at(y, x)];
-        if (inside(y + kDy[d], x + kDx[d])) {
+        if (inside(y + kForwardDy[d], x + kForwardDx[d])) {
           nlink_storage_[d * n + r] = forward;
         } else {
           outside_[r] += forward;  // to a merged pixel (or 0: off the grid)
         }
-        const int py = y - kDy[d];
-        const int px = x - kDx[d];
+        const int py = y - kForwardDy[d];
+        const int px = x - kForwardDx[d];
         if (py >= 0 && px >= 0 && px < width && !inside(py, px)) outside_[r] += nlink[d][at(py, px)];
       }
     }

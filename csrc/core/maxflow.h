@@ -27,6 +27,9 @@ enum NlinkDirection : int {
   kDownLeft = 3,   // (y, x) -- (y + 1, x - 1), diagonal
 };
 constexpr int kNumForwardDirections = 4;
+// (dy, dx) from a pixel to its neighbour along each forward n-link.
+constexpr int kForwardDy[kNumForwardDirections] = {0, 1, 1, 1};
+constexpr int kForwardDx[kNumForwardDirections] = {1, 1, 0, -1};
 
 // A read-only view of a grid graph; arrays are row-major, height * width each.
 // nlink[d][p] is the capacity of the edge from p in direction d; it must be 0 where

@@ -12,9 +12,9 @@
 
 namespace grabcut::testing {
 
-// (dy, dx) of the forward n-links kRight, kDownRight, kDown, kDownLeft.
-constexpr int kForwardDy[4] = {0, 1, 1, 1};
-constexpr int kForwardDx[4] = {1, 1, 0, -1};
+// (dy, dx) of the forward n-links kRight, kDownRight, kDown, kDownLeft (core/maxflow.h).
+using grabcut::kForwardDx;
+using grabcut::kForwardDy;
 
 struct HostGridGraph {
   int height = 0;
