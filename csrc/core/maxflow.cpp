@@ -86,15 +86,13 @@ namespace {
 constexpr int kNumDirections = 8;
 // Directions 0..3 are the forward n-links of maxflow.h (kRight, kDownRight, kDown,
 // kDownLeft); 4..7 are their opposites (left, up-left, up, up-right).
-constexpr int kDy[kNumDirections] = {0, 1, 1, 1, 0, -1, -1, -1};
-constexpr int kDx[kNumDirections] = {1, 1, 0, -1, -1, -1, 0, 1};
+constexpr int kDy[kNumDirections] = {kForwardDy[0],  kForwardDy[1],  kForwardDy[2],  kForwardDy[3],
+                                     -kForwardDy[0], -kForwardDy[1], -kForwardDy[2], -kForwardDy[3]};
+constexpr int kDx[kNumDirections] = {kForwardDx[0],  kForwardDx[1],  kForwardDx[2],  kForwardDx[3],
+                                     -kForwardDx[0], -kForwardDx[1], -kForwardDx[2], -kForwardDx[3]};
 constexpr int opposite(int d) { return d ^ 4; }
 static_assert(kRight == 0 && kDownRight == 1 && kDown == 2 && kDownLeft == 3,
               "direction numbering must match maxflow.h");
-static_assert(kDy[0] == kForwardDy[0] && kDy[1] == kForwardDy[1] && kDy[2] == kForwardDy[2] &&
-                  kDy[3] == kForwardDy[3] && kDx[0] == kForwardDx[0] && kDx[1] == kForwardDx[1] &&
-                  kDx[2] == kForwardDx[2] && kDx[3] == kForwardDx[3],
-              "the forward directions are maxflow.h's");
 
 // Node::tree
 constexpr std::uint8_t kFree = 0;
