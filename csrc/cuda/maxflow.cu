@@ -16,7 +16,7 @@
 //                      to its neighbour; residual p->q = c - f, q->p = c + f, both in
 //                      [0, 2c], held as uint32 (c <= 2^31 - 1).
 //   old_term[p] int32  the terminal of the last solve (for warm starts).
-// That is 32 bytes per pixel, plus 12 bytes per 32x16 tile and 32 bytes per graph.
+// That is 32 bytes per pixel, plus 12 bytes per 32x16 tile and 40 bytes per graph.
 //
 // Why this representation is a valid preflow of an equivalent graph: splitting the
 // net terminal t into source capacity s + D and sink capacity k + D (s - k = t) with
@@ -36,7 +36,10 @@
 //  * check: count tiles with a pixel of positive excess and finite distance. If none,
 //    the preflow is maximum (no excess can reach the sink), the pixels of finite
 //    distance are exactly those that reach the sink in the residual graph, and the
-//    canonical cut is read off: source side iff distance == kInf.
+//    canonical cut is read off: source side iff distance == kInf. The test holds
+//    per graph too (graphs share no arcs): a graph with no such pixel is finished
+//    and its tiles are left out of every later relabel and check ("retired"), so a
+//    batch's easy graphs stop costing sweeps while a hard one is still solving.
 //  * push sweeps (up to push_sweeps between global relabels): each tile that has, or
 //    just received, active pixels loads its excess, heights, residuals and the halo
 //    heights into shared memory and runs up to local_rounds rounds of synchronous
@@ -46,7 +49,8 @@
 //    Two tiles never consume the same directed residual (only the tail of an arc
 //    pushes along it), so capacities hold under any interleaving.
 // Exactness does not depend on the heights being valid labels: it rests only on the
-// preflow invariants and on the exact BFS of the final check. The outputs (cut and
+// preflow invariants and on the exact BFS of the final check. Every sweep visits
+// only the tiles that need it, found kThreads at a time (sweep_tiles). The outputs (cut and
 // flow value) are unique for a graph, so they are deterministic although the order
 // of the integer atomics (and so the internal flow) may vary between runs.
 //
@@ -120,7 +124,7 @@ struct Header {
 static_assert(sizeof(Header) <= 256, "header fits its slot");
 
 struct Layout {
-  std::size_t header = 0, graphs = 0, tile_graph = 0, pmark = 0, bmark = 0;
+  std::size_t header = 0, graphs = 0, graph_active = 0, tile_graph = 0, pmark = 0, bmark = 0;
   std::size_t excess = 0, height = 0, flow = 0, old_term = 0, total = 0;
   long long pixels = 0;  // extent of the per-pixel arrays (max offset + h * w)
   long long tiles = 0;
@@ -156,6 +160,7 @@ Layout make_layout(const std::vector<GridDesc>& desc) {
   const auto nt = static_cast<std::size_t>(tiles);
   l.header = take(256);
   l.graphs = take(sizeof(GraphDev) * desc.size());
+  l.graph_active = take(4 * 2 * desc.size());
   l.tile_graph = take(4 * nt);
   l.pmark = take(4 * nt);
   l.bmark = take(4 * nt);
@@ -170,6 +175,8 @@ Layout make_layout(const std::vector<GridDesc>& desc) {
 struct SolverArgs {
   const GraphDev* graphs;
   const int* tile_graph;
+  int* graph_active;  // 2 x num_graphs: found active by the last check / by this one
+  int num_graphs;
   int num_tiles;
   long long pixels;
   const std::int32_t* terminal;
@@ -243,6 +250,8 @@ struct __align__(16) Shared {
   long long e[kPad];
   int h[kPad];
   long long red[kThreads / 32];
+  int list[kThreads];  // tiles of this block that need work in the current sweep
+  int warp_count[kThreads / 32];
 };
 
 // ---------------------------------------------------------------- init
@@ -273,27 +282,47 @@ __device__ void init_phase(const SolverArgs& a) {
     a.pmark[t] = 0;
     a.bmark[t] = 0;
   }
+  for (long long g = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x; g < 2LL * a.num_graphs;
+       g += stride) {
+    a.graph_active[g] = 0;
+  }
   if (blockIdx.x == 0 && threadIdx.x < 4) a.header->counter[threadIdx.x] = 0U;
   if (blockIdx.x == 0 && threadIdx.x < 8) a.header->stats[threadIdx.x] = 0ULL;
 }
 
+// ---------------------------------------------------------------- retired graphs
+// A graph whose check found no pixel that can still send excess to the sink has its
+// maximum preflow and exact labels (graphs share no arcs), so it takes no part in
+// later relabels and checks: its tiles are "live" no longer. graph_active holds two
+// rows, written by the checks of alternate relabels (see maxflow_kernel).
+__device__ __forceinline__ bool graph_live(const SolverArgs& a, int b, int relabel) {
+  return relabel == 0 || __ldcg(a.graph_active + ((relabel - 1) & 1) * a.num_graphs + b) != 0;
+}
+
 // ---------------------------------------------------------------- BFS sweep
-// Returns true (block-uniform) if the tile changed a label.
+// One thread decides whether tile t is swept: the first sweep of a relabel visits
+// every live tile; later ones only tiles next to (or equal to) a tile that changed a
+// label in the previous sweep (bmark), which is never a tile of a retired graph.
+__device__ bool bfs_needed(const SolverArgs& a, int t, int sweep, bool first, int relabel) {
+  const TileCtx c = tile_ctx(a, t);
+  if (first) return graph_live(a, c.b, relabel);
+  for (int dy = -1; dy <= 1; ++dy) {
+    const int nty = c.ty + dy;
+    if (nty < 0 || nty >= c.tiles_y) continue;
+    for (int dx = -1; dx <= 1; ++dx) {
+      const int ntx = c.tx + dx;
+      if (ntx < 0 || ntx >= c.tiles_x) continue;
+      if (__ldcg(a.bmark + c.tile_start + nty * c.tiles_x + ntx) >= sweep) return true;
+    }
+  }
+  return false;
+}
+
+// Relaxes tile t until it is locally stable. Returns true (block-uniform) if the tile
+// changed a label.
 __device__ bool bfs_tile(const SolverArgs& a, int t, int sweep, bool first, Shared& sh) {
   const TileCtx c = tile_ctx(a, t);
   const int tid = static_cast<int>(threadIdx.x);
-  if (!first) {
-    // Swept again only if a neighbouring tile changed since this tile last ran.
-    bool need = false;
-    if (tid < 9 && tid != 4) {
-      const int ntx = c.tx + tid % 3 - 1;
-      const int nty = c.ty + tid / 3 - 1;
-      if (ntx >= 0 && nty >= 0 && ntx < c.tiles_x && nty < c.tiles_y) {
-        need = __ldcg(a.bmark + c.tile_start + nty * c.tiles_x + ntx) >= sweep;
-      }
-    }
-    if (!__syncthreads_or(need)) return false;
-  }
   const int lx = tid % kTileW;
   const int ly = tid / kTileW;
   const int x = c.x0 + lx;
@@ -360,7 +389,9 @@ __device__ bool bfs_tile(const SolverArgs& a, int t, int sweep, bool first, Shar
 }
 
 // ---------------------------------------------------------------- check
-__device__ void check_tile(const SolverArgs& a, int t, int sweep) {
+// Marks tile t, and its graph in graph_active's row `row`, if a pixel of it has excess
+// and a finite label.
+__device__ void check_tile(const SolverArgs& a, int t, int sweep, int row) {
   const TileCtx c = tile_ctx(a, t);
   const int tid = static_cast<int>(threadIdx.x);
   const int x = c.x0 + tid % kTileW;
@@ -373,15 +404,14 @@ __device__ void check_tile(const SolverArgs& a, int t, int sweep) {
   if (__syncthreads_or(act) && tid == 0) {
     atomicMax(a.pmark + t, sweep + 1);
     atomicAdd(&a.header->counter[sweep % 3], 1U);
+    atomicOr(a.graph_active + row * a.num_graphs + c.b, 1);
   }
 }
 
 // ---------------------------------------------------------------- push-relabel
-// Returns true if the tile did work.
-__device__ bool push_tile(const SolverArgs& a, int t, int sweep, Shared& sh) {
+// Runs push-relabel on tile t, which was marked for this sweep (pmark >= sweep).
+__device__ void push_tile(const SolverArgs& a, int t, int sweep, Shared& sh) {
   const int tid = static_cast<int>(threadIdx.x);
-  // One thread reads the mark (neighbours may raise it concurrently): block-uniform.
-  if (!__syncthreads_or(tid == 0 && __ldcg(a.pmark + t) >= sweep)) return false;
   const TileCtx c = tile_ctx(a, t);
   const int lx = tid % kTileW;
   const int ly = tid / kTileW;
@@ -396,7 +426,7 @@ __device__ bool push_tile(const SolverArgs& a, int t, int sweep, Shared& sh) {
     e0 = __ldcg(a.excess + p);
     h0 = __ldcg(a.height + p);
   }
-  if (!__syncthreads_or(valid && e0 > 0 && h0 < kInf)) return false;
+  if (!__syncthreads_or(valid && e0 > 0 && h0 < kInf)) return;
   sh.e[me] = e0;
   sh.h[me] = h0;
   for (int i = tid; i < kPad; i += kThreads) {
@@ -523,7 +553,6 @@ __device__ bool push_tile(const SolverArgs& a, int t, int sweep, Shared& sh) {
     if (again) atomicMax(a.pmark + t, sweep + 1);
     atomicAdd(&a.header->counter[sweep % 3], 1U);
   }
-  return true;
 }
 
 // ---------------------------------------------------------------- final cut
@@ -561,14 +590,44 @@ __device__ void cut_tile(const SolverArgs& a, int t, Shared& sh) {
   __syncthreads();
 }
 
-// Visits the tiles of this block in one sweep: the block's tiles are taken in
-// chunks of 8; warp w decides (need(lane, ctx, tile), any lane) whether the w-th
-// tile of the chunk needs work, then the block processes those tiles. The order of
-// the tiles cycles over row-major, reversed, column-major, reversed from sweep to
-// sweep: tiles run later in a sweep see the results of earlier ones, so labels and
-// excess travel many tiles per sweep in every direction.
 __device__ __forceinline__ unsigned int read_counter(const SolverArgs& a, int sweep) {
   return __ldcg(&a.header->counter[sweep % 3]);
+}
+
+// Runs `work(t)` on this block's tiles (t = blockIdx.x + i * gridDim.x) for which
+// `need(t)` holds, in increasing order, and returns how many there were. The block
+// decides kThreads tiles at once, one per thread, and compacts those that need work
+// into a list: a sweep over a batch of mostly settled tiles then costs one round of
+// loads per kThreads tiles instead of a chain of dependent loads per tile. A tile
+// marked while the sweep runs is found by the next sweep (marks are >= sweep + 1).
+template <class Need, class Work>
+__device__ int sweep_tiles(const SolverArgs& a, Shared& sh, Need need, Work work) {
+  const int tid = static_cast<int>(threadIdx.x);
+  const int lane = tid & 31;
+  const int warp = tid >> 5;
+  const int stride = static_cast<int>(gridDim.x);
+  int worked = 0;
+  // int is enough: the host checks num_tiles + kThreads * gridDim.x < 2^31.
+  for (int base = static_cast<int>(blockIdx.x); base < a.num_tiles; base += kThreads * stride) {
+    const int t = base + tid * stride;
+    const bool want = t < a.num_tiles && need(t);
+    const unsigned int ballot = __ballot_sync(0xffffffffU, want);
+    if (lane == 0) sh.warp_count[warp] = __popc(ballot);
+    __syncthreads();
+    int before = 0;
+    int total = 0;
+    for (int w = 0; w < kThreads / 32; ++w) {
+      const int n = sh.warp_count[w];
+      before += w < warp ? n : 0;
+      total += n;
+    }
+    if (want) sh.list[before + __popc(ballot & ((1U << lane) - 1U))] = t;
+    __syncthreads();
+    for (int i = 0; i < total; ++i) work(sh.list[i]);
+    worked += total;
+    __syncthreads();  // the next chunk rewrites the list
+  }
+  return worked;
 }
 
 __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm) maxflow_kernel(SolverArgs a) {
@@ -577,24 +636,36 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm) maxflow_kernel(Solv
   const bool leader = blockIdx.x == 0 && threadIdx.x == 0;
   init_phase(a);
   grid.sync();
-  unsigned long long bfs_tiles = 0;
-  unsigned long long push_tiles = 0;
-  unsigned long long relabels = 0;
-  unsigned long long bfs_sweeps = 0;
-  unsigned long long push_sweeps = 0;
+  // Per-block counters, 32-bit to spare registers (a block relaxes far fewer than
+  // 2^32 tiles in one solve).
+  unsigned int bfs_tiles = 0;
+  unsigned int push_tiles = 0;
+  unsigned int check_tiles = 0;
+  unsigned int relabels = 0;
+  unsigned int bfs_sweeps = 0;
+  unsigned int push_sweeps = 0;
   int sweep = 0;
-  for (;;) {
-    // Global relabel: exact BFS from the sink.
+  for (int relabel = 0;; ++relabel) {
     ++relabels;
+    // This relabel's check writes row `row` of graph_active; the previous relabel was
+    // the last to read it (through graph_live), before the barrier that ended its check.
+    const int row = relabel & 1;
+    if (relabel > 0) {
+      const long long stride = static_cast<long long>(gridDim.x) * blockDim.x;
+      for (long long g = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x; g < a.num_graphs;
+           g += stride) {
+        a.graph_active[row * a.num_graphs + g] = 0;
+      }
+    }
+    // Global relabel: exact BFS from the sink over the live graphs.
     bool first = true;
     for (;;) {
       ++sweep;
       ++bfs_sweeps;
       if (leader) a.header->counter[(sweep + 1) % 3] = 0U;
-      for (int t = static_cast<int>(blockIdx.x); t < a.num_tiles; t += static_cast<int>(gridDim.x)) {
-        bfs_tile(a, t, sweep, first, sh);
-        ++bfs_tiles;
-      }
+      bfs_tiles += static_cast<unsigned int>(sweep_tiles(
+          a, sh, [&](int t) { return bfs_needed(a, t, sweep, first, relabel); },
+          [&](int t) { bfs_tile(a, t, sweep, first, sh); }));
       grid.sync();
       first = false;
       if (read_counter(a, sweep) == 0U) break;
@@ -602,18 +673,19 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm) maxflow_kernel(Solv
     // Is any excess still able to reach the sink?
     ++sweep;
     if (leader) a.header->counter[(sweep + 1) % 3] = 0U;
-    for (int t = static_cast<int>(blockIdx.x); t < a.num_tiles; t += static_cast<int>(gridDim.x)) {
-      check_tile(a, t, sweep);
-    }
+    check_tiles += static_cast<unsigned int>(sweep_tiles(
+        a, sh, [&](int t) { return graph_live(a, __ldg(a.tile_graph + t), relabel); },
+        [&](int t) { check_tile(a, t, sweep, row); }));
     grid.sync();
     if (read_counter(a, sweep) == 0U) break;
     for (int i = 0; i < a.push_sweeps; ++i) {
       ++sweep;
       ++push_sweeps;
       if (leader) a.header->counter[(sweep + 1) % 3] = 0U;
-      for (int t = static_cast<int>(blockIdx.x); t < a.num_tiles; t += static_cast<int>(gridDim.x)) {
-        if (push_tile(a, t, sweep, sh)) ++push_tiles;
-      }
+      // A tile is marked by its own last visit or a neighbour's push, or by the check.
+      push_tiles += static_cast<unsigned int>(sweep_tiles(
+          a, sh, [&](int t) { return __ldcg(a.pmark + t) >= sweep; },
+          [&](int t) { push_tile(a, t, sweep, sh); }));
       grid.sync();
       if (read_counter(a, sweep) == 0U) break;
     }
@@ -622,8 +694,9 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm) maxflow_kernel(Solv
     cut_tile(a, t, sh);
   }
   if (threadIdx.x == 0) {
-    atomicAdd(&a.header->stats[3], bfs_tiles);
-    atomicAdd(&a.header->stats[4], push_tiles);
+    atomicAdd(&a.header->stats[3], static_cast<unsigned long long>(bfs_tiles));
+    atomicAdd(&a.header->stats[4], static_cast<unsigned long long>(push_tiles));
+    atomicAdd(&a.header->stats[6], static_cast<unsigned long long>(check_tiles));
   }
   if (leader) {
     a.header->stats[0] = relabels;
@@ -722,6 +795,8 @@ void maxflow_cuda(const BatchedGridGraph& graph, std::uint8_t* source_side, std:
   SolverArgs a{};
   a.graphs = graphs;
   a.tile_graph = tile_graph;
+  a.graph_active = reinterpret_cast<int*>(base + l.graph_active);
+  a.num_graphs = num_graphs;
   a.num_tiles = num_tiles;
   a.pixels = l.pixels;
   a.terminal = graph.terminal;
@@ -750,6 +825,9 @@ void maxflow_cuda(const BatchedGridGraph& graph, std::uint8_t* source_side, std:
   GRABCUT_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, maxflow_kernel, kThreads, 0));
   if (per_sm < 1) throw std::runtime_error("maxflow_cuda: the solver kernel cannot be resident");
   const int blocks = static_cast<int>(std::min<long long>(num_tiles, static_cast<long long>(per_sm) * sms));
+  if (num_tiles + static_cast<long long>(kThreads) * blocks > 0x7fffffffLL) {
+    throw std::invalid_argument("maxflow_cuda: batch too large (tile count)");
+  }
   void* args[] = {&a};
   GRABCUT_CUDA_CHECK(cudaLaunchCooperativeKernel(reinterpret_cast<const void*>(maxflow_kernel), dim3(blocks),
                                                  dim3(kThreads), args, 0, stream));
@@ -773,6 +851,7 @@ MaxflowStats maxflow_read_stats(const void* workspace, cudaStream_t stream) {
   s.bfs_tiles = h.stats[3];
   s.push_tiles = h.stats[4];
   s.grid_blocks = h.stats[5];
+  s.check_tiles = h.stats[6];
   return s;
 }
 

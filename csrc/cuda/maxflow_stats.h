@@ -11,9 +11,10 @@ struct MaxflowStats {
   unsigned long long global_relabels = 0;  // BFS runs (outer iterations)
   unsigned long long bfs_sweeps = 0;       // grid-wide BFS sweeps
   unsigned long long push_sweeps = 0;      // grid-wide push-relabel sweeps
-  unsigned long long bfs_tiles = 0;        // tile visits in BFS sweeps
-  unsigned long long push_tiles = 0;       // tile visits that did push-relabel work
+  unsigned long long bfs_tiles = 0;        // tiles relaxed in BFS sweeps
+  unsigned long long push_tiles = 0;       // marked tiles visited in push sweeps
   unsigned long long grid_blocks = 0;      // blocks of the persistent kernel
+  unsigned long long check_tiles = 0;      // tiles of live graphs checked (after each relabel)
 };
 
 // Process-wide push sweeps between global relabels and push-relabel rounds per tile
