@@ -1,6 +1,7 @@
 // Timing of the GPU max-flow (csrc/cuda/maxflow.cu) on GrabCut-like graphs:
-// one 1024x1024 graph cold and warm, a batch of 50 graphs of 500x400, one
-// 4096x4096 graph, and the workspace bytes per pixel. cudaEvent timing, warm-up,
+// one 1024x1024 graph cold and warm, a batch of 50 graphs of 500x400, a batch of
+// 512 crop-sized graphs (sides 60..450, as the dataset job's crops), one 4096x4096
+// graph, and the workspace bytes per pixel. cudaEvent timing, warm-up,
 // median of >= 10 runs. Each result is also checked: the capacity of the returned
 // cut must equal the returned flow.
 //   bench_maxflow_cuda            the standard table
@@ -234,12 +235,12 @@ void print_stats(const char* what, const Batch& batch) {
 }
 
 struct Results {
-  float cold1024 = 0, warm1024 = 0, batch50 = 0, big = 0;
+  float cold1024 = 0, warm1024 = 0, batch50 = 0, crops = 0, big = 0;
   bool ok = true;
 };
 
 Results run_all(Batch& one, const std::vector<std::int32_t>& t0, const std::vector<std::int32_t>& t1, Batch& fifty,
-                Batch* big, int runs) {
+                Batch& crops, Batch* big, int runs) {
   Results r;
   one.set_terminals(0, t0);
   r.cold1024 = median_ms(runs, [] {}, [&] { one.solve(false, nullptr); });
@@ -258,6 +259,9 @@ Results run_all(Batch& one, const std::vector<std::int32_t>& t0, const std::vect
   r.batch50 = median_ms(runs, [] {}, [&] { fifty.solve(false, nullptr); });
   r.ok = r.ok && fifty.verify();
   print_stats("50 x 500x400 cold", fifty);
+  r.crops = median_ms(runs, [] {}, [&] { crops.solve(false, nullptr); });
+  r.ok = r.ok && crops.verify();
+  print_stats("512 crops cold", crops);
   if (big != nullptr) {
     r.big = median_ms(runs, [] {}, [&] { big->solve(false, nullptr); });
     r.ok = r.ok && big->verify();
@@ -282,6 +286,15 @@ int main(int argc, char** argv) {
   for (int i = 0; i < 50; ++i) g50.push_back(grabcut_graph(500, 400, 100U + static_cast<unsigned>(i)));
   Batch fifty(g50);
   g50.clear();
+  std::vector<HostGraph> gcrops;
+  std::mt19937 size_rng(5);
+  std::uniform_int_distribution<int> side(60, 450);
+  for (int i = 0; i < 512; ++i) {
+    const int h = side(size_rng);
+    gcrops.push_back(grabcut_graph(h, side(size_rng), 1000U + static_cast<unsigned>(i)));
+  }
+  Batch crops(gcrops);
+  gcrops.clear();
   std::vector<HostGraph> g4k{grabcut_graph(4096, 4096, 7)};
   Batch big(g4k);
   g4k.clear();
@@ -306,10 +319,10 @@ int main(int argc, char** argv) {
         const int k = kr[0];
         const int rr = kr[1];
         grabcut::cuda::detail::maxflow_set_tuning(k, rr);
-        const Results r = run_all(one, t0, t1, fifty, nullptr, 3);
-        std::printf("tune K=%2d R=%2d: 1024 cold %8.3f ms  warm %8.3f ms  batch50 %8.3f ms %s\n", k, rr, r.cold1024,
-                    r.warm1024, r.batch50, r.ok ? "" : "CHECK FAILED");
-        const float score = r.cold1024 + r.warm1024 + r.batch50;
+        const Results r = run_all(one, t0, t1, fifty, crops, nullptr, 3);
+        std::printf("tune K=%2d R=%2d: 1024 cold %8.3f ms  warm %8.3f ms  batch50 %8.3f ms  crops %8.3f ms %s\n", k,
+                    rr, r.cold1024, r.warm1024, r.batch50, r.crops, r.ok ? "" : "CHECK FAILED");
+        const float score = r.cold1024 + r.warm1024 + r.batch50 + r.crops;
         if (r.ok && score < best) {
           best = score;
           best_k = k;
@@ -321,11 +334,12 @@ int main(int argc, char** argv) {
     std::printf("best: K=%d R=%d (used below)\n", best_k, best_r);
   }
 
-  const Results r = run_all(one, t0, t1, fifty, &big, 10);
+  const Results r = run_all(one, t0, t1, fifty, crops, &big, 10);
   std::printf("\nGPU max-flow (median of 10, GrabCut-like graphs)\n");
   std::printf("  1024x1024 cold        %9.3f ms\n", r.cold1024);
   std::printf("  1024x1024 warm        %9.3f ms\n", r.warm1024);
   std::printf("  50 x 500x400 (batch)  %9.3f ms\n", r.batch50);
+  std::printf("  512 crops (batch)     %9.3f ms\n", r.crops);
   std::printf("  4096x4096 cold        %9.3f ms\n", r.big);
   std::printf("  workspace             %9.3f bytes/pixel (1024x1024), %.3f (4096x4096)\n",
               static_cast<double>(one.workspace_bytes()) / static_cast<double>(one.pixels()),
