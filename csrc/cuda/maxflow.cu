@@ -842,7 +842,10 @@ void maxflow_set_tuning(int push_sweeps, int local_rounds) {
 
 MaxflowStats maxflow_read_stats(const void* workspace, cudaStream_t stream) {
   Header h{};
-  GRABCUT_CUDA_CHECK(cudaMemcpyAsync(&h, workspace, sizeof(Header), cudaMemcpyDeviceToHost, stream));
+  // Only the statistics: the rest of the header is never read back (its padding is
+  // never written).
+  GRABCUT_CUDA_CHECK(cudaMemcpyAsync(h.stats, static_cast<const unsigned char*>(workspace) + offsetof(Header, stats),
+                                     sizeof(h.stats), cudaMemcpyDeviceToHost, stream));
   GRABCUT_CUDA_CHECK(cudaStreamSynchronize(stream));
   MaxflowStats s;
   s.global_relabels = h.stats[0];

@@ -382,9 +382,11 @@ TEST(MaxflowCuda, EarlyFinishersKeepTheirCut) {
     }
     std::printf("[stats] early finishers iter %d: %lld tiles, relabels %llu, checked tiles %llu, bfs tiles %llu\n",
                 iter, tiles, s.global_relabels, s.check_tiles, s.bfs_tiles);
-    ASSERT_GT(s.global_relabels, 3U) << "the corridor should need several relabels";
+    if (!warm) ASSERT_GT(s.global_relabels, 3U) << "the corridor should need several relabels";
     // Without retiring, every relabel checks every tile.
-    EXPECT_LT(s.check_tiles, s.global_relabels * static_cast<unsigned long long>(tiles)) << "iter " << iter;
+    if (s.global_relabels >= 2) {
+      EXPECT_LT(s.check_tiles, s.global_relabels * static_cast<unsigned long long>(tiles)) << "iter " << iter;
+    }
     EXPECT_GE(s.check_tiles, static_cast<unsigned long long>(tiles)) << "the first check sees every tile";
   }
 }
