@@ -1,0 +1,78 @@
+"""Where the time of one GPU call on a list of host crops goes (the dataset job's call).
+
+512 (or --count) random crops of 80..480 px, sorted by shape as the dataset job
+sorts them, segmented in one `grabcut(list, box=..., device="cuda")` call; then
+the same call with max_iter=0 (everything but the iterations), and the transfers
+alone: the crops up one by one, the padded mask batch down. Wall-clock medians of
+5 after a warm-up, the GPU synchronised around each. Needs a CUDA GPU.
+
+    python bench/list_call_bench.py [--count 512]
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from collections.abc import Callable
+
+import numpy as np
+import torch
+
+from torchgrabcut import grabcut
+
+
+def _crops(count: int) -> tuple[list[np.ndarray], list[tuple[int, int, int, int]]]:
+    rng = np.random.default_rng(0)
+    crops, boxes = [], []
+    for _ in range(count):
+        h, w = int(rng.integers(80, 480)), int(rng.integers(80, 480))
+        im = rng.integers(0, 256, (h, w, 3), dtype=np.uint8)
+        im[h // 4 : 3 * h // 4, w // 4 : 3 * w // 4] //= 3
+        crops.append(im)
+        boxes.append((w // 8, h // 8, w - w // 8, h - h // 8))
+    order = sorted(range(count), key=lambda i: (crops[i].shape[0] >= crops[i].shape[1], max(crops[i].shape[:2])))
+    return [crops[i] for i in order], [boxes[i] for i in order]
+
+
+def _median_ms(fn: Callable[[], object], runs: int = 5) -> float:
+    times = []
+    for _ in range(runs):
+        torch.cuda.synchronize()
+        t = time.perf_counter()
+        fn()
+        torch.cuda.synchronize()
+        times.append(time.perf_counter() - t)
+    return sorted(times)[runs // 2] * 1000
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--count", type=int, default=512, help="crops in the call (default 512)")
+    args = parser.parse_args()
+    if not torch.cuda.is_available():
+        raise SystemExit("list_call_bench: needs a CUDA GPU")
+    dev = torch.device("cuda")
+    crops, boxes = _crops(args.count)
+    ph = max(c.shape[0] for c in crops)
+    pw = max(c.shape[1] for c in crops)
+    grabcut(crops[:4], box=boxes[:4], device=dev)  # start the device
+
+    def upload_one_by_one() -> None:
+        batch = torch.zeros((len(crops), 3, ph, pw), dtype=torch.uint8, device=dev)
+        for i, im in enumerate(crops):
+            batch[i, :, : im.shape[0], : im.shape[1]] = torch.from_numpy(im).permute(2, 0, 1).to(dev)
+
+    padded = torch.zeros((len(crops), ph, pw), dtype=torch.uint8, device=dev)
+    full = _median_ms(lambda: grabcut(crops, box=boxes, device=dev))
+    setup = _median_ms(lambda: grabcut(crops, box=boxes, device=dev, max_iter=0))
+    up = _median_ms(upload_one_by_one)
+    down = _median_ms(lambda: padded.cpu().numpy())
+    print(
+        f"list_call_bench: {len(crops)} crops (padded {ph}x{pw}): call {full:.1f} ms, max_iter=0 {setup:.1f} ms; "
+        f"alone: crops up one by one {up:.1f} ms, padded masks down {down:.1f} ms",
+        flush=True,
+    )
+
+
+if __name__ == "__main__":
+    main()
