@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# A/B timing on the GPU machine, both sides in one call: this tree ("new") against
+# the same tree with some files replaced by older versions ("base"). AB_BASE is a
+# folder that mirrors the repository's paths and holds only the replaced files, e.g.
+#   mkdir -p ab_base/csrc/cuda && git show v0.4:csrc/cuda/maxflow.cu > ab_base/csrc/cuda/maxflow.cu
+# Builds both sides (extension and C++ benchmarks), runs the CUDA tests of "new",
+# then alternates the C++ CUDA benchmarks and the dataset benchmark.
+#
+#   device run:  AB_BASE=ab_base bash scripts/gpu_ab.sh     (carry: .gtest, .wheels, ab_base)
+set -u
+cd "$(dirname "$0")/.."
+AB_BASE=${AB_BASE:?set AB_BASE to the folder of replaced files}
+export TORCH_CUDA_ARCH_LIST=9.0 TORCHGRABCUT_CUDA=1 MAX_JOBS=8
+BASE=/tmp/ab_base_tree
+rm -rf "$BASE" && mkdir -p "$BASE"
+tar cf - --exclude=./data --exclude='./build*' --exclude=./.wheels --exclude="./$AB_BASE" . | tar xf - -C "$BASE"
+cp -r "$AB_BASE"/. "$BASE"/
+(cd "$BASE" && python3 setup.py -q build_ext --inplace > /tmp/ab_base_build.log 2>&1 || tail -20 /tmp/ab_base_build.log) &
+(cd "$BASE" && cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release -DGRABCUT_CUDA=ON -DGRABCUT_GTEST_SOURCE="$PWD/.gtest" \
+  > /tmp/ab_base_cmake.log 2>&1 && cmake --build build-gpu -j 8 --target bench_grabcut_cuda bench_maxflow_cuda \
+  >> /tmp/ab_base_cmake.log 2>&1 || tail -20 /tmp/ab_base_cmake.log) &
+STEPS="build cmake pytest" bash scripts/gpu_check.sh
+wait
+for round in 1 2; do
+  for side in base new; do
+    dir=build-gpu
+    [[ $side == base ]] && dir=$BASE/build-gpu
+    echo "== bench_grabcut_cuda, $side, round $round"
+    timeout 120 "$dir/bench_grabcut_cuda" | grep -E "^1024x1024, 5|^batch of 50|^4096x4096"
+  done
+done
+for side in base new; do
+  dir=build-gpu
+  [[ $side == base ]] && dir=$BASE/build-gpu
+  echo "== bench_maxflow_cuda, $side"
+  timeout 200 "$dir/bench_maxflow_cuda" | tail -16
+done
+for side in base new; do
+  pp=$PWD/python
+  [[ $side == base ]] && pp=$BASE/python
+  echo "== dataset job, $side"
+  PYTHONPATH=$pp timeout 200 python3 bench/coco_bench.py --device cuda --batch-size 256,512 --workers 8 \
+    --workdir /tmp/coco_bench 2>&1 | grep -E "coco_bench:|main thread"
+done
