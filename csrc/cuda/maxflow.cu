@@ -48,11 +48,11 @@
 //    global integer atomics; flows and excesses are written back as atomic deltas.
 //    Two tiles never consume the same directed residual (only the tail of an arc
 //    pushes along it), so capacities hold under any interleaving.
-// Exactness does not depend on the heights being valid labels: it rests only on the
-// preflow invariants and on the exact BFS of the final check. Every sweep visits
-// only the tiles that need it, found kThreads at a time (sweep_tiles). The outputs (cut and
-// flow value) are unique for a graph, so they are deterministic although the order
-// of the integer atomics (and so the internal flow) may vary between runs.
+// Every sweep visits only the tiles that need it, found kThreads at a time
+// (sweep_tiles). Exactness does not depend on the heights being valid labels: it
+// rests only on the preflow invariants and on the exact BFS of the final check. The
+// outputs (cut and flow value) are unique for a graph, so they are deterministic
+// although the order of the integer atomics (and so the internal flow) may vary.
 //
 // Flow value: the capacity of the canonical cut (net terminals of pixels on the
 // wrong side plus n-links from source side to sink side), which equals the maximum
