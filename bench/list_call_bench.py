@@ -6,7 +6,10 @@ the same call with max_iter=0 (everything but the iterations), and the transfers
 alone: the crops up one by one, the padded mask batch down. Wall-clock medians of
 5 after a warm-up, the GPU synchronised around each. Needs a CUDA GPU.
 
-    python bench/list_call_bench.py [--count 512]
+    python bench/list_call_bench.py [--count 512] [--profile]
+
+--profile adds torch.profiler's table of the call's GPU kernels (total CUDA time
+per kernel name, one call after the timings).
 """
 
 from __future__ import annotations
@@ -48,6 +51,7 @@ def _median_ms(fn: Callable[[], object], runs: int = 5) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--count", type=int, default=512, help="crops in the call (default 512)")
+    parser.add_argument("--profile", action="store_true", help="also print the call's kernels by GPU time")
     args = parser.parse_args()
     if not torch.cuda.is_available():
         raise SystemExit("list_call_bench: needs a CUDA GPU")
@@ -72,6 +76,12 @@ def main() -> None:
         f"alone: crops up one by one {up:.1f} ms, padded masks down {down:.1f} ms",
         flush=True,
     )
+    if args.profile:
+        activities = [torch.profiler.ProfilerActivity.CPU, torch.profiler.ProfilerActivity.CUDA]
+        with torch.profiler.profile(activities=activities) as prof:
+            grabcut(crops, box=boxes, device=dev)
+            torch.cuda.synchronize()
+        print(prof.key_averages().table(sort_by="cuda_time_total", row_limit=25, max_name_column_width=60))
 
 
 if __name__ == "__main__":

@@ -345,9 +345,7 @@ def grabcut(
     if kind == "batch":
         batch_image = image.to(dev)  # type: ignore[union-attr]
     else:
-        batch_image = torch.zeros((batch, 3, ph, pw), dtype=torch.uint8, device=dev)
-        for b, im in enumerate(images):
-            batch_image[b, :, : heights[b], : widths[b]] = im.to(dev)
+        batch_image = _padded_batch(images, heights, widths, ph, pw, dev)
 
     if box is not None:
         boxes = _boxes_per_image(box, batch)
@@ -393,16 +391,70 @@ def grabcut(
         result_mask = out_mask
     else:
         all_numpy = all(isinstance(im, np.ndarray) for im in image)  # type: ignore[union-attr]
-        source = out_mask.cpu().numpy() if all_numpy else out_mask  # one copy to the host, not one per image
-        result_mask = [source[b, : heights[b], : widths[b]] for b in range(batch)]
         if all_numpy:
-            result_mask = [np.ascontiguousarray(m) for m in result_mask]
+            result_mask = _masks_to_numpy(out_mask, heights, widths)
+        else:
+            result_mask = [out_mask[b, : heights[b], : widths[b]] for b in range(batch)]
     if not return_model:
         return result_mask
     result_model = GrabCutModel(out_model if kind in ("batch", "list") else out_model[0])
     if kind == "numpy":
         result_model = result_model.to("cpu")
     return result_mask, result_model
+
+
+def _padded_batch(
+    images: list[torch.Tensor], heights: list[int], widths: list[int], ph: int, pw: int, dev: torch.device
+) -> torch.Tensor:
+    """The images as one zero-padded uint8 (B, 3, ph, pw) batch on ``dev``.
+
+    Host images bound for a GPU are packed into one pinned buffer and cross in one
+    copy (one per image costs a synchronous transfer each: ~30 ms for 512 crops);
+    an image stays in the memory order it came in (numpy's H, W, 3 or a tensor's
+    3, H, W) and is transposed by the GPU.
+    """
+    batch = torch.zeros((len(images), 3, ph, pw), dtype=torch.uint8, device=dev)
+    if dev.type != "cuda" or len(images) < 2 or any(im.device.type != "cpu" for im in images):
+        for b, im in enumerate(images):
+            batch[b, :, : heights[b], : widths[b]] = im.to(dev)
+        return batch
+    # (3, H, W) views of an (H, W, 3) array are packed as (H, W, 3): a plain memory copy.
+    hwc = [not im.is_contiguous() and im.permute(1, 2, 0).is_contiguous() for im in images]
+    sizes = [im.numel() for im in images]
+    host = torch.empty(sum(sizes), dtype=torch.uint8, pin_memory=True)
+    at = 0
+    for im, n, is_hwc in zip(images, sizes, hwc):
+        host[at : at + n].view_as(im.permute(1, 2, 0) if is_hwc else im).copy_(im.permute(1, 2, 0) if is_hwc else im)
+        at += n
+    device_flat = host.to(dev, non_blocking=True)  # the caching host allocator keeps `host` until the copy is done
+    at = 0
+    for b, (n, is_hwc) in enumerate(zip(sizes, hwc)):
+        h, w = heights[b], widths[b]
+        part = device_flat[at : at + n]
+        batch[b, :, :h, :w] = part.view(h, w, 3).permute(2, 0, 1) if is_hwc else part.view(3, h, w)
+        at += n
+    return batch
+
+
+def _masks_to_numpy(masks: torch.Tensor, heights: list[int], widths: list[int]) -> list[np.ndarray]:
+    """Each image's (H, W) mask from a padded (B, ph, pw) batch, as numpy arrays.
+
+    From a GPU, the masks are packed there first and cross in one copy of their own
+    pixels (the padded batch can be several times larger for crops of mixed sizes).
+    """
+    if masks.device.type == "cpu":
+        host = masks.numpy()
+        return [np.ascontiguousarray(host[b, : heights[b], : widths[b]]) for b in range(len(heights))]
+    packed = torch.cat([masks[b, : heights[b], : widths[b]].reshape(-1) for b in range(len(heights))])
+    staging = torch.empty(packed.numel(), dtype=torch.uint8, pin_memory=True)
+    staging.copy_(packed)
+    flat = staging.numpy().copy()  # the masks own ordinary memory, not the pinned staging buffer
+    out = []
+    at = 0
+    for h, w in zip(heights, widths):
+        out.append(flat[at : at + h * w].reshape(h, w))
+        at += h * w
+    return out
 
 
 def _boxes_per_image(box: object, batch: int) -> list[object]:

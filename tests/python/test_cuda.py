@@ -98,6 +98,35 @@ def test_second_stream_and_non_contiguous(dataset_items: list) -> None:
     assert np.array_equal(out.cpu().numpy(), ref)
 
 
+def test_list_of_host_images_on_gpu_equals_cpu() -> None:
+    """Host images cross to the GPU packed in one buffer: every memory layout arrives intact."""
+    rng = np.random.default_rng(11)
+    big = object_image(rng, 90, 80, (10, 10, 70, 80))
+    arrays = [object_image(rng, h, w, (1, 1, w - 1, h - 1)) for h, w in [(40, 52), (3, 97), (61, 3), (33, 33)]]
+    images: list[np.ndarray | torch.Tensor] = [
+        arrays[0],  # numpy (H, W, 3)
+        torch.from_numpy(arrays[1]).permute(2, 0, 1),  # a (3, H, W) view of an (H, W, 3) array
+        torch.from_numpy(arrays[2]).permute(2, 0, 1).contiguous(),  # contiguous (3, H, W)
+        torch.from_numpy(arrays[3]).permute(2, 0, 1),
+        torch.from_numpy(big).permute(2, 0, 1)[:, ::2, 5:60],  # strided both ways
+    ]
+    arrays.append(np.ascontiguousarray(big[::2, 5:60]))
+    boxes = [(1, 1, a.shape[1] - 1, a.shape[0] - 1) for a in arrays]
+    before = [a.copy() for a in arrays] + [big.copy()]
+    refs = [grabcut(a, box=b, device="cpu") for a, b in zip(arrays, boxes)]
+    mixed = grabcut(images, box=boxes, device="cuda")
+    for i, (m, ref) in enumerate(zip(mixed, refs)):
+        assert m.device.type == "cuda", f"image {i}"
+        assert np.array_equal(m.cpu().numpy(), ref), f"image {i}"
+    masks = grabcut(arrays, box=boxes, device="cuda")
+    for i, (m, ref) in enumerate(zip(masks, refs)):
+        assert isinstance(m, np.ndarray) and m.flags.c_contiguous and m.flags.writeable, f"mask {i}"
+        assert np.array_equal(m, ref), f"mask {i}"
+    masks[0][:] = 7  # masks share no pixels
+    assert all(np.array_equal(m, ref) for m, ref in zip(masks[1:], refs[1:]))
+    assert all(np.array_equal(a, b) for a, b in zip([*arrays, big], before)), "inputs are never written"
+
+
 def test_batch_tensor_on_gpu_equals_cpu() -> None:
     rng = np.random.default_rng(9)
     boxes = torch.tensor([[4, 4, 50, 40], [10, 2, 60, 44], [0, 0, 64, 48]])
