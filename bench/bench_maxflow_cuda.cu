@@ -232,6 +232,15 @@ void print_stats(const char* what, const Batch& batch) {
   const auto s = batch.stats();
   std::printf("  %-22s relabels %llu  bfs sweeps %llu  push sweeps %llu  bfs tiles %llu  push tiles %llu  blocks %llu\n",
               what, s.global_relabels, s.bfs_sweeps, s.push_sweeps, s.bfs_tiles, s.push_tiles, s.grid_blocks);
+  if (s.bfs_ns + s.check_ns + s.push_ns > 0) {
+    const double blocks = static_cast<double>(s.grid_blocks);
+    std::printf("  %-22s phases: bfs %.3f ms (blocks busy %.0f%%)  check %.3f ms  push %.3f ms (busy %.0f%%)\n", "",
+                s.bfs_ns * 1e-6, 100.0 * s.bfs_busy_ns / (blocks * s.bfs_ns + 1), s.check_ns * 1e-6, s.push_ns * 1e-6,
+                100.0 * s.push_busy_ns / (blocks * s.push_ns + 1));
+    std::printf("  %-22s push visits %llu with work, %llu capped at the round limit, %.1f rounds per visit\n", "",
+                s.push_visits_run, s.push_visits_capped,
+                static_cast<double>(s.push_rounds) / static_cast<double>(s.push_visits_run + 1));
+  }
 }
 
 struct Results {
@@ -313,7 +322,7 @@ int main(int argc, char** argv) {
     float best = 1e30f;
     int best_k = 8;
     int best_r = 24;
-    const int configs[][2] = {{4, 24}, {8, 24}, {16, 24}, {8, 64}};
+    const int configs[][2] = {{8, 24}, {4, 24}, {16, 24}, {8, 12}, {8, 48}, {16, 12}, {12, 16}, {4, 48}};
     for (const auto& kr : configs) {
       {
         const int k = kr[0];

@@ -16,7 +16,7 @@
 //                      to its neighbour; residual p->q = c - f, q->p = c + f, both in
 //                      [0, 2c], held as uint32 (c <= 2^31 - 1).
 //   old_term[p] int32  the terminal of the last solve (for warm starts).
-// That is 32 bytes per pixel, plus 12 bytes per 32x16 tile and 40 bytes per graph.
+// That is 32 bytes per pixel, plus 24 bytes per 32x16 tile and 40 bytes per graph.
 //
 // Why this representation is a valid preflow of an equivalent graph: splitting the
 // net terminal t into source capacity s + D and sink capacity k + D (s - k = t) with
@@ -48,10 +48,11 @@
 //    global integer atomics; flows and excesses are written back as atomic deltas.
 //    Two tiles never consume the same directed residual (only the tail of an arc
 //    pushes along it), so capacities hold under any interleaving.
-// Every sweep visits only the tiles that need it, found kThreads at a time
-// (sweep_tiles). Exactness does not depend on the heights being valid labels: it
-// rests only on the preflow invariants and on the exact BFS of the final check. The
-// outputs (cut and flow value) are unique for a graph, so they are deterministic
+// A relabel's first sweep and the check find their tiles kThreads at a time
+// (sweep_tiles); every other sweep works on a list of the tiles that need it, built
+// by the sweep before and shared out among the blocks (pull_tiles). Exactness does
+// not depend on the heights being valid labels: it rests only on the preflow
+// invariants and on the exact BFS of the final check. The outputs (cut and flow value) are unique for a graph, so they are deterministic
 // although the order of the integer atomics (and so the internal flow) may vary.
 //
 // Flow value: the capacity of the canonical cut (net terminals of pixels on the
@@ -115,16 +116,19 @@ struct DescChunk {
   GraphDev g[kDescChunk];
 };
 
-// Workspace header: rotating phase counters, then statistics.
+// Workspace header: rotating phase counters and tile lists' sizes (see sweep_list),
+// then statistics.
 struct Header {
   unsigned int counter[4];
-  unsigned int pad[12];
-  unsigned long long stats[8];
+  unsigned int list_count[4];  // tiles on the list of a sweep (slot sweep % 3)
+  unsigned int list_next[4];   // how many of them blocks have taken
+  unsigned int pad[4];
+  unsigned long long stats[16];
 };
 static_assert(sizeof(Header) <= 256, "header fits its slot");
 
 struct Layout {
-  std::size_t header = 0, graphs = 0, graph_active = 0, tile_graph = 0, pmark = 0, bmark = 0;
+  std::size_t header = 0, graphs = 0, graph_active = 0, tile_graph = 0, pmark = 0, bmark = 0, lists = 0;
   std::size_t excess = 0, height = 0, flow = 0, old_term = 0, total = 0;
   long long pixels = 0;  // extent of the per-pixel arrays (max offset + h * w)
   long long tiles = 0;
@@ -164,6 +168,7 @@ Layout make_layout(const std::vector<GridDesc>& desc) {
   l.tile_graph = take(4 * nt);
   l.pmark = take(4 * nt);
   l.bmark = take(4 * nt);
+  l.lists = take(4 * 3 * nt);
   l.excess = take(8 * np);
   l.height = take(4 * np);
   l.flow = take(4 * 4 * np);
@@ -185,8 +190,9 @@ struct SolverArgs {
   int* height;
   int* flow;  // 4 planes of `pixels` entries
   std::int32_t* old_term;
-  int* pmark;
-  int* bmark;
+  int* pmark;   // last sweep + 1 the tile was put on a push list for
+  int* bmark;   // last sweep + 1 the tile was put on a BFS list for
+  int* lists;   // 3 x num_tiles: the tiles of sweep s are in row s % 3
   Header* header;
   std::uint8_t* source_side;
   unsigned long long* flows;  // may be null
@@ -252,7 +258,51 @@ struct __align__(16) Shared {
   long long red[kThreads / 32];
   int list[kThreads];  // tiles of this block that need work in the current sweep
   int warp_count[kThreads / 32];
+  int pulled[2];  // the tile a block took from a sweep list (alternating, see pull_tiles)
 };
+
+// ---------------------------------------------------------------- profiling
+// Profiling for benchmarks (bench_maxflow_cuda_phases; compiled out of the library):
+// block 0's thread 0 adds the nanoseconds between grid barriers to the phase's slot
+// (every block waits at each barrier, so that is the grid's time in the phase); each
+// block's thread 0 adds the time it spent working in BFS and push sweeps (busy / (blocks
+// x phase time) is how evenly the sweeps load the blocks); push_tile counts its rounds.
+enum ProfileSlot {
+  kBfsNs = 7,
+  kCheckNs = 8,
+  kPushNs = 9,
+  kBfsBusyNs = 10,
+  kPushBusyNs = 11,
+  kPushRounds = 12,
+  kPushVisitsRun = 13,
+  kPushVisitsCapped = 14
+};
+#ifdef GRABCUT_MAXFLOW_PHASE_CLOCK
+__device__ __forceinline__ unsigned long long global_ns() {
+  unsigned long long t = 0;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+__device__ __forceinline__ void profile_add(Header* h, ProfileSlot slot, unsigned long long v) {
+  if (threadIdx.x == 0) atomicAdd(&h->stats[slot], v);
+}
+struct PhaseClock {
+  unsigned long long last = 0;
+  __device__ void start() { last = global_ns(); }
+  // Thread 0 of each block: adds the time since the last start() or lap() to `slot`.
+  __device__ void lap(Header* h, ProfileSlot slot) {
+    const unsigned long long now = global_ns();
+    profile_add(h, slot, now - last);
+    last = now;
+  }
+};
+#else
+__device__ __forceinline__ void profile_add(Header* /*h*/, ProfileSlot /*slot*/, unsigned long long /*v*/) {}
+struct PhaseClock {
+  __device__ void start() {}
+  __device__ void lap(Header* /*h*/, ProfileSlot /*slot*/) {}
+};
+#endif
 
 // ---------------------------------------------------------------- init
 // Per tile, in-grid pixels only: a batch's layout may leave gaps between graphs
@@ -286,8 +336,12 @@ __device__ void init_phase(const SolverArgs& a) {
        g += stride) {
     a.graph_active[g] = 0;
   }
-  if (blockIdx.x == 0 && threadIdx.x < 4) a.header->counter[threadIdx.x] = 0U;
-  if (blockIdx.x == 0 && threadIdx.x < 8) a.header->stats[threadIdx.x] = 0ULL;
+  if (blockIdx.x == 0 && threadIdx.x < 4) {
+    a.header->counter[threadIdx.x] = 0U;
+    a.header->list_count[threadIdx.x] = 0U;
+    a.header->list_next[threadIdx.x] = 0U;
+  }
+  if (blockIdx.x == 0 && threadIdx.x < 16) a.header->stats[threadIdx.x] = 0ULL;
 }
 
 // ---------------------------------------------------------------- retired graphs
@@ -299,25 +353,25 @@ __device__ __forceinline__ bool graph_live(const SolverArgs& a, int b, int relab
   return relabel == 0 || __ldcg(a.graph_active + ((relabel - 1) & 1) * a.num_graphs + b) != 0;
 }
 
-// ---------------------------------------------------------------- BFS sweep
-// One thread decides whether tile t is swept: the first sweep of a relabel visits
-// every live tile; later ones only tiles next to (or equal to) a tile that changed a
-// label in the previous sweep (bmark), which is never a tile of a retired graph.
-__device__ bool bfs_needed(const SolverArgs& a, int t, int sweep, bool first, int relabel) {
-  const TileCtx c = tile_ctx(a, t);
-  if (first) return graph_live(a, c.b, relabel);
-  for (int dy = -1; dy <= 1; ++dy) {
-    const int nty = c.ty + dy;
-    if (nty < 0 || nty >= c.tiles_y) continue;
-    for (int dx = -1; dx <= 1; ++dx) {
-      const int ntx = c.tx + dx;
-      if (ntx < 0 || ntx >= c.tiles_x) continue;
-      if (__ldcg(a.bmark + c.tile_start + nty * c.tiles_x + ntx) >= sweep) return true;
-    }
+// ---------------------------------------------------------------- sweep lists
+// After the first BFS sweep of a relabel and the check, a sweep works only on the tiles
+// put on its list during the previous sweep, and blocks take them one at a time, so a
+// block that drew cheap tiles takes more (static shares left blocks idle: a sweep
+// lasts as long as its busiest block). Puts tile t on the list of sweep `sweep + 1`
+// unless it is there already (`mark`: the last sweep + 1 it was listed for). A tile is
+// listed at most once per sweep, so a row of num_tiles entries is enough.
+__device__ __forceinline__ void list_for_next_sweep(const SolverArgs& a, int* mark, int t, int sweep) {
+  if (atomicMax(mark + t, sweep + 1) < sweep + 1) {
+    const int slot = (sweep + 1) % 3;
+    const unsigned int i = atomicAdd(&a.header->list_count[slot], 1U);
+    a.lists[static_cast<long long>(slot) * a.num_tiles + i] = t;
   }
-  return false;
 }
 
+// ---------------------------------------------------------------- BFS sweep
+// The first sweep of a relabel visits every live tile; later ones the tiles next to
+// (or equal to) a tile that changed a label in the previous sweep, which are never
+// tiles of a retired graph.
 // Relaxes tile t until it is locally stable. Returns true (block-uniform) if the tile
 // changed a label.
 __device__ bool bfs_tile(const SolverArgs& a, int t, int sweep, bool first, Shared& sh) {
@@ -381,10 +435,14 @@ __device__ bool bfs_tile(const SolverArgs& a, int t, int sweep, bool first, Shar
   }
   if (valid && (first || changed)) __stcg(a.height + p, sh.h[me]);
   const bool tile_changed = __syncthreads_or(changed);
-  if (tile_changed && tid == 0) {
-    atomicMax(a.bmark + t, sweep + 1);
-    atomicAdd(&a.header->counter[sweep % 3], 1U);
+  if (tile_changed && tid < 9) {
+    const int ntx = c.tx + tid % 3 - 1;
+    const int nty = c.ty + tid / 3 - 1;
+    if (ntx >= 0 && ntx < c.tiles_x && nty >= 0 && nty < c.tiles_y) {
+      list_for_next_sweep(a, a.bmark, c.tile_start + nty * c.tiles_x + ntx, sweep);
+    }
   }
+  if (tile_changed && tid == 0) atomicAdd(&a.header->counter[sweep % 3], 1U);
   return tile_changed;
 }
 
@@ -402,14 +460,14 @@ __device__ void check_tile(const SolverArgs& a, int t, int sweep, int row) {
     act = __ldcg(a.excess + p) > 0 && __ldcg(a.height + p) < kInf;
   }
   if (__syncthreads_or(act) && tid == 0) {
-    atomicMax(a.pmark + t, sweep + 1);
+    list_for_next_sweep(a, a.pmark, t, sweep);
     atomicAdd(&a.header->counter[sweep % 3], 1U);
     atomicOr(a.graph_active + row * a.num_graphs + c.b, 1);
   }
 }
 
 // ---------------------------------------------------------------- push-relabel
-// Runs push-relabel on tile t, which was marked for this sweep (pmark >= sweep).
+// Runs push-relabel on tile t, which is on this sweep's list.
 __device__ void push_tile(const SolverArgs& a, int t, int sweep, Shared& sh) {
   const int tid = static_cast<int>(threadIdx.x);
   const TileCtx c = tile_ctx(a, t);
@@ -449,7 +507,8 @@ __device__ void push_tile(const SolverArgs& a, int t, int sweep, Shared& sh) {
   // (when no thread adds to it) and carried over, so the push phase never reads a
   // value that neighbours are adding to.
   long long ex = e0;
-  for (int round = 0; round < a.local_rounds; ++round) {
+  int round = 0;
+  for (; round < a.local_rounds; ++round) {
     // Push: to every residual neighbour strictly lower. Heights are read-only here,
     // and a residual is read only towards a strictly lower neighbour, which cannot be
     // pushing back along it in the same phase (it would need to be higher), so no
@@ -509,6 +568,9 @@ __device__ void push_tile(const SolverArgs& a, int t, int sweep, Shared& sh) {
     if (relabel) sh.h[me] = nh;
     if (!__syncthreads_or(still)) break;
   }
+  profile_add(a.header, kPushRounds, static_cast<unsigned long long>(min(round + 1, a.local_rounds)));
+  profile_add(a.header, kPushVisitsRun, 1ULL);
+  profile_add(a.header, kPushVisitsCapped, round == a.local_rounds ? 1ULL : 0ULL);
   // Write back as atomic deltas (other tiles update halo pixels and shared edges).
   bool remain = false;
   if (valid) {
@@ -544,13 +606,13 @@ __device__ void push_tile(const SolverArgs& a, int t, int sweep, Shared& sh) {
     atomicAdd(reinterpret_cast<unsigned long long*>(a.excess + pix(c, gx, gy)), static_cast<unsigned long long>(v));
     const int ntx = c.tx + (px == 0 ? -1 : (px == kPadW - 1 ? 1 : 0));
     const int nty = c.ty + (py == 0 ? -1 : (py == kPadH - 1 ? 1 : 0));
-    atomicMax(a.pmark + c.tile_start + nty * c.tiles_x + ntx, sweep + 1);
+    list_for_next_sweep(a, a.pmark, c.tile_start + nty * c.tiles_x + ntx, sweep);
     sent = true;
   }
   const bool again = __syncthreads_or(remain);
   const bool any_sent = __syncthreads_or(sent);
   if (tid == 0 && (again || any_sent)) {
-    if (again) atomicMax(a.pmark + t, sweep + 1);
+    if (again) list_for_next_sweep(a, a.pmark, t, sweep);
     atomicAdd(&a.header->counter[sweep % 3], 1U);
   }
 }
@@ -594,6 +656,7 @@ __device__ __forceinline__ unsigned int read_counter(const SolverArgs& a, int sw
   return __ldcg(&a.header->counter[sweep % 3]);
 }
 
+
 // Runs `work(t)` on this block's tiles (t = blockIdx.x + i * gridDim.x) for which
 // `need(t)` holds, in increasing order, and returns how many there were. The block
 // decides kThreads tiles at once, one per thread, and compacts those that need work
@@ -630,12 +693,46 @@ __device__ int sweep_tiles(const SolverArgs& a, Shared& sh, Need need, Work work
   return worked;
 }
 
+// Runs `work(t)` on tiles of this sweep's list, taken one at a time by the block's
+// thread 0, until the list is exhausted; returns how many this block ran. The taken
+// tile goes through shared memory in alternating slots, so thread 0 can take the next
+// one while others still read the last (work has a barrier in between).
+template <class Work>
+__device__ int pull_tiles(const SolverArgs& a, Shared& sh, int sweep, Work work) {
+  const int slot = sweep % 3;
+  const unsigned int count = __ldcg(&a.header->list_count[slot]);
+  const int* list = a.lists + static_cast<long long>(slot) * a.num_tiles;
+  int worked = 0;
+  for (int parity = 0;; parity ^= 1) {
+    if (threadIdx.x == 0) {
+      const unsigned int i = atomicAdd(&a.header->list_next[slot], 1U);
+      sh.pulled[parity] = i < count ? __ldcg(list + i) : -1;
+    }
+    __syncthreads();
+    const int t = sh.pulled[parity];
+    if (t < 0) break;
+    work(t);
+    ++worked;
+  }
+  return worked;
+}
+
+// The list slot that sweep `sweep` empties for sweep + 2: last used by sweep - 1, whose
+// blocks all finished with it before the barrier that ended that sweep.
+__device__ __forceinline__ void clear_list_slot(const SolverArgs& a, int sweep) {
+  a.header->list_count[(sweep + 2) % 3] = 0U;
+  a.header->list_next[(sweep + 2) % 3] = 0U;
+}
+
 __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm) maxflow_kernel(SolverArgs a) {
   __shared__ Shared sh;
   cg::grid_group grid = cg::this_grid();
   const bool leader = blockIdx.x == 0 && threadIdx.x == 0;
   init_phase(a);
   grid.sync();
+  PhaseClock phase_clock;  // block 0: the grid's time per phase
+  PhaseClock busy_clock;   // every block: its time working in sweeps
+  phase_clock.start();
   // Per-block counters, 32-bit to spare registers (a block relaxes far fewer than
   // 2^32 tiles in one solve).
   unsigned int bfs_tiles = 0;
@@ -662,31 +759,47 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm) maxflow_kernel(Solv
     for (;;) {
       ++sweep;
       ++bfs_sweeps;
-      if (leader) a.header->counter[(sweep + 1) % 3] = 0U;
-      bfs_tiles += static_cast<unsigned int>(sweep_tiles(
-          a, sh, [&](int t) { return bfs_needed(a, t, sweep, first, relabel); },
-          [&](int t) { bfs_tile(a, t, sweep, first, sh); }));
+      if (leader) {
+        a.header->counter[(sweep + 1) % 3] = 0U;
+        clear_list_slot(a, sweep);
+      }
+      busy_clock.start();
+      const auto relax = [&](int t) { bfs_tile(a, t, sweep, first, sh); };
+      bfs_tiles += static_cast<unsigned int>(
+          first ? sweep_tiles(
+                      a, sh, [&](int t) { return graph_live(a, __ldg(a.tile_graph + t), relabel); }, relax)
+                : pull_tiles(a, sh, sweep, relax));
+      busy_clock.lap(a.header, kBfsBusyNs);
       grid.sync();
+      if (blockIdx.x == 0) phase_clock.lap(a.header, kBfsNs);
       first = false;
       if (read_counter(a, sweep) == 0U) break;
     }
     // Is any excess still able to reach the sink?
     ++sweep;
-    if (leader) a.header->counter[(sweep + 1) % 3] = 0U;
+    if (leader) {
+      a.header->counter[(sweep + 1) % 3] = 0U;
+      clear_list_slot(a, sweep);
+    }
     check_tiles += static_cast<unsigned int>(sweep_tiles(
         a, sh, [&](int t) { return graph_live(a, __ldg(a.tile_graph + t), relabel); },
         [&](int t) { check_tile(a, t, sweep, row); }));
     grid.sync();
+    if (blockIdx.x == 0) phase_clock.lap(a.header, kCheckNs);
     if (read_counter(a, sweep) == 0U) break;
     for (int i = 0; i < a.push_sweeps; ++i) {
       ++sweep;
       ++push_sweeps;
-      if (leader) a.header->counter[(sweep + 1) % 3] = 0U;
-      // A tile is marked by its own last visit or a neighbour's push, or by the check.
-      push_tiles += static_cast<unsigned int>(sweep_tiles(
-          a, sh, [&](int t) { return __ldcg(a.pmark + t) >= sweep; },
-          [&](int t) { push_tile(a, t, sweep, sh); }));
+      if (leader) {
+        a.header->counter[(sweep + 1) % 3] = 0U;
+        clear_list_slot(a, sweep);
+      }
+      // A tile is listed by its own last visit or a neighbour's push, or by the check.
+      busy_clock.start();
+      push_tiles += static_cast<unsigned int>(pull_tiles(a, sh, sweep, [&](int t) { push_tile(a, t, sweep, sh); }));
+      busy_clock.lap(a.header, kPushBusyNs);
       grid.sync();
+      if (blockIdx.x == 0) phase_clock.lap(a.header, kPushNs);
       if (read_counter(a, sweep) == 0U) break;
     }
   }
@@ -807,6 +920,7 @@ void maxflow_cuda(const BatchedGridGraph& graph, std::uint8_t* source_side, std:
   a.old_term = reinterpret_cast<std::int32_t*>(base + l.old_term);
   a.pmark = reinterpret_cast<int*>(base + l.pmark);
   a.bmark = reinterpret_cast<int*>(base + l.bmark);
+  a.lists = reinterpret_cast<int*>(base + l.lists);
   a.header = reinterpret_cast<Header*>(base + l.header);
   a.source_side = source_side;
   a.flows = reinterpret_cast<unsigned long long*>(flows);
@@ -855,6 +969,14 @@ MaxflowStats maxflow_read_stats(const void* workspace, cudaStream_t stream) {
   s.push_tiles = h.stats[4];
   s.grid_blocks = h.stats[5];
   s.check_tiles = h.stats[6];
+  s.bfs_ns = h.stats[kBfsNs];
+  s.check_ns = h.stats[kCheckNs];
+  s.push_ns = h.stats[kPushNs];
+  s.bfs_busy_ns = h.stats[kBfsBusyNs];
+  s.push_busy_ns = h.stats[kPushBusyNs];
+  s.push_rounds = h.stats[kPushRounds];
+  s.push_visits_run = h.stats[kPushVisitsRun];
+  s.push_visits_capped = h.stats[kPushVisitsCapped];
   return s;
 }
 

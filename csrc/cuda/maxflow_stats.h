@@ -15,6 +15,17 @@ struct MaxflowStats {
   unsigned long long push_tiles = 0;       // marked tiles visited in push sweeps
   unsigned long long grid_blocks = 0;      // blocks of the persistent kernel
   unsigned long long check_tiles = 0;      // tiles of live graphs checked (after each relabel)
+  // Profile, only from a build with GRABCUT_MAXFLOW_PHASE_CLOCK (bench_maxflow_cuda_phases),
+  // else 0: the grid's nanoseconds in each phase, the blocks' summed working time in BFS
+  // and push sweeps, and the push visits' rounds.
+  unsigned long long bfs_ns = 0;
+  unsigned long long check_ns = 0;
+  unsigned long long push_ns = 0;
+  unsigned long long bfs_busy_ns = 0;
+  unsigned long long push_busy_ns = 0;
+  unsigned long long push_rounds = 0;        // push-relabel rounds, summed over visits that ran
+  unsigned long long push_visits_run = 0;    // visits that found an active pixel
+  unsigned long long push_visits_capped = 0;  // visits that stopped at the round limit
 };
 
 // Process-wide push sweeps between global relabels and push-relabel rounds per tile
