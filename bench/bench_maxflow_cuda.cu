@@ -322,7 +322,7 @@ int main(int argc, char** argv) {
     float best = 1e30f;
     int best_k = 8;
     int best_r = 24;
-    const int configs[][2] = {{8, 24}, {4, 24}, {16, 24}, {8, 12}, {8, 48}, {16, 12}, {12, 16}, {4, 48}};
+    const int configs[][2] = {{8, 24}, {8, 12}, {8, 8}, {12, 12}, {16, 12}, {16, 8}, {12, 16}, {6, 12}};
     for (const auto& kr : configs) {
       {
         const int k = kr[0];

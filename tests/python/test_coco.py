@@ -9,11 +9,13 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
 import numpy as np
 import pytest
+import torch
 from coco_fixtures import (
     REPO,
     clean_coco,
@@ -29,9 +31,18 @@ from pycocotools import mask as mask_utils
 from conftest import requires_cuda
 from torchgrabcut import grabcut
 from torchgrabcut.cli import main
-from torchgrabcut.coco.job import EXIT_AFTER_ENV, DatasetOptions, run_dataset
+from torchgrabcut.coco.job import EXIT_AFTER_ENV, DatasetOptions, _Calls, run_dataset
 from torchgrabcut.coco.parts import parts_dir
-from torchgrabcut.coco.plan import SKIP_CROWD, SKIP_NO_BACKGROUND, SKIP_OUTSIDE, SKIP_SMALL, box_crop, gt_rle
+from torchgrabcut.coco.plan import (
+    SKIP_CROWD,
+    SKIP_NO_BACKGROUND,
+    SKIP_OUTSIDE,
+    SKIP_SMALL,
+    BoxPlan,
+    ImagePlan,
+    box_crop,
+    gt_rle,
+)
 from torchgrabcut.evaluate import evaluate_dataset, load_dataset, score
 
 
@@ -173,6 +184,75 @@ def test_masks_are_grabcut_on_the_crop(clean: Path, reference: tuple[Path, objec
         assert np.array_equal(decode_segmentation(a["segmentation"], h, w), expected)
         checked += 1
     assert checked >= 3
+
+
+class _RecordingPost:
+    """Stands in for the post-processing thread: keeps what it is handed."""
+
+    def __init__(self) -> None:
+        self.items: list[tuple[str, object]] = []
+
+    def put(self, item: tuple[str, object]) -> None:
+        self.items.append(item)
+
+
+def _calls_with(run: object, tmp_path: Path) -> tuple[_Calls, _RecordingPost]:
+    post = _RecordingPost()
+    stages = {"wait_images": 0.0, "wait_calls": 0.0, "wait_post": 0.0}
+    opts = DatasetOptions(tmp_path, tmp_path, tmp_path / "out.json", device="cpu")
+    calls = _Calls(opts, torch.device("cpu"), post, stages, threads=2)
+    calls._run = run  # type: ignore[method-assign]
+    return calls, post
+
+
+def _one_box_plans(n: int) -> list[ImagePlan]:
+    return [ImagePlan(i, f"{i}.png", 8, 8, anns=[i], boxes=[BoxPlan(i, (0, 0, 8, 8), (1, 1, 7, 7))]) for i in range(n)]
+
+
+def test_calls_reach_post_in_order_when_they_finish_out_of_order(tmp_path: Path) -> None:
+    """Two calls at once, the second done first: post still gets masks in submission order, then the chunk."""
+    second_done = threading.Event()
+    order: list[int] = []
+
+    def run(crops: list[np.ndarray], boxes: list[object]) -> list[np.ndarray]:
+        first = int(crops[0][0, 0, 0]) == 0
+        if first:
+            assert second_done.wait(10), "the second call ran while the first was still running"
+        order.append(0 if first else 1)
+        if not first:
+            second_done.set()
+        return [c[:, :, 0].copy() for c in crops]
+
+    calls, post = _calls_with(run, tmp_path)
+    plans = _one_box_plans(4)
+    images = [np.full((8, 8, 3), i, dtype=np.uint8) for i in range(4)]
+    items = [(p, 0, im) for p, im in zip(plans, images)]
+    calls.submit(items[:2])
+    calls.submit(items[2:])
+    calls.end_chunk(plans)
+    calls.finish()
+    assert order == [1, 0], "the calls overlapped and the second finished first"
+    kinds = [kind for kind, _ in post.items]
+    assert kinds == ["masks", "masks", "chunk"]
+    handed = [plan.image for _, payload in post.items[:2] for plan, _, _ in payload]  # type: ignore[attr-defined]
+    assert handed == [0, 1, 2, 3]
+    for _, payload in post.items[:2]:
+        for plan, _, mask in payload:  # type: ignore[attr-defined]
+            assert np.array_equal(mask, np.full((8, 8), plan.image)), "each mask goes with its own box"
+
+
+def test_a_failed_call_raises_in_the_main_thread(tmp_path: Path) -> None:
+    def run(crops: list[np.ndarray], boxes: list[object]) -> list[np.ndarray]:
+        raise torch.OutOfMemoryError("out of memory (test)")
+
+    calls, post = _calls_with(run, tmp_path)
+    plans = _one_box_plans(1)
+    with pytest.raises(torch.OutOfMemoryError, match="test"):  # from whichever step sees the call finished
+        calls.submit([(plans[0], 0, np.zeros((8, 8, 3), dtype=np.uint8))])
+        calls.end_chunk(plans)
+        calls.finish()
+    calls.abandon()
+    assert post.items == [], "nothing of a failed call, nor its chunk, reaches the part file"
 
 
 def test_same_bytes_whatever_batch_size_and_workers(clean: Path, reference: tuple[Path, object], tmp_path: Path):

@@ -42,7 +42,9 @@ import os
 import queue
 import threading
 import time
+from collections import deque
 from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -347,6 +349,95 @@ def _shape_key(crop: tuple[int, int, int, int]) -> tuple[bool, int, int]:
     return h >= w, max(h, w), min(h, w)
 
 
+_Item = tuple[ImagePlan, int, np.ndarray | None]  # an image's plan, a box number, the decoded image
+
+
+class _Calls:
+    """The GrabCut calls of a rank, run on worker threads while the main thread reads on.
+
+    The operator runs without the GIL, so while a call computes, the main thread
+    gathers and sorts the next chunk and a second call (on CUDA, each worker thread
+    has its own stream) packs its crops and unpacks its masks: the device is kept
+    busy instead of waiting for the host between calls. Results reach the
+    post-processing thread in submission order, and a chunk's marker only after
+    all of its masks, so the part files are the same as with serial calls.
+    """
+
+    def __init__(
+        self, opts: DatasetOptions, dev: torch.device, post: Any, stages: dict[str, float], threads: int = 0
+    ) -> None:
+        self.opts, self.dev, self.post, self.stages = opts, dev, post, stages
+        # One CPU call already uses every core; on a GPU two overlap host and device work.
+        self.threads = threads or (2 if dev.type == "cuda" else 1)
+        self.pool = ThreadPoolExecutor(max_workers=self.threads, thread_name_prefix="torchgrabcut-dataset-call")
+        self.local = threading.local()
+        # Submitted calls (future, items) and chunk markers (None, plans), oldest first.
+        self.pending: deque[tuple[Future[list[np.ndarray]] | None, Any]] = deque()
+
+    def _run(self, crops: list[np.ndarray], boxes: list[tuple[int, int, int, int]]) -> list[np.ndarray]:
+        from torchgrabcut.api import grabcut
+
+        if self.dev.type != "cuda":
+            return grabcut(crops, box=boxes, max_iter=self.opts.max_iter, device=self.dev)
+        stream = getattr(self.local, "stream", None)
+        if stream is None:
+            torch.cuda.set_device(self.dev)  # the current device is per thread
+            stream = self.local.stream = torch.cuda.Stream(self.dev)
+        with torch.cuda.stream(stream):
+            return grabcut(crops, box=boxes, max_iter=self.opts.max_iter, device=self.dev)
+
+    def submit(self, batch: list[_Item]) -> None:
+        """Starts a call on the batch; first waits while every worker has one."""
+        while sum(f is not None for f, _ in self.pending) >= self.threads:
+            self._hand_on(block=True)
+        crops = []
+        for plan, k, image in batch:
+            x0, y0, x1, y1 = plan.boxes[k].crop
+            assert image is not None, "an image with boxes to segment was read"
+            crops.append(image[y0:y1, x0:x1])
+        boxes = [plan.boxes[k].box for plan, k, _ in batch]
+        self.pending.append((self.pool.submit(self._run, crops, boxes), batch))
+        self._hand_on(block=False)
+
+    def end_chunk(self, plans: list[ImagePlan]) -> None:
+        self.pending.append((None, plans))
+        self._hand_on(block=False)
+
+    def _hand_on(self, block: bool) -> None:
+        """Passes finished calls and due chunk markers to post; with block, at least one call."""
+        while self.pending:
+            future, payload = self.pending[0]
+            if future is None:
+                self.pending.popleft()
+                self._put(("chunk", payload))
+                continue
+            if not future.done():
+                if not block:
+                    return
+                t = time.perf_counter()
+                future.result()
+                self.stages["wait_calls"] += time.perf_counter() - t
+            self.pending.popleft()
+            masks = future.result()
+            self._put(("masks", [(plan, k, m) for (plan, k, _), m in zip(payload, masks)]))
+            block = False
+
+    def _put(self, item: tuple[str, Any]) -> None:
+        t = time.perf_counter()
+        self.post.put(item)
+        self.stages["wait_post"] += time.perf_counter() - t
+
+    def finish(self) -> None:
+        """Waits for every call and hands everything on."""
+        while self.pending:
+            self._hand_on(block=True)
+        self.pool.shutdown(wait=True)
+
+    def abandon(self) -> None:
+        """After an error: drops the calls not started, waits for the running ones."""
+        self.pool.shutdown(wait=True, cancel_futures=True)
+
+
 def _process(
     plans: list[ImagePlan],
     opts: DatasetOptions,
@@ -355,8 +446,6 @@ def _process(
     post: _Post,
 ) -> dict[str, float]:
     """Runs the rank's images through the pipeline; returns the main thread's seconds per stage."""
-    from torchgrabcut.api import grabcut
-
     data = _Images(Path(opts.images), plans, coco, opts.margin, opts.min_margin)
     loader = torch.utils.data.DataLoader(
         data,
@@ -366,54 +455,45 @@ def _process(
         collate_fn=_identity,
         prefetch_factor=8 if opts.workers > 0 else None,
     )
-    chunk_boxes = opts.batch_size * CHUNK_BATCHES
+    # The first chunk is one batch, so the device starts after a batch's images are read
+    # rather than a whole chunk's; later ones are CHUNK_BATCHES batches.
+    chunk_boxes = opts.batch_size
     chunk: list[tuple[ImagePlan, np.ndarray | None]] = []
     n_boxes = 0
-    stages = {"wait_images": 0.0, "grabcut": 0.0, "wait_post": 0.0}
+    stages = {"wait_images": 0.0, "wait_calls": 0.0, "wait_post": 0.0}
+    calls = _Calls(opts, dev, post, stages)
 
     def flush() -> None:
         items = [(plan, k, image) for plan, image in chunk for k in range(len(plan.boxes))]
         items.sort(key=lambda it: _shape_key(it[0].boxes[it[1]].crop))  # stable: ties keep file order
         for s in range(0, len(items), opts.batch_size):
-            batch = items[s : s + opts.batch_size]
-            crops = []
-            for plan, k, image in batch:
-                x0, y0, x1, y1 = plan.boxes[k].crop
-                assert image is not None
-                crops.append(image[y0:y1, x0:x1])
-            t = time.perf_counter()
-            masks = grabcut(
-                crops,
-                box=[plan.boxes[k].box for plan, k, _ in batch],
-                max_iter=opts.max_iter,
-                device=dev,
-            )
-            t1 = time.perf_counter()
-            post.put(("masks", [(plan, k, m) for (plan, k, _), m in zip(batch, masks)]))
-            stages["grabcut"] += t1 - t
-            stages["wait_post"] += time.perf_counter() - t1
-        t = time.perf_counter()
-        post.put(("chunk", [plan for plan, _ in chunk]))
-        stages["wait_post"] += time.perf_counter() - t
+            calls.submit(items[s : s + opts.batch_size])
+        calls.end_chunk([plan for plan, _ in chunk])
 
-    it = iter(loader)
-    while True:
-        t = time.perf_counter()
-        item = next(it, None)
-        stages["wait_images"] += time.perf_counter() - t
-        if item is None:
-            break
-        plan, image, error = item
-        if error is not None:
-            raise ValueError(error)
-        post.results[plan.image] = {}
-        chunk.append((plan, None if image is None else image.numpy()))
-        n_boxes += len(plan.boxes)
-        if n_boxes >= chunk_boxes:
+    try:
+        it = iter(loader)
+        while True:
+            t = time.perf_counter()
+            item = next(it, None)
+            stages["wait_images"] += time.perf_counter() - t
+            if item is None:
+                break
+            plan, image, error = item
+            if error is not None:
+                raise ValueError(error)
+            post.results[plan.image] = {}
+            chunk.append((plan, None if image is None else image.numpy()))
+            n_boxes += len(plan.boxes)
+            if n_boxes >= chunk_boxes:
+                flush()
+                chunk, n_boxes = [], 0
+                chunk_boxes = opts.batch_size * CHUNK_BATCHES
+        if chunk:
             flush()
-            chunk, n_boxes = [], 0
-    if chunk:
-        flush()
+        calls.finish()
+    except BaseException:
+        calls.abandon()
+        raise
     return stages
 
 
