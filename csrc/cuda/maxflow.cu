@@ -52,8 +52,9 @@
 // (sweep_tiles); every other sweep works on a list of the tiles that need it, built
 // by the sweep before and shared out among the blocks (pull_tiles). Exactness does
 // not depend on the heights being valid labels: it rests only on the preflow
-// invariants and on the exact BFS of the final check. The outputs (cut and flow value) are unique for a graph, so they are deterministic
-// although the order of the integer atomics (and so the internal flow) may vary.
+// invariants and on the exact BFS of the final check. The outputs (cut and flow
+// value) are unique for a graph, so they are deterministic although the order of
+// the integer atomics (and so the internal flow) may vary.
 //
 // Flow value: the capacity of the canonical cut (net terminals of pixels on the
 // wrong side plus n-links from source side to sink side), which equals the maximum
@@ -116,8 +117,8 @@ struct DescChunk {
   GraphDev g[kDescChunk];
 };
 
-// Workspace header: rotating phase counters and tile lists' sizes (see sweep_list),
-// then statistics.
+// Workspace header: rotating phase counters and the sizes of the sweep lists (see
+// list_for_next_sweep), then statistics.
 struct Header {
   unsigned int counter[4];
   unsigned int list_count[4];  // tiles on the list of a sweep (slot sweep % 3)
@@ -655,7 +656,6 @@ __device__ void cut_tile(const SolverArgs& a, int t, Shared& sh) {
 __device__ __forceinline__ unsigned int read_counter(const SolverArgs& a, int sweep) {
   return __ldcg(&a.header->counter[sweep % 3]);
 }
-
 
 // Runs `work(t)` on this block's tiles (t = blockIdx.x + i * gridDim.x) for which
 // `need(t)` holds, in increasing order, and returns how many there were. The block
