@@ -255,6 +255,34 @@ def test_a_failed_call_raises_in_the_main_thread(tmp_path: Path) -> None:
     assert post.items == [], "nothing of a failed call, nor its chunk, reaches the part file"
 
 
+def test_batches_too_big_for_the_device_are_split(
+    clean: Path,
+    reference: tuple[Path, object],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture,
+) -> None:
+    """A call that runs out of device memory is retried in halves: same bytes, one message."""
+    import torchgrabcut.api
+
+    real = torchgrabcut.api.grabcut
+    sizes: list[int] = []
+
+    def small_device(image: list[np.ndarray], **kw: object) -> object:
+        sizes.append(len(image))
+        if len(image) > 1:
+            raise torch.OutOfMemoryError("CUDA out of memory (test: one crop at a time fits)")
+        return real(image, **kw)
+
+    monkeypatch.setattr(torchgrabcut.api, "grabcut", small_device)
+    out = tmp_path / "out.json"
+    run_dataset(_opts(clean, out, batch_size=4, quiet=False))
+    assert out.read_bytes() == reference[0].read_bytes()
+    assert 4 in sizes and 2 in sizes and 1 in sizes, "halved until it fits"
+    err = capsys.readouterr().err
+    assert err.count("did not fit in the device's memory") == 1, err
+
+
 def test_same_bytes_whatever_batch_size_and_workers(clean: Path, reference: tuple[Path, object], tmp_path: Path):
     out = tmp_path / "out.json"
     run_dataset(_opts(clean, out, batch_size=1, workers=2))

@@ -51,7 +51,14 @@ def add_parser(sub: Any) -> None:
         metavar="DEV",
         help="cpu or cuda (default: cuda when usable); under torchrun each process uses cuda:LOCAL_RANK",
     )
-    p.add_argument("--batch-size", type=int, default=128, metavar="N", help="boxes per GrabCut call (default 128)")
+    p.add_argument(
+        "--batch-size",
+        type=int,
+        default=128,
+        metavar="N",
+        help="boxes per GrabCut call (default 128); on a GPU two calls run at once, and a call that does not "
+        "fit in its memory is split in halves and retried (256 suits an 80 GB+ GPU)",
+    )
     p.add_argument(
         "--margin",
         type=float,

@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import os
 import queue
+import sys
 import threading
 import time
 from collections import deque
@@ -371,20 +372,47 @@ class _Calls:
         self.threads = threads or (2 if dev.type == "cuda" else 1)
         self.pool = ThreadPoolExecutor(max_workers=self.threads, thread_name_prefix="torchgrabcut-dataset-call")
         self.local = threading.local()
+        self.lock = threading.Lock()
+        self.split_batches = False  # a batch was split for want of device memory (said once)
         # Submitted calls (future, items) and chunk markers (None, plans), oldest first.
         self.pending: deque[tuple[Future[list[np.ndarray]] | None, Any]] = deque()
 
     def _run(self, crops: list[np.ndarray], boxes: list[tuple[int, int, int, int]]) -> list[np.ndarray]:
-        from torchgrabcut.api import grabcut
-
         if self.dev.type != "cuda":
-            return grabcut(crops, box=boxes, max_iter=self.opts.max_iter, device=self.dev)
+            return self._run_fitting(crops, boxes)
         stream = getattr(self.local, "stream", None)
         if stream is None:
             torch.cuda.set_device(self.dev)  # the current device is per thread
             stream = self.local.stream = torch.cuda.Stream(self.dev)
         with torch.cuda.stream(stream):
+            return self._run_fitting(crops, boxes)
+
+    def _run_fitting(self, crops: list[np.ndarray], boxes: list[tuple[int, int, int, int]]) -> list[np.ndarray]:
+        """One call; a batch the device has no memory for is split in halves and retried.
+
+        A crop's mask does not depend on the other crops of its call, so the output is
+        the same. A failed call leaves nothing allocated (see grabcut), and the other
+        worker's call may have been what filled the device.
+        """
+        from torchgrabcut.api import grabcut
+
+        try:
             return grabcut(crops, box=boxes, max_iter=self.opts.max_iter, device=self.dev)
+        except torch.OutOfMemoryError:
+            if len(crops) == 1:
+                raise
+        with self.lock:
+            first_split = not self.split_batches
+            self.split_batches = True
+        if first_split and not self.opts.quiet:
+            print(
+                f"dataset: a batch of {len(crops)} crops did not fit in the device's memory; splitting such "
+                "batches (a smaller --batch-size avoids the retries)",
+                file=sys.stderr,
+                flush=True,
+            )
+        half = len(crops) // 2
+        return self._run_fitting(crops[:half], boxes[:half]) + self._run_fitting(crops[half:], boxes[half:])
 
     def submit(self, batch: list[_Item]) -> None:
         """Starts a call on the batch; first waits while every worker has one."""
