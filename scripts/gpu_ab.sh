@@ -4,7 +4,10 @@
 # folder that mirrors the repository's paths and holds only the replaced files, e.g.
 #   mkdir -p ab_base/csrc/cuda && git show v0.4:csrc/cuda/maxflow.cu > ab_base/csrc/cuda/maxflow.cu
 # Builds both sides (extension and C++ benchmarks), runs the CUDA tests of "new",
-# then alternates the C++ CUDA benchmarks and the dataset benchmark.
+# then alternates the C++ CUDA benchmarks and the dataset benchmark. When AB_BASE
+# replaces only Python files, "base" is this tree's python/ folder (with the built
+# extension) with those files swapped in: nothing is built twice and only the
+# Python-level benchmarks (a 512-crop list call, the dataset job) run.
 #
 #   device run:  AB_BASE=ab_base bash scripts/gpu_ab.sh     (carry: .gtest, .wheels, ab_base)
 set -u
@@ -12,6 +15,22 @@ cd "$(dirname "$0")/.."
 AB_BASE=${AB_BASE:?set AB_BASE to the folder of replaced files}
 export TORCH_CUDA_ARCH_LIST=9.0 TORCHGRABCUT_CUDA=1 MAX_JOBS=8
 BASE=/tmp/ab_base_tree
+if [[ -z $(find "$AB_BASE" -type f ! -path "$AB_BASE/python/*" -print -quit) ]]; then
+  STEPS="build pytest" bash scripts/gpu_check.sh
+  rm -rf "$BASE" && mkdir -p "$BASE" && cp -r python "$BASE"/ && cp -r "$AB_BASE"/python/. "$BASE"/python/
+  for round in 1 2; do
+    for side in base new; do
+      pp=$PWD/python
+      [[ $side == base ]] && pp=$BASE/python
+      echo "== list call, $side, round $round"
+      PYTHONPATH=$pp timeout 120 python3 bench/list_call_bench.py | tail -1
+      echo "== dataset job, $side, round $round"
+      PYTHONPATH=$pp timeout 200 python3 bench/coco_bench.py --device cuda --batch-size 256,512 --workers 8 \
+        --workdir /tmp/coco_bench 2>&1 | grep -E "coco_bench:|main thread"
+    done
+  done
+  exit 0
+fi
 rm -rf "$BASE" && mkdir -p "$BASE"
 tar cf - --exclude=./data --exclude='./build*' --exclude=./.wheels --exclude="./$AB_BASE" . | tar xf - -C "$BASE"
 cp -r "$AB_BASE"/. "$BASE"/

@@ -4,7 +4,8 @@
 # compute-sanitizer), the CUDA pytest tests, then the benchmarks; print a short
 # table per step. STEPS picks the steps (default: all; they run in this order):
 #   build cmake sanitize pytest   the extension, CUDA tests, compute-sanitizer
-#   cppbench bench                torch-free timings, the end-to-end benchmark
+#   cppbench bench                torch-free timings (and the max-flow's phase profile),
+#                                 the end-to-end benchmark
 #   robust                        CUDA pytest of robustness, limits, dataset, server, CLI
 #   coco serve pictures scaling   dataset and server benchmarks, the speed plot, the
 #                                 dataset job under torchrun with 1..all GPUs
@@ -93,6 +94,9 @@ if [[ " $STEPS " == *" cppbench "* ]]; then
   for b in bench_maxflow_cuda bench_grabcut_cuda; do
     [[ -x build-gpu/$b ]] && { timeout 120 build-gpu/$b > "$LOGS/$b.log" 2>&1 || status=1; tail -14 "$LOGS/$b.log"; }
   done
+  # Where a solve's time goes: phases, block busy time, push rounds (profiling build).
+  b=bench_maxflow_cuda_phases
+  [[ -x build-gpu/$b ]] && { timeout 120 build-gpu/$b > "$LOGS/$b.log" 2>&1 || status=1; grep -A2 " cold " "$LOGS/$b.log"; }
 fi
 
 if [[ " $STEPS " == *" bench "* ]]; then
