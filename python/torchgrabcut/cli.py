@@ -179,3 +179,8 @@ def main(argv: list[str] | None = None) -> int:
     except (ValueError, TypeError, FileNotFoundError, OSError, RuntimeError) as err:
         print(f"torchgrabcut {args.command}: error: {err}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        # Ctrl-C is how a long dataset job is paused: what was written is kept.
+        again = "; the same command continues where it stopped" if args.command == "dataset" else ""
+        print(f"torchgrabcut {args.command}: interrupted{again}", file=sys.stderr)
+        return 130

@@ -367,6 +367,37 @@ def test_resume_after_sigkill(clean: Path, reference: tuple[Path, object], tmp_p
     assert out.read_bytes() == reference[0].read_bytes()
 
 
+def test_ctrl_c_stops_a_cpu_job_with_one_line_and_it_resumes(
+    clean: Path, reference: tuple[Path, object], tmp_path: Path
+) -> None:
+    """SIGINT once the first image is durable: exit 130 within seconds, one line, no traceback; a rerun finishes."""
+    out = tmp_path / "out.json"
+    args = ["-m", "torchgrabcut", "dataset", *dataset_args(clean, clean.parent / "images", out)]
+    args += ["--device", "cpu", "--batch-size", "1", "--workers", "0"]
+    part = parts_dir(out) / "rank0.jsonl"
+    proc = subprocess.Popen([sys.executable, *args], cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 120
+        while not (part.is_file() and part.stat().st_size > 0) and proc.poll() is None:
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+        sent = time.monotonic()
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+        stopped_after = time.monotonic() - sent
+    finally:
+        proc.kill()
+        proc.wait()
+    message = err.decode()
+    assert proc.returncode == 130, message
+    assert "Traceback" not in message and message.strip().endswith("continues where it stopped"), message
+    assert stopped_after < 10, f"took {stopped_after:.1f} s to stop"
+    assert 0 < len(part.read_bytes().split(b"\n")) - 1 < 7 and not out.exists()
+    resumed = run_module(args, tmp_path)
+    assert resumed.returncode == 0, resumed.stderr
+    assert out.read_bytes() == reference[0].read_bytes()
+
+
 def test_resume_with_a_line_cut_short(clean: Path, reference: tuple[Path, object], tmp_path: Path) -> None:
     out = tmp_path / "out.json"
     run_dataset(_opts(clean, out, keep_parts=True))

@@ -362,15 +362,22 @@ class _Calls:
     busy instead of waiting for the host between calls. Results reach the
     post-processing thread in submission order, and a chunk's marker only after
     all of its masks, so the part files are the same as with serial calls.
+
+    On the CPU (``threads`` 0 there) the calls run in the main thread, one after
+    another: one call already uses every core, and the operator answers Ctrl-C
+    between images only when Python's main thread called it.
     """
 
     def __init__(
-        self, opts: DatasetOptions, dev: torch.device, post: Any, stages: dict[str, float], threads: int = 0
+        self, opts: DatasetOptions, dev: torch.device, post: Any, stages: dict[str, float], threads: int = -1
     ) -> None:
         self.opts, self.dev, self.post, self.stages = opts, dev, post, stages
-        # One CPU call already uses every core; on a GPU two overlap host and device work.
-        self.threads = threads or (2 if dev.type == "cuda" else 1)
-        self.pool = ThreadPoolExecutor(max_workers=self.threads, thread_name_prefix="torchgrabcut-dataset-call")
+        self.threads = threads if threads >= 0 else (2 if dev.type == "cuda" else 0)
+        self.pool = (
+            ThreadPoolExecutor(max_workers=self.threads, thread_name_prefix="torchgrabcut-dataset-call")
+            if self.threads > 0
+            else None
+        )
         self.local = threading.local()
         self.lock = threading.Lock()
         self.split_batches = False  # a batch was split for want of device memory (said once)
@@ -415,8 +422,8 @@ class _Calls:
         return self._run_fitting(crops[:half], boxes[:half]) + self._run_fitting(crops[half:], boxes[half:])
 
     def submit(self, batch: list[_Item]) -> None:
-        """Starts a call on the batch; first waits while every worker has one."""
-        while sum(f is not None for f, _ in self.pending) >= self.threads:
+        """Starts a call on the batch (without workers: makes it); first waits while every worker has one."""
+        while self.pool is not None and sum(f is not None for f, _ in self.pending) >= self.threads:
             self._hand_on(block=True)
         crops = []
         for plan, k, image in batch:
@@ -424,7 +431,14 @@ class _Calls:
             assert image is not None, "an image with boxes to segment was read"
             crops.append(image[y0:y1, x0:x1])
         boxes = [plan.boxes[k].box for plan, k, _ in batch]
-        self.pending.append((self.pool.submit(self._run, crops, boxes), batch))
+        if self.pool is not None:
+            future = self.pool.submit(self._run, crops, boxes)
+        else:
+            future = Future()
+            t = time.perf_counter()
+            future.set_result(self._run(crops, boxes))
+            self.stages["wait_calls"] += time.perf_counter() - t
+        self.pending.append((future, batch))
         self._hand_on(block=False)
 
     def end_chunk(self, plans: list[ImagePlan]) -> None:
@@ -459,11 +473,13 @@ class _Calls:
         """Waits for every call and hands everything on."""
         while self.pending:
             self._hand_on(block=True)
-        self.pool.shutdown(wait=True)
+        if self.pool is not None:
+            self.pool.shutdown(wait=True)
 
     def abandon(self) -> None:
         """After an error: drops the calls not started, waits for the running ones."""
-        self.pool.shutdown(wait=True, cancel_futures=True)
+        if self.pool is not None:
+            self.pool.shutdown(wait=True, cancel_futures=True)
 
 
 def _process(
