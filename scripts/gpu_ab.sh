@@ -54,6 +54,8 @@ for side in base new; do
   echo "== bench_maxflow_cuda, $side"
   timeout 200 "$dir/bench_maxflow_cuda" | tail -16
 done
+echo "== max-flow phase profile, new"
+timeout 120 build-gpu/bench_maxflow_cuda_phases | grep -A2 " cold "
 for side in base new; do
   pp=$PWD/python
   [[ $side == base ]] && pp=$BASE/python

@@ -16,7 +16,9 @@
 //                      to its neighbour; residual p->q = c - f, q->p = c + f, both in
 //                      [0, 2c], held as uint32 (c <= 2^31 - 1).
 //   old_term[p] int32  the terminal of the last solve (for warm starts).
-// That is 32 bytes per pixel, plus 24 bytes per 32x16 tile and 40 bytes per graph.
+//   resmask[p]  uint8  which arcs of p have residual capacity (a global relabel's
+//                      first sweep writes it, its later sweeps read it).
+// That is 33 bytes per pixel, plus 24 bytes per 32x16 tile and 40 bytes per graph.
 //
 // Why this representation is a valid preflow of an equivalent graph: splitting the
 // net terminal t into source capacity s + D and sink capacity k + D (s - k = t) with
@@ -130,7 +132,7 @@ static_assert(sizeof(Header) <= 256, "header fits its slot");
 
 struct Layout {
   std::size_t header = 0, graphs = 0, graph_active = 0, tile_graph = 0, pmark = 0, bmark = 0, lists = 0;
-  std::size_t excess = 0, height = 0, flow = 0, old_term = 0, total = 0;
+  std::size_t excess = 0, height = 0, flow = 0, old_term = 0, resmask = 0, total = 0;
   long long pixels = 0;  // extent of the per-pixel arrays (max offset + h * w)
   long long tiles = 0;
 };
@@ -174,6 +176,7 @@ Layout make_layout(const std::vector<GridDesc>& desc) {
   l.height = take(4 * np);
   l.flow = take(4 * 4 * np);
   l.old_term = take(4 * np);
+  l.resmask = take(np);
   l.total = at;
   return l;
 }
@@ -191,6 +194,7 @@ struct SolverArgs {
   int* height;
   int* flow;  // 4 planes of `pixels` entries
   std::int32_t* old_term;
+  std::uint8_t* resmask;  // bit k: residual arc in direction k, as of the relabel's first sweep
   int* pmark;   // last sweep + 1 the tile was put on a push list for
   int* bmark;   // last sweep + 1 the tile was put on a BFS list for
   int* lists;   // 3 x num_tiles: the tiles of sweep s are in row s % 3
@@ -255,7 +259,7 @@ __device__ __forceinline__ unsigned int load_residual(const SolverArgs& a, const
 struct __align__(16) Shared {
   unsigned int res[8][kThreads];
   long long e[kPad];
-  int h[kPad];
+  int h[2][kPad];  // two label buffers (see bfs_tile and push_tile)
   long long red[kThreads / 32];
   int list[kThreads];  // tiles of this block that need work in the current sweep
   int warp_count[kThreads / 32];
@@ -386,18 +390,24 @@ __device__ bool bfs_tile(const SolverArgs& a, int t, int sweep, bool first, Shar
   const long long p = valid ? pix(c, x, y) : 0;
   const int me = (ly + 1) * kPadW + lx + 1;
   bool sink = false;
-  int d0 = kInf;
+  int d = kInf;
   unsigned int mask = 0;
   if (valid) {
     const long long e = __ldcg(a.excess + p);
     sink = e < 0;
-    d0 = first ? (sink ? 0 : kInf) : __ldcg(a.height + p);
+    if (first) {
+      d = sink ? 0 : kInf;
 #pragma unroll
-    for (int k = 0; k < 8; ++k) {
-      if (load_residual(a, c, x, y, p, k) != 0U) mask |= 1U << k;
+      for (int k = 0; k < 8; ++k) {
+        if (load_residual(a, c, x, y, p, k) != 0U) mask |= 1U << k;
+      }
+      // Flows do not change until the relabel ends, so later sweeps read the mask.
+      a.resmask[p] = static_cast<std::uint8_t>(mask);
+    } else {
+      d = __ldcg(a.height + p);
+      mask = __ldcg(a.resmask + p);
     }
   }
-  sh.h[me] = d0;
   for (int i = tid; i < kPad; i += kThreads) {
     const int py = i / kPadW;
     const int px = i - py * kPadW;
@@ -409,32 +419,33 @@ __device__ bool bfs_tile(const SolverArgs& a, int t, int sweep, bool first, Shar
       const long long q = pix(c, gx, gy);
       hv = first ? (__ldcg(a.excess + q) < 0 ? 0 : kInf) : __ldcg(a.height + q);
     }
-    sh.h[i] = hv;
+    sh.h[0][i] = hv;
+    sh.h[1][i] = hv;
   }
+  sh.h[0][me] = d;
   __syncthreads();
-  // Jacobi relaxation: every thread reads its neighbours' labels, the block waits,
-  // then the lowered labels are written (no thread reads a label being written).
+  // Jacobi relaxation over two label buffers: every thread reads its neighbours'
+  // labels from one and writes its own to the other, so one barrier per step is
+  // enough (no thread reads a buffer while it is written). A thread's own label
+  // lives in a register.
   bool changed = false;
-  for (;;) {
+  const bool relaxes = valid && !sink && mask != 0U;
+  for (int par = 0;; par ^= 1) {
     bool ch = false;
-    int nd = kInf;
-    if (valid && !sink && mask != 0U) {
-      const int cur = sh.h[me];
-      nd = cur;
+    if (relaxes) {
+      int nd = d;
 #pragma unroll
       for (int k = 0; k < 8; ++k) {
-        if (mask & (1U << k)) nd = min(nd, sh.h[me + dir_dy(k) * kPadW + dir_dx(k)] + 1);
+        if (mask & (1U << k)) nd = min(nd, sh.h[par][me + dir_dy(k) * kPadW + dir_dx(k)] + 1);
       }
-      ch = nd < cur;
+      ch = nd < d;
+      d = nd;
     }
-    __syncthreads();
-    if (ch) {
-      sh.h[me] = nd;
-      changed = true;
-    }
+    sh.h[par ^ 1][me] = d;
+    changed = changed || ch;
     if (!__syncthreads_or(ch)) break;
   }
-  if (valid && (first || changed)) __stcg(a.height + p, sh.h[me]);
+  if (valid && (first || changed)) __stcg(a.height + p, d);
   const bool tile_changed = __syncthreads_or(changed);
   if (tile_changed && tid < 9) {
     const int ntx = c.tx + tid % 3 - 1;
@@ -487,14 +498,16 @@ __device__ void push_tile(const SolverArgs& a, int t, int sweep, Shared& sh) {
   }
   if (!__syncthreads_or(valid && e0 > 0 && h0 < kInf)) return;
   sh.e[me] = e0;
-  sh.h[me] = h0;
+  sh.h[0][me] = h0;
   for (int i = tid; i < kPad; i += kThreads) {
     const int py = i / kPadW;
     const int px = i - py * kPadW;
     if (py >= 1 && py <= kTileH && px >= 1 && px <= kTileW) continue;
     const int gx = c.x0 + px - 1;
     const int gy = c.y0 + py - 1;
-    sh.h[i] = in_grid(c, gx, gy) ? __ldcg(a.height + pix(c, gx, gy)) : kInf;
+    const int hv = in_grid(c, gx, gy) ? __ldcg(a.height + pix(c, gx, gy)) : kInf;
+    sh.h[0][i] = hv;
+    sh.h[1][i] = hv;
     sh.e[i] = 0;
   }
   unsigned int r0[8];
@@ -506,67 +519,63 @@ __device__ void push_tile(const SolverArgs& a, int t, int sweep, Shared& sh) {
   __syncthreads();
   // This pixel's excess at the start of each push phase: read in the relabel phase
   // (when no thread adds to it) and carried over, so the push phase never reads a
-  // value that neighbours are adding to.
+  // value that neighbours are adding to. Its height is only ever changed by this
+  // thread, so it lives in a register; the neighbours' heights come from label
+  // buffer `par` and a new height goes to the other buffer (one barrier fewer).
   long long ex = e0;
+  int hm = h0;
   int round = 0;
-  for (; round < a.local_rounds; ++round) {
-    // Push: to every residual neighbour strictly lower. Heights are read-only here,
-    // and a residual is read only towards a strictly lower neighbour, which cannot be
-    // pushing back along it in the same phase (it would need to be higher), so no
-    // residual is read while another thread adds to it.
-    if (valid) {
-      const int hm = sh.h[me];
-      if (ex > 0 && hm < kInf) {
-        long long left = ex;
+  for (int par = 0; round < a.local_rounds; ++round, par ^= 1) {
+    int hn[8];
 #pragma unroll
-        for (int k = 0; k < 8; ++k) {
-          const int nb = me + dir_dy(k) * kPadW + dir_dx(k);
-          if (left > 0 && sh.h[nb] < hm) {
-            const unsigned int r = sh.res[k][tid];
-            if (r != 0U) {
-              const long long amount = min(left, static_cast<long long>(r));
-              sh.res[k][tid] = r - static_cast<unsigned int>(amount);
-              const int nlx = lx + dir_dx(k);
-              const int nly = ly + dir_dy(k);
-              if (nlx >= 0 && nlx < kTileW && nly >= 0 && nly < kTileH) {
-                sh.res[k ^ 4][nly * kTileW + nlx] += static_cast<unsigned int>(amount);
-              }
-              atomicAdd(reinterpret_cast<unsigned long long*>(&sh.e[nb]), static_cast<unsigned long long>(amount));
-              left -= amount;
+    for (int k = 0; k < 8; ++k) hn[k] = sh.h[par][me + dir_dy(k) * kPadW + dir_dx(k)];
+    // Push: to every residual neighbour strictly lower. A residual is read only
+    // towards a strictly lower neighbour, which cannot be pushing back along it in
+    // the same phase (it would need to be higher), so no residual is read while
+    // another thread adds to it.
+    const bool active = valid && ex > 0 && hm < kInf;
+    if (active) {
+      long long left = ex;
+#pragma unroll
+      for (int k = 0; k < 8; ++k) {
+        if (left > 0 && hn[k] < hm) {
+          const unsigned int r = sh.res[k][tid];
+          if (r != 0U) {
+            const long long amount = min(left, static_cast<long long>(r));
+            sh.res[k][tid] = r - static_cast<unsigned int>(amount);
+            const int nlx = lx + dir_dx(k);
+            const int nly = ly + dir_dy(k);
+            if (nlx >= 0 && nlx < kTileW && nly >= 0 && nly < kTileH) {
+              sh.res[k ^ 4][nly * kTileW + nlx] += static_cast<unsigned int>(amount);
             }
+            const int nb = me + dir_dy(k) * kPadW + dir_dx(k);
+            atomicAdd(reinterpret_cast<unsigned long long*>(&sh.e[nb]), static_cast<unsigned long long>(amount));
+            left -= amount;
           }
         }
-        if (left != ex) {
-          atomicAdd(reinterpret_cast<unsigned long long*>(&sh.e[me]), static_cast<unsigned long long>(left - ex));
-        }
+      }
+      if (left != ex) {
+        atomicAdd(reinterpret_cast<unsigned long long*>(&sh.e[me]), static_cast<unsigned long long>(left - ex));
       }
     }
     __syncthreads();
     // Relabel: an active pixel with no strictly lower residual neighbour rises to one
     // above its lowest residual neighbour (kInf if it has none). All pixels decide
-    // from the same heights; the new ones are written after a barrier.
+    // from the heights the push phase saw.
     bool still = false;
-    bool relabel = false;
-    int nh = kInf;
     if (valid) {
       ex = sh.e[me];
-      const int hm = sh.h[me];
       if (ex > 0 && hm < kInf) {
         int m = kInf;
 #pragma unroll
         for (int k = 0; k < 8; ++k) {
-          if (sh.res[k][tid] != 0U) m = min(m, sh.h[me + dir_dy(k) * kPadW + dir_dx(k)]);
+          if (sh.res[k][tid] != 0U) m = min(m, hn[k]);
         }
-        nh = hm;
-        if (m >= hm) {
-          nh = m >= kInf - 1 ? kInf : m + 1;
-          relabel = true;
-        }
-        still = nh < kInf;
+        if (m >= hm) hm = m >= kInf - 1 ? kInf : m + 1;
+        still = hm < kInf;
       }
     }
-    __syncthreads();
-    if (relabel) sh.h[me] = nh;
+    sh.h[par ^ 1][me] = hm;
     if (!__syncthreads_or(still)) break;
   }
   profile_add(a.header, kPushRounds, static_cast<unsigned long long>(min(round + 1, a.local_rounds)));
@@ -577,8 +586,7 @@ __device__ void push_tile(const SolverArgs& a, int t, int sweep, Shared& sh) {
   if (valid) {
     const long long ef = sh.e[me];
     if (ef != e0) atomicAdd(reinterpret_cast<unsigned long long*>(a.excess + p), static_cast<unsigned long long>(ef - e0));
-    const int hf = sh.h[me];
-    if (hf != h0) __stcg(a.height + p, hf);
+    if (hm != h0) __stcg(a.height + p, hm);
 #pragma unroll
     for (int k = 0; k < 8; ++k) {
       const unsigned int rf = sh.res[k][tid];
@@ -593,7 +601,7 @@ __device__ void push_tile(const SolverArgs& a, int t, int sweep, Shared& sh) {
         atomicAdd(a.flow + static_cast<long long>(k - 4) * a.pixels + q, static_cast<int>(rf - r0[k]));
       }
     }
-    remain = ef > 0 && hf < kInf;
+    remain = ef > 0 && hm < kInf;
   }
   bool sent = false;
   for (int i = tid; i < kPad; i += kThreads) {
@@ -918,6 +926,7 @@ void maxflow_cuda(const BatchedGridGraph& graph, std::uint8_t* source_side, std:
   a.height = reinterpret_cast<int*>(base + l.height);
   a.flow = reinterpret_cast<int*>(base + l.flow);
   a.old_term = reinterpret_cast<std::int32_t*>(base + l.old_term);
+  a.resmask = reinterpret_cast<std::uint8_t*>(base + l.resmask);
   a.pmark = reinterpret_cast<int*>(base + l.pmark);
   a.bmark = reinterpret_cast<int*>(base + l.bmark);
   a.lists = reinterpret_cast<int*>(base + l.lists);
