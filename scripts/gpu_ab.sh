@@ -56,10 +56,12 @@ for side in base new; do
 done
 echo "== max-flow phase profile, new"
 timeout 120 build-gpu/bench_maxflow_cuda_phases | grep -A2 " cold "
-for side in base new; do
-  pp=$PWD/python
-  [[ $side == base ]] && pp=$BASE/python
-  echo "== dataset job, $side"
-  PYTHONPATH=$pp timeout 200 python3 bench/coco_bench.py --device cuda --batch-size 256,512 --workers 8 \
-    --workdir /tmp/coco_bench 2>&1 | grep -E "coco_bench:|main thread"
+for images in 200 ${AB_COCO_LARGE:-1000}; do
+  for side in base new; do
+    pp=$PWD/python
+    [[ $side == base ]] && pp=$BASE/python
+    echo "== dataset job, $images images, $side"
+    PYTHONPATH=$pp timeout 200 python3 bench/coco_bench.py --images "$images" --device cuda --batch-size 256,512 \
+      --workers 8 --workdir /tmp/coco_bench 2>&1 | grep -E "coco_bench:|main thread"
+  done
 done

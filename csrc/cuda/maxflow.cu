@@ -258,6 +258,7 @@ __device__ __forceinline__ unsigned int load_residual(const SolverArgs& a, const
 
 struct __align__(16) Shared {
   unsigned int res[8][kThreads];
+  unsigned int res0[8][kThreads];  // the residuals when push_tile loaded the tile
   long long e[kPad];
   int h[2][kPad];  // two label buffers (see bfs_tile and push_tile)
   long long red[kThreads / 32];
@@ -393,9 +394,8 @@ __device__ bool bfs_tile(const SolverArgs& a, int t, int sweep, bool first, Shar
   int d = kInf;
   unsigned int mask = 0;
   if (valid) {
-    const long long e = __ldcg(a.excess + p);
-    sink = e < 0;
     if (first) {
+      sink = __ldcg(a.excess + p) < 0;
       d = sink ? 0 : kInf;
 #pragma unroll
       for (int k = 0; k < 8; ++k) {
@@ -404,7 +404,9 @@ __device__ bool bfs_tile(const SolverArgs& a, int t, int sweep, bool first, Shar
       // Flows do not change until the relabel ends, so later sweeps read the mask.
       a.resmask[p] = static_cast<std::uint8_t>(mask);
     } else {
+      // The first sweep gave the sink pixels label 0, and every other label is >= 1.
       d = __ldcg(a.height + p);
+      sink = d == 0;
       mask = __ldcg(a.resmask + p);
     }
   }
@@ -497,7 +499,7 @@ __device__ void push_tile(const SolverArgs& a, int t, int sweep, Shared& sh) {
     h0 = __ldcg(a.height + p);
   }
   if (!__syncthreads_or(valid && e0 > 0 && h0 < kInf)) return;
-  sh.e[me] = e0;
+  sh.e[me] = 0;
   sh.h[0][me] = h0;
   for (int i = tid; i < kPad; i += kThreads) {
     const int py = i / kPadW;
@@ -510,18 +512,18 @@ __device__ void push_tile(const SolverArgs& a, int t, int sweep, Shared& sh) {
     sh.h[1][i] = hv;
     sh.e[i] = 0;
   }
-  unsigned int r0[8];
 #pragma unroll
   for (int k = 0; k < 8; ++k) {
-    r0[k] = valid ? load_residual(a, c, x, y, p, k) : 0U;
-    sh.res[k][tid] = r0[k];
+    const unsigned int r = valid ? load_residual(a, c, x, y, p, k) : 0U;
+    sh.res[k][tid] = r;
+    sh.res0[k][tid] = r;  // in shared memory, not registers: the rounds need those
   }
   __syncthreads();
-  // This pixel's excess at the start of each push phase: read in the relabel phase
-  // (when no thread adds to it) and carried over, so the push phase never reads a
-  // value that neighbours are adding to. Its height is only ever changed by this
-  // thread, so it lives in a register; the neighbours' heights come from label
-  // buffer `par` and a new height goes to the other buffer (one barrier fewer).
+  // This pixel's excess and height live in registers: only this thread changes them,
+  // except for what neighbours push in, which they add to the pixel's inbox sh.e[me]
+  // in the push phase and this thread collects (and empties) in the relabel phase.
+  // The neighbours' heights come from label buffer `par` and a new height goes to
+  // the other buffer (so a round needs two barriers).
   long long ex = e0;
   int hm = h0;
   int round = 0;
@@ -535,11 +537,16 @@ __device__ void push_tile(const SolverArgs& a, int t, int sweep, Shared& sh) {
     // another thread adds to it.
     const bool active = valid && ex > 0 && hm < kInf;
     if (active) {
+      // The residuals towards lower neighbours, loaded together (no load waits for
+      // the previous push's arithmetic).
+      unsigned int down[8];
+#pragma unroll
+      for (int k = 0; k < 8; ++k) down[k] = hn[k] < hm ? sh.res[k][tid] : 0U;
       long long left = ex;
 #pragma unroll
       for (int k = 0; k < 8; ++k) {
-        if (left > 0 && hn[k] < hm) {
-          const unsigned int r = sh.res[k][tid];
+        if (left > 0) {
+          const unsigned int r = down[k];
           if (r != 0U) {
             const long long amount = min(left, static_cast<long long>(r));
             sh.res[k][tid] = r - static_cast<unsigned int>(amount);
@@ -554,9 +561,7 @@ __device__ void push_tile(const SolverArgs& a, int t, int sweep, Shared& sh) {
           }
         }
       }
-      if (left != ex) {
-        atomicAdd(reinterpret_cast<unsigned long long*>(&sh.e[me]), static_cast<unsigned long long>(left - ex));
-      }
+      ex = left;
     }
     __syncthreads();
     // Relabel: an active pixel with no strictly lower residual neighbour rises to one
@@ -564,7 +569,8 @@ __device__ void push_tile(const SolverArgs& a, int t, int sweep, Shared& sh) {
     // from the heights the push phase saw.
     bool still = false;
     if (valid) {
-      ex = sh.e[me];
+      ex += sh.e[me];
+      sh.e[me] = 0;
       if (ex > 0 && hm < kInf) {
         int m = kInf;
 #pragma unroll
@@ -584,21 +590,22 @@ __device__ void push_tile(const SolverArgs& a, int t, int sweep, Shared& sh) {
   // Write back as atomic deltas (other tiles update halo pixels and shared edges).
   bool remain = false;
   if (valid) {
-    const long long ef = sh.e[me];
+    const long long ef = ex;
     if (ef != e0) atomicAdd(reinterpret_cast<unsigned long long*>(a.excess + p), static_cast<unsigned long long>(ef - e0));
     if (hm != h0) __stcg(a.height + p, hm);
 #pragma unroll
     for (int k = 0; k < 8; ++k) {
       const unsigned int rf = sh.res[k][tid];
-      if (rf == r0[k]) continue;
+      const unsigned int r0 = sh.res0[k][tid];
+      if (rf == r0) continue;
       if (k < 4) {
-        atomicAdd(a.flow + static_cast<long long>(k) * a.pixels + p, static_cast<int>(r0[k] - rf));
+        atomicAdd(a.flow + static_cast<long long>(k) * a.pixels + p, static_cast<int>(r0 - rf));
       } else {
         const int nlx = lx + dir_dx(k);
         const int nly = ly + dir_dy(k);
         if (nlx >= 0 && nlx < kTileW && nly >= 0 && nly < kTileH) continue;  // owner in tile writes it
         const long long q = pix(c, x + dir_dx(k), y + dir_dy(k));
-        atomicAdd(a.flow + static_cast<long long>(k - 4) * a.pixels + q, static_cast<int>(rf - r0[k]));
+        atomicAdd(a.flow + static_cast<long long>(k - 4) * a.pixels + q, static_cast<int>(rf - r0));
       }
     }
     remain = ef > 0 && hm < kInf;
