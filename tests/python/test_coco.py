@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -563,15 +564,21 @@ def test_torchrun_one_nccl_process(clean: Path, reference: tuple[Path, object], 
     assert out.read_bytes() == reference[0].read_bytes()
 
 
-def test_benchmark_smoke(tmp_path: Path) -> None:
+@pytest.mark.parametrize("host_only", [False, True])
+def test_benchmark_smoke(tmp_path: Path, host_only: bool) -> None:
+    args = [str(REPO / "bench" / "coco_bench.py"), "--images", "3", "--device", "cpu", "--workdir", str(tmp_path)]
     res = run_module(
-        [str(REPO / "bench" / "coco_bench.py"), "--images", "3", "--device", "cpu", "--workdir", str(tmp_path)],
+        args + (["--host-only"] if host_only else []),
         tmp_path,
         env={"PYTHONPATH": os.pathsep.join(filter(None, [str(REPO / "python"), os.environ.get("PYTHONPATH")]))},
     )
     assert res.returncode == 0, res.stderr[-3000:]
     line = res.stdout.strip().splitlines()[-1]
-    assert line.startswith("coco_bench: ") and "boxes/s (cpu)" in line
+    assert line.startswith("coco_bench: ") and f"boxes/s ({'host only' if host_only else 'cpu'})" in line
+    # The stand-in's masks are the boxes themselves: their IoU with the drawn objects
+    # is far below GrabCut's, so the stand-in really replaced it.
+    iou = float(re.search(r"mean IoU vs ground truth: ([0-9.]+)", res.stdout).group(1))  # type: ignore[union-attr]
+    assert (iou < 0.75) if host_only else (iou > 0.75), res.stdout
 
 
 def test_missing_dependency_says_how_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
