@@ -43,8 +43,9 @@
 //    and its tiles are left out of every later relabel and check ("retired"), so a
 //    batch's easy graphs stop costing sweeps while a hard one is still solving.
 //  * push sweeps (up to push_sweeps between global relabels): each tile that has, or
-//    just received, active pixels loads its excess, heights, residuals and the halo
-//    heights into shared memory and runs up to local_rounds rounds of synchronous
+//    just received, active pixels loads its heights, residuals and the halo heights
+//    into shared memory (each pixel's own excess and height into its thread's
+//    registers) and runs up to local_rounds rounds of synchronous
 //    push (to any residual neighbour strictly lower) and relabel (to 1 + the lowest
 //    residual neighbour). Pushes into the halo go to the neighbour tile's pixels by
 //    global integer atomics; flows and excesses are written back as atomic deltas.
