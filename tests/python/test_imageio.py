@@ -44,7 +44,7 @@ def test_reads_like_cv2_imread(tmp_path: Path, mode: str) -> None:
     theirs = cv2.imread(str(path), cv2.IMREAD_COLOR)
     assert ours.shape == theirs.shape == (29, 31, 3)
     assert np.array_equal(ours, theirs)
-    assert np.array_equal(read_image(path, grayscale=True).shape, (29, 31))
+    assert read_image(path, grayscale=True).shape == (29, 31)
 
 
 def test_jpeg_channels_are_bgr(tmp_path: Path) -> None:
