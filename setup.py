@@ -60,7 +60,7 @@ def extension():  # type: ignore[no-untyped-def]
     if want_cuda():
         os.environ.setdefault("TORCH_CUDA_ARCH_LIST", "9.0")
         print(f"torchgrabcut: building CPU + CUDA kernels (TORCH_CUDA_ARCH_LIST={os.environ['TORCH_CUDA_ARCH_LIST']})")
-        sources += rel("csrc/cuda/*.cu") + ["csrc/torch/ops_cuda.cpp"]
+        sources += rel("csrc/cuda/*.cu") + rel("csrc/torch/*_cuda.cpp")
         nvcc = [
             "-O3",
             "-std=c++17",

@@ -18,6 +18,8 @@ Goal on one H200: >= 1000 boxes/s. Examples:
 --host-only replaces GrabCut by a stand-in that returns each box as its mask at
 once, so the run measures everything else (reading, cropping, RLE, IoU, part
 files): the most boxes per second this machine's host can feed the device.
+--gpu-busy records the run's GPU kernels (torch.profiler, CUDA activity only)
+and prints how much of the run the GPU was computing.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -48,6 +51,28 @@ def _box_masks(crops: list[np.ndarray], box: list[tuple[int, int, int, int]], **
         m[y0:y1, x0:x1] = 3
         masks.append(m)
     return masks
+
+
+def _print_gpu_busy(prof: torch.profiler.profile, seconds: float) -> None:
+    """The kernels' time, and how much of the run at least one kernel was running."""
+    spans = sorted(
+        (e.time_range.start, e.time_range.end)
+        for e in prof.events()
+        if e.device_type == torch.autograd.DeviceType.CUDA and "memcpy" not in e.name.lower()
+    )
+    if not spans:
+        print("gpu busy: no kernels recorded")
+        return
+    busy, reach = 0.0, spans[0][0]
+    for a, b in spans:
+        busy += max(0, b - max(a, reach))
+        reach = max(reach, b)
+    first, last = spans[0][0], reach
+    print(
+        f"gpu busy: kernels {sum(b - a for a, b in spans) / 1e6:.2f} s, some kernel running {busy / 1e6:.2f} s of "
+        f"{(last - first) / 1e6:.2f} s between the first and the last ({100 * busy / max(last - first, 1):.0f}%); "
+        f"run {seconds:.2f} s"
+    )
 
 
 def _dataset(workdir: Path, n_images: int, seed: int) -> Path:
@@ -77,8 +102,20 @@ def main() -> None:
     parser.add_argument(
         "--host-only", action="store_true", help="GrabCut replaced by an instant stand-in: the host's ceiling"
     )
+    parser.add_argument(
+        "--switch-interval",
+        type=float,
+        default=None,
+        metavar="S",
+        help="the interpreter's thread switch interval in seconds (sys.setswitchinterval; default Python's 0.005)",
+    )
+    parser.add_argument(
+        "--gpu-busy", action="store_true", help="also print the share of the run the GPU spent in kernels"
+    )
     parser.add_argument("--workdir", default=None, help="where to keep the generated set (default: a temp dir)")
     args = parser.parse_args()
+    if args.switch_interval is not None:
+        sys.setswitchinterval(args.switch_interval)
 
     workdir = Path(args.workdir) if args.workdir else Path(tempfile.gettempdir()) / "torchgrabcut_coco_bench"
     workdir.mkdir(parents=True, exist_ok=True)
@@ -101,23 +138,27 @@ def main() -> None:
     for batch_size in batch_sizes:
         out = workdir / "out.json"
         shutil.rmtree(parts_dir(out), ignore_errors=True)  # left by an interrupted bench: start from scratch
-        summary = run_dataset(
-            DatasetOptions(
-                coco,
-                coco.parent / "images",
-                out,
-                device=str(dev),
-                batch_size=batch_size,
-                workers=args.workers,
-                max_iter=args.max_iter,
-                quiet=True,
-            )
+        opts = DatasetOptions(
+            coco,
+            coco.parent / "images",
+            out,
+            device=str(dev),
+            batch_size=batch_size,
+            workers=args.workers,
+            max_iter=args.max_iter,
+            quiet=True,
         )
+        if args.gpu_busy and dev.type == "cuda":
+            with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
+                summary = run_dataset(opts)
+            _print_gpu_busy(prof, summary.seconds if summary else 0.0)
+        else:
+            summary = run_dataset(opts)
         assert summary is not None
         assert summary.run_boxes == n_anns, "the bench must segment every box, from scratch"
         print(summary.format())
         stages = ", ".join(f"{k} {v:.2f}" for k, v in summary.stages.items())
-        print(f"batch size {batch_size}; main thread seconds: {stages}")
+        print(f"batch size {batch_size}; seconds: {stages}")
         print(
             f"coco_bench: {summary.run_boxes} boxes, {summary.seconds:.2f} s, "
             f"{summary.boxes_per_second:.1f} boxes/s ({'host only' if args.host_only else dev.type})",

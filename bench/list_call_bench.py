@@ -9,12 +9,16 @@ alone: the crops up one by one, the padded mask batch down. Wall-clock medians o
     python bench/list_call_bench.py [--count 512] [--profile]
 
 --profile adds torch.profiler's table of the call's GPU kernels (total CUDA time
-per kernel name, one call after the timings).
+per kernel name, one call after the timings) and each max-flow solve's time in
+launch order (the first iteration's solve is cold, the later ones warm).
+--coco N takes the crops from N generated COCO-like images instead (every box,
+cut with the dataset job's margins), the crops the dataset job sends.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import time
 from collections.abc import Callable
 
@@ -37,6 +41,35 @@ def _crops(count: int) -> tuple[list[np.ndarray], list[tuple[int, int, int, int]
     return [crops[i] for i in order], [boxes[i] for i in order]
 
 
+def _coco_crops(images: int, count: int) -> tuple[list[np.ndarray], list[tuple[int, int, int, int]]]:
+    """Crops and boxes of the dataset job on a generated set, sorted as the job sorts them."""
+    import tempfile
+    from pathlib import Path
+
+    from torchgrabcut.coco.plan import box_crop
+    from torchgrabcut.coco.synthetic import make_synthetic_coco
+    from torchgrabcut.imageio import read_image
+
+    crops, boxes = [], []
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        make_synthetic_coco(root, images, seed=3)
+        coco = json.loads((root / "instances.json").read_text())
+        files = {im["id"]: im["file_name"] for im in coco["images"]}
+        for ann in coco["annotations"]:
+            img = read_image(root / "images" / files[ann["image_id"]])
+            plan = box_crop(ann["bbox"], img.shape[1], img.shape[0], 0.1, 8)
+            if isinstance(plan, str):
+                continue
+            (cx0, cy0, cx1, cy1), box = plan
+            crops.append(np.ascontiguousarray(img[cy0:cy1, cx0:cx1]))
+            boxes.append(box)
+            if len(crops) == count:
+                break
+    order = sorted(range(len(crops)), key=lambda i: (crops[i].shape[0] >= crops[i].shape[1], max(crops[i].shape[:2])))
+    return [crops[i] for i in order], [boxes[i] for i in order]
+
+
 def _median_ms(fn: Callable[[], object], runs: int = 5) -> float:
     times = []
     for _ in range(runs):
@@ -52,11 +85,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--count", type=int, default=512, help="crops in the call (default 512)")
     parser.add_argument("--profile", action="store_true", help="also print the call's kernels by GPU time")
+    parser.add_argument("--coco", type=int, default=0, metavar="N", help="crops of N generated COCO-like images")
     args = parser.parse_args()
     if not torch.cuda.is_available():
         raise SystemExit("list_call_bench: needs a CUDA GPU")
     dev = torch.device("cuda")
-    crops, boxes = _crops(args.count)
+    crops, boxes = _coco_crops(args.coco, args.count) if args.coco else _crops(args.count)
     ph = max(c.shape[0] for c in crops)
     pw = max(c.shape[1] for c in crops)
     grabcut(crops[:4], box=boxes[:4], device=dev)  # start the device
@@ -82,6 +116,12 @@ def main() -> None:
             grabcut(crops, box=boxes, device=dev)
             torch.cuda.synchronize()
         print(prof.key_averages().table(sort_by="cuda_time_total", row_limit=25, max_name_column_width=60))
+        solves = [
+            e.time_range.elapsed_us() / 1000
+            for e in sorted(prof.events(), key=lambda e: e.time_range.start)
+            if e.device_type == torch.autograd.DeviceType.CUDA and "maxflow_kernel" in e.name
+        ]
+        print("list_call_bench: max-flow solves in launch order (ms): " + " ".join(f"{t:.1f}" for t in solves))
 
 
 if __name__ == "__main__":

@@ -7,7 +7,8 @@
 # then alternates the C++ CUDA benchmarks and the dataset benchmark. When AB_BASE
 # replaces only Python files, "base" is this tree's python/ folder (with the built
 # extension) with those files swapped in: nothing is built twice and only the
-# Python-level benchmarks (a 512-crop list call, the dataset job) run.
+# Python-level benchmarks (a 512-crop list call, the dataset job on AB_COCO_LARGE
+# images, default 1000) run.
 #
 #   device run:  AB_BASE=ab_base bash scripts/gpu_ab.sh     (carry: .gtest, .wheels, ab_base)
 set -u
@@ -22,11 +23,11 @@ if [[ -z $(find "$AB_BASE" -type f ! -path "$AB_BASE/python/*" -print -quit) ]];
     for side in base new; do
       pp=$PWD/python
       [[ $side == base ]] && pp=$BASE/python
-      echo "== list call, $side, round $round"
-      PYTHONPATH=$pp timeout 120 python3 bench/list_call_bench.py | tail -1
-      echo "== dataset job, $side, round $round"
-      PYTHONPATH=$pp timeout 200 python3 bench/coco_bench.py --device cuda --batch-size 256,512 --workers 8 \
-        --workdir /tmp/coco_bench 2>&1 | grep -E "coco_bench:|main thread"
+      echo "== list call (the dataset job's crops), $side, round $round"
+      PYTHONPATH=$pp timeout 120 python3 bench/list_call_bench.py --coco 120 | tail -1
+      echo "== dataset job, ${AB_COCO_LARGE:-1000} images, $side, round $round"
+      PYTHONPATH=$pp timeout 200 python3 bench/coco_bench.py --images "${AB_COCO_LARGE:-1000}" --device cuda \
+        --batch-size 256,512 --workers 8 --workdir /tmp/coco_bench 2>&1 | grep -E "coco_bench:|seconds:"
     done
   done
   exit 0
@@ -62,6 +63,6 @@ for images in 200 ${AB_COCO_LARGE:-1000}; do
     [[ $side == base ]] && pp=$BASE/python
     echo "== dataset job, $images images, $side"
     PYTHONPATH=$pp timeout 200 python3 bench/coco_bench.py --images "$images" --device cuda --batch-size 256,512 \
-      --workers 8 --workdir /tmp/coco_bench 2>&1 | grep -E "coco_bench:|main thread"
+      --workers 8 --workdir /tmp/coco_bench 2>&1 | grep -E "coco_bench:|seconds:"
   done
 done

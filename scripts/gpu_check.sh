@@ -133,7 +133,7 @@ if [[ " $STEPS " == *" coco "* ]]; then
   # The same job with GrabCut replaced by an instant stand-in: what this host can feed.
   timeout 120 python3 bench/coco_bench.py --images 1000 --host-only --batch-size 256,512 --workers 8 \
     --workdir /tmp/coco_bench >> "$LOGS/coco_bench.log" 2>&1 || status=1
-  grep -E "coco_bench:|main thread" "$LOGS/coco_bench.log" || tail -20 "$LOGS/coco_bench.log"
+  grep -E "coco_bench:|seconds:" "$LOGS/coco_bench.log" || tail -20 "$LOGS/coco_bench.log"
 fi
 
 if [[ " $STEPS " == *" serve "* ]]; then

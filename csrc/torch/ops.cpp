@@ -174,6 +174,10 @@ TORCH_LIBRARY(torchgrabcut, m) {
       "grabcut(Tensor image, Tensor mask, Tensor model, int[] sizes, int max_iter, int components, "
       "float gamma, int seed, bool init_model, bool freeze_model) -> (Tensor, Tensor)");
   m.def("maxflow_grid(Tensor terminal, Tensor nlinks) -> (Tensor, Tensor)");
+  // Host images into a padded GPU batch and masks back, one transfer each (CUDA
+  // only: csrc/torch/batch_transfer_cuda.cpp).
+  m.def("upload_images_(Tensor(a!) batch, Tensor[] images) -> ()");
+  m.def("download_masks(Tensor masks, int[] sizes) -> Tensor");
 }
 
 // Not differentiable: the outputs are integer masks and a refitted model. Falling
@@ -181,6 +185,8 @@ TORCH_LIBRARY(torchgrabcut, m) {
 TORCH_LIBRARY_IMPL(torchgrabcut, Autograd, m) {
   m.impl("grabcut", torch::CppFunction::makeFallthrough());
   m.impl("maxflow_grid", torch::CppFunction::makeFallthrough());
+  m.impl("upload_images_", torch::CppFunction::makeFallthrough());
+  m.impl("download_masks", torch::CppFunction::makeFallthrough());
 }
 
 TORCH_LIBRARY_IMPL(torchgrabcut, CPU, m) {

@@ -10,10 +10,13 @@ import torch
 
 from torchgrabcut import _C  # noqa: F401  (loading the library registers torch.ops.torchgrabcut)
 
-__all__ = ["cuda_kernels_built", "grabcut_op", "maxflow_grid_op"]
+__all__ = ["cuda_kernels_built", "download_masks_op", "grabcut_op", "maxflow_grid_op", "upload_images_op"]
 
 grabcut_op = torch.ops.torchgrabcut.grabcut.default
 maxflow_grid_op = torch.ops.torchgrabcut.maxflow_grid.default
+# CUDA only: host images into a padded GPU batch, masks back; one transfer each.
+upload_images_op = torch.ops.torchgrabcut.upload_images_.default
+download_masks_op = torch.ops.torchgrabcut.download_masks.default
 
 
 @torch.library.register_fake("torchgrabcut::grabcut")

@@ -85,6 +85,18 @@ def _not_uint8(image: np.ndarray | torch.Tensor, name: str) -> TypeError:
     return TypeError(message)
 
 
+def _from_numpy(array: np.ndarray) -> torch.Tensor:
+    """A tensor over the array's memory (a crop view of a larger image too), else over a copy.
+
+    Copied: negative or zero strides (a flipped or broadcast array), which torch cannot
+    view, and read-only arrays (np.asarray of a PIL image, a memory map), which torch
+    would view only with a warning about writing to them; inputs are only ever read.
+    """
+    if array.flags.writeable and all(s > 0 for s in array.strides):
+        return torch.from_numpy(array)
+    return torch.from_numpy(array.copy(order="C"))
+
+
 def _image_to_chw(image: object, name: str) -> tuple[torch.Tensor, bool]:
     """One image as a uint8 (3, H, W) tensor; True when it came as a numpy array."""
     if isinstance(image, np.ndarray):
@@ -94,7 +106,7 @@ def _image_to_chw(image: object, name: str) -> tuple[torch.Tensor, bool]:
             raise ValueError(f"{name}: expected a numpy array of shape (H, W, 3), got {image.shape}")
         if image.shape[0] == 0 or image.shape[1] == 0:
             raise ValueError(f"{name}: expected a non-empty image, got shape {image.shape}")
-        return torch.from_numpy(np.ascontiguousarray(image)).permute(2, 0, 1), True
+        return _from_numpy(image).permute(2, 0, 1), True
     if isinstance(image, torch.Tensor):
         _check_tensor_image(image, name, batched=False)
         return image, False
@@ -188,7 +200,7 @@ def _to_mask_tensor(mask: object, name: str) -> torch.Tensor:
     if isinstance(mask, np.ndarray):
         if not (np.issubdtype(mask.dtype, np.integer) or mask.dtype == np.bool_):
             raise TypeError(f"{name}: expected an integer array of labels 0..3, got dtype {mask.dtype}")
-        return torch.from_numpy(np.ascontiguousarray(mask))
+        return _from_numpy(mask)
     if isinstance(mask, torch.Tensor):
         if mask.dtype.is_floating_point or mask.dtype.is_complex:
             raise TypeError(f"{name}: expected an integer tensor of labels 0..3, got dtype {mask.dtype}")
@@ -408,47 +420,33 @@ def _padded_batch(
 ) -> torch.Tensor:
     """The images as one zero-padded uint8 (B, 3, ph, pw) batch on ``dev``.
 
-    Host images bound for a GPU are packed into one pinned buffer and cross in one
-    copy (one per image costs a synchronous transfer each: ~30 ms for 512 crops);
-    an image stays in the memory order it came in (numpy's H, W, 3 or a tensor's
-    3, H, W) and is transposed by the GPU.
+    Host images bound for a GPU go in one operator call (upload_images_op): packed
+    into one pinned buffer in C++, one transfer, one kernel to spread them out,
+    rows of numpy's (H, W, 3) layout copied as they are. Per image in Python, that
+    took a few tensor operations each (~0.1 ms per image on an idle host, several
+    times that while other Python threads of the dataset job wanted the GIL).
     """
     batch = torch.zeros((len(images), 3, ph, pw), dtype=torch.uint8, device=dev)
-    if dev.type != "cuda" or len(images) < 2 or any(im.device.type != "cpu" for im in images):
-        for b, im in enumerate(images):
-            batch[b, :, : heights[b], : widths[b]] = im.to(dev)
+    if dev.type == "cuda" and all(im.device.type == "cpu" for im in images):
+        _ops.upload_images_op(batch, images)
         return batch
-    # (3, H, W) views of an (H, W, 3) array are packed as (H, W, 3): a plain memory copy.
-    hwc = [not im.is_contiguous() and im.permute(1, 2, 0).is_contiguous() for im in images]
-    sizes = [im.numel() for im in images]
-    host = torch.empty(sum(sizes), dtype=torch.uint8, pin_memory=True)
-    at = 0
-    for im, n, is_hwc in zip(images, sizes, hwc):
-        host[at : at + n].view_as(im.permute(1, 2, 0) if is_hwc else im).copy_(im.permute(1, 2, 0) if is_hwc else im)
-        at += n
-    device_flat = host.to(dev, non_blocking=True)  # the caching host allocator keeps `host` until the copy is done
-    at = 0
-    for b, (n, is_hwc) in enumerate(zip(sizes, hwc)):
-        h, w = heights[b], widths[b]
-        part = device_flat[at : at + n]
-        batch[b, :, :h, :w] = part.view(h, w, 3).permute(2, 0, 1) if is_hwc else part.view(3, h, w)
-        at += n
+    for b, im in enumerate(images):
+        batch[b, :, : heights[b], : widths[b]] = im.to(dev)
     return batch
 
 
 def _masks_to_numpy(masks: torch.Tensor, heights: list[int], widths: list[int]) -> list[np.ndarray]:
     """Each image's (H, W) mask from a padded (B, ph, pw) batch, as numpy arrays.
 
-    From a GPU, the masks are packed there first and cross in one copy of their own
-    pixels (the padded batch can be several times larger for crops of mixed sizes).
+    From a GPU, the masks are gathered there and cross in one copy of their own
+    pixels (the padded batch can be several times larger for crops of mixed sizes),
+    in one operator call (download_masks_op); each mask is a view of one array.
     """
     if masks.device.type == "cpu":
         host = masks.numpy()
         return [np.ascontiguousarray(host[b, : heights[b], : widths[b]]) for b in range(len(heights))]
-    packed = torch.cat([masks[b, : heights[b], : widths[b]].reshape(-1) for b in range(len(heights))])
-    staging = torch.empty(packed.numel(), dtype=torch.uint8, pin_memory=True)
-    staging.copy_(packed)
-    flat = staging.numpy().copy()  # the masks own ordinary memory, not the pinned staging buffer
+    sizes = [v for hw in zip(heights, widths) for v in hw]
+    flat = _ops.download_masks_op(masks.contiguous(), sizes).numpy()
     out = []
     at = 0
     for h, w in zip(heights, widths):

@@ -59,6 +59,32 @@ def test_list_of_sizes_equals_single_images() -> None:
         assert np.array_equal(m, grabcut(img, box=box, device="cpu"))
 
 
+def test_views_and_read_only_arrays(image: np.ndarray, recwarn: pytest.WarningsRecorder) -> None:
+    """Crop views (used in place), flipped views (copied) and read-only arrays give the
+    masks of their contiguous copies, without a warning."""
+    big = np.zeros((90, 120, 3), np.uint8)
+    big[15:75, 20:100] = image
+    crop = big[15:75, 20:100]  # positive strides, rows longer than the crop
+    flipped = image[:, ::-1]
+    frozen = image.copy()
+    frozen.setflags(write=False)
+    frozen_mask = np.full(image.shape[:2], GC_BGD, np.uint8)
+    frozen_mask[10:50, 15:60] = GC_PR_FGD
+    frozen_mask.setflags(write=False)
+    ref = grabcut(image, box=BOX, device="cpu")
+    assert np.array_equal(grabcut(crop, box=BOX, device="cpu"), ref)
+    assert np.array_equal(grabcut(frozen, box=BOX, device="cpu"), ref)
+    assert np.array_equal(grabcut(frozen, frozen_mask, device="cpu"), grabcut(image, frozen_mask.copy(), device="cpu"))
+    flipped_box = (80 - BOX[2], BOX[1], 80 - BOX[0], BOX[3])
+    assert np.array_equal(
+        grabcut(flipped, box=flipped_box, device="cpu"),
+        grabcut(np.ascontiguousarray(flipped), box=flipped_box, device="cpu"),
+    )
+    lists = grabcut([crop, flipped, frozen], box=[BOX, flipped_box, BOX], device="cpu")
+    assert np.array_equal(lists[0], ref) and np.array_equal(lists[2], ref)
+    assert not [w for w in recwarn if "not writable" in str(w.message)]
+
+
 def test_deterministic_and_seeded(image: np.ndarray) -> None:
     a = grabcut(image, box=BOX, device="cpu", seed=7)
     b = grabcut(image, box=BOX, device="cpu", seed=7)

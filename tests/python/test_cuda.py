@@ -109,8 +109,10 @@ def test_list_of_host_images_on_gpu_equals_cpu() -> None:
         torch.from_numpy(arrays[2]).permute(2, 0, 1).contiguous(),  # contiguous (3, H, W)
         torch.from_numpy(arrays[3]).permute(2, 0, 1),
         torch.from_numpy(big).permute(2, 0, 1)[:, ::2, 5:60],  # strided both ways
+        big[7:85, 3:71],  # numpy crop view: rows of the crop's width, the big image's stride
+        big[:40, ::-1],  # negative strides (copied on the host)
     ]
-    arrays.append(np.ascontiguousarray(big[::2, 5:60]))
+    arrays += [np.ascontiguousarray(big[::2, 5:60]), np.ascontiguousarray(big[7:85, 3:71]), big[:40, ::-1].copy()]
     boxes = [(1, 1, a.shape[1] - 1, a.shape[0] - 1) for a in arrays]
     before = [a.copy() for a in arrays] + [big.copy()]
     refs = [grabcut(a, box=b, device="cpu") for a, b in zip(arrays, boxes)]
@@ -125,6 +127,65 @@ def test_list_of_host_images_on_gpu_equals_cpu() -> None:
     masks[0][:] = 7  # masks share no pixels
     assert all(np.array_equal(m, ref) for m, ref in zip(masks[1:], refs[1:]))
     assert all(np.array_equal(a, b) for a, b in zip([*arrays, big], before)), "inputs are never written"
+
+
+def test_upload_images_op_places_every_layout() -> None:
+    """The one-transfer upload against slicing: every pixel in place, the padding untouched."""
+    rng = np.random.default_rng(21)
+    images = []
+    for _ in range(300):
+        h, w = int(rng.integers(1, 70)), int(rng.integers(1, 70))
+        big = rng.integers(0, 256, (h + 9, w + 9, 3), dtype=np.uint8)
+        y, x = int(rng.integers(0, 10)), int(rng.integers(0, 10))
+        layout = int(rng.integers(0, 4))
+        if layout == 0:  # a crop view of a larger (H, W, 3) array
+            images.append(torch.from_numpy(big[y : y + h, x : x + w]).permute(2, 0, 1))
+        elif layout == 1:  # contiguous (H, W, 3)
+            images.append(torch.from_numpy(big[y : y + h, x : x + w].copy()).permute(2, 0, 1))
+        elif layout == 2:  # contiguous (3, H, W)
+            images.append(torch.from_numpy(big[y : y + h, x : x + w]).permute(2, 0, 1).contiguous())
+        else:  # every other column: neither layout
+            images.append(torch.from_numpy(big[y : y + h, ::2][:, : max(1, min(w, (w + 9) // 2))]).permute(2, 0, 1))
+    ph, pw = max(im.shape[1] for im in images), max(im.shape[2] for im in images)
+    batch = torch.full((len(images), 3, ph, pw), 77, dtype=torch.uint8, device="cuda")
+    torchgrabcut._ops.upload_images_op(batch, images)
+    expected = torch.full((len(images), 3, ph, pw), 77, dtype=torch.uint8)
+    for b, im in enumerate(images):
+        expected[b, :, : im.shape[1], : im.shape[2]] = im
+    assert torch.equal(batch.cpu(), expected)
+
+
+def test_download_masks_op_cuts_every_mask() -> None:
+    rng = np.random.default_rng(22)
+    masks = torch.from_numpy(rng.integers(0, 4, (257, 61, 45), dtype=np.uint8))
+    sizes = [(int(rng.integers(0, 62)), int(rng.integers(0, 46))) for _ in range(257)]
+    sizes[3] = (61, 45)
+    flat = torchgrabcut._ops.download_masks_op(masks.cuda(), [v for hw in sizes for v in hw])
+    assert flat.device.type == "cpu"
+    expected = torch.cat([masks[b, :h, :w].reshape(-1) for b, (h, w) in enumerate(sizes)])
+    assert torch.equal(flat, expected)
+
+
+def test_transfer_ops_reject_bad_arguments() -> None:
+    ops = torchgrabcut._ops
+    batch = torch.zeros((2, 3, 8, 8), dtype=torch.uint8, device="cuda")
+    ok = torch.zeros((3, 4, 4), dtype=torch.uint8)
+    with pytest.raises(ValueError, match="one image per batch entry"):
+        ops.upload_images_op(batch, [ok])
+    with pytest.raises(ValueError, match=r"images\[1\]: expected a uint8 CPU tensor"):
+        ops.upload_images_op(batch, [ok, torch.zeros((3, 9, 4), dtype=torch.uint8)])
+    with pytest.raises(ValueError, match=r"images\[0\]: expected a uint8 CPU tensor"):
+        ops.upload_images_op(batch, [ok.cuda(), ok])
+    with pytest.raises(ValueError, match="batch: expected a contiguous uint8 CUDA tensor"):
+        ops.upload_images_op(batch.permute(0, 1, 3, 2), [ok, ok])
+    with pytest.raises(NotImplementedError):  # CUDA-only operators: nothing runs them on the CPU
+        ops.upload_images_op(batch.cpu(), [ok, ok])
+    masks = torch.zeros((2, 8, 8), dtype=torch.uint8, device="cuda")
+    with pytest.raises(ValueError, match="sizes: expected 2 \\* B = 4"):
+        ops.download_masks_op(masks, [8, 8])
+    with pytest.raises(ValueError, match="sizes: mask 1 is 9 x 8"):
+        ops.download_masks_op(masks, [8, 8, 9, 8])
+    assert torch.equal(batch, torch.zeros_like(batch)), "a rejected call writes nothing"
 
 
 def test_batch_tensor_on_gpu_equals_cpu() -> None:

@@ -101,7 +101,8 @@ class DatasetSummary:
     seconds: float = 0.0  # wall time of this run
     world_size: int = 1
     device: str = "cpu"
-    stages: dict[str, float] = field(default_factory=dict)  # rank 0's main thread: seconds waiting/computing
+    # rank 0's main thread: seconds waiting; the call threads: see _Calls.timeline
+    stages: dict[str, float] = field(default_factory=dict)
 
     @property
     def boxes_per_second(self) -> float:
@@ -381,6 +382,7 @@ class _Calls:
         self.local = threading.local()
         self.lock = threading.Lock()
         self.split_batches = False  # a batch was split for want of device memory (said once)
+        self.spans: list[tuple[float, float]] = []  # (start, end) of each call on a worker thread
         # Submitted calls (future, items) and chunk markers (None, plans), oldest first.
         self.pending: deque[tuple[Future[list[np.ndarray]] | None, Any]] = deque()
 
@@ -391,8 +393,29 @@ class _Calls:
         if stream is None:
             torch.cuda.set_device(self.dev)  # the current device is per thread
             stream = self.local.stream = torch.cuda.Stream(self.dev)
+        t = time.perf_counter()
         with torch.cuda.stream(stream):
-            return self._run_fitting(crops, boxes)
+            masks = self._run_fitting(crops, boxes)
+        with self.lock:
+            self.spans.append((t, time.perf_counter()))
+        return masks
+
+    def timeline(self, t_begin: float, t_end: float) -> dict[str, float]:
+        """Where the calls fell between t_begin and t_end (seconds): before the first, while at
+        least one ran, the calls' own seconds summed over threads, and after the last."""
+        if not self.spans:
+            return {}
+        spans = sorted(self.spans)
+        covered, reach = 0.0, spans[0][0]
+        for a, b in spans:
+            covered += max(0.0, b - max(a, reach))
+            reach = max(reach, b)
+        return {
+            "before_calls": spans[0][0] - t_begin,
+            "calls_running": covered,
+            "in_calls": sum(b - a for a, b in spans),
+            "after_calls": t_end - reach,
+        }
 
     def _run_fitting(self, crops: list[np.ndarray], boxes: list[tuple[int, int, int, int]]) -> list[np.ndarray]:
         """One call; a batch the device has no memory for is split in halves and retried.
@@ -514,6 +537,7 @@ def _process(
             calls.submit(items[s : s + opts.batch_size])
         calls.end_chunk([plan for plan, _ in chunk])
 
+    t_begin = time.perf_counter()
     try:
         it = iter(loader)
         while True:
@@ -538,6 +562,7 @@ def _process(
     except BaseException:
         calls.abandon()
         raise
+    stages.update(calls.timeline(t_begin, time.perf_counter()))
     return stages
 
 

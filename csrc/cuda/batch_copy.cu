@@ -1,0 +1,74 @@
+// The kernels of cuda/batch_copy.h: a grid of (blocks per image, images) blocks,
+// each block striding over one image's pixels; enough blocks per image for the
+// largest to take ~8 pixels a thread, within a cap on the whole grid (blocks of
+// smaller images find nothing to do and end at once).
+#include <algorithm>
+
+#include "cuda/batch_copy.h"
+#include "cuda/check.h"
+
+namespace grabcut::cuda {
+namespace {
+
+constexpr int kThreads = 256;
+constexpr long long kPixelsPerBlock = kThreads * 8;
+constexpr long long kMaxBlocks = 1 << 16;
+constexpr int kMaxGridY = 65535;
+
+__global__ void spread_kernel(const std::uint8_t* packed, const PackedImage* images, int batch, int pitch_h,
+                              int pitch_w, std::uint8_t* out) {
+  for (int b = static_cast<int>(blockIdx.y); b < batch; b += static_cast<int>(gridDim.y)) {
+    const PackedImage im = images[b];
+    const long long n = static_cast<long long>(im.height) * im.width;
+    const std::uint8_t* src = packed + im.offset;
+    const long long plane = static_cast<long long>(pitch_h) * pitch_w;
+    std::uint8_t* dst = out + static_cast<long long>(b) * 3 * plane;
+    for (long long i = static_cast<long long>(blockIdx.x) * kThreads + threadIdx.x; i < n;
+         i += static_cast<long long>(gridDim.x) * kThreads) {
+      const long long y = i / im.width;
+      const long long x = i - y * im.width;
+      const long long at = y * pitch_w + x;
+#pragma unroll
+      for (int c = 0; c < 3; ++c) dst[c * plane + at] = im.interleaved != 0 ? src[3 * i + c] : src[c * n + i];
+    }
+  }
+}
+
+__global__ void gather_kernel(const std::uint8_t* masks, const PackedImage* images, int batch, int pitch_h,
+                              int pitch_w, std::uint8_t* out) {
+  for (int b = static_cast<int>(blockIdx.y); b < batch; b += static_cast<int>(gridDim.y)) {
+    const PackedImage im = images[b];
+    const long long n = static_cast<long long>(im.height) * im.width;
+    const std::uint8_t* src = masks + static_cast<long long>(b) * pitch_h * pitch_w;
+    for (long long i = static_cast<long long>(blockIdx.x) * kThreads + threadIdx.x; i < n;
+         i += static_cast<long long>(gridDim.x) * kThreads) {
+      const long long y = i / im.width;
+      out[im.offset + i] = src[y * pitch_w + (i - y * im.width)];
+    }
+  }
+}
+
+dim3 grid_for(int batch, long long max_pixels) {
+  const int rows = std::min(batch, kMaxGridY);
+  const long long per_image = (max_pixels + kPixelsPerBlock - 1) / kPixelsPerBlock;
+  const long long cols = std::clamp(per_image, 1LL, std::max(4LL, kMaxBlocks / rows));
+  return {static_cast<unsigned int>(cols), static_cast<unsigned int>(rows), 1};
+}
+
+}  // namespace
+
+void spread_packed_images(const std::uint8_t* packed, const PackedImage* images, int batch, long long max_pixels,
+                          int pitch_h, int pitch_w, std::uint8_t* out, cudaStream_t stream) {
+  if (batch <= 0) return;
+  spread_kernel<<<grid_for(batch, max_pixels), kThreads, 0, stream>>>(packed, images, batch, pitch_h, pitch_w, out);
+  GRABCUT_CUDA_CHECK_LAUNCH("spread_kernel");
+}
+
+void gather_masks(const std::uint8_t* masks, const PackedImage* images, int batch, long long max_pixels, int pitch_h,
+                  int pitch_w, std::uint8_t* out, cudaStream_t stream) {
+  if (batch <= 0) return;
+  gather_kernel<<<grid_for(batch, max_pixels), kThreads, 0, stream>>>(masks, images, batch, pitch_h, pitch_w, out);
+  GRABCUT_CUDA_CHECK_LAUNCH("gather_kernel");
+}
+
+}  // namespace grabcut::cuda
