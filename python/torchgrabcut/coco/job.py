@@ -357,10 +357,13 @@ _Item = tuple[ImagePlan, int, np.ndarray | None]  # an image's plan, a box numbe
 class _Calls:
     """The GrabCut calls of a rank, run on worker threads while the main thread reads on.
 
-    The operator runs without the GIL, so while a call computes, the main thread
+    The operators run without the GIL, so while a call computes, the main thread
     gathers and sorts the next chunk and a second call (on CUDA, each worker thread
     has its own stream) packs its crops and unpacks its masks: the device is kept
-    busy instead of waiting for the host between calls. Results reach the
+    busy instead of waiting for the host between calls. (The packing and unpacking
+    are one C++ operator call each, see grabcut's list path; as a few tensor
+    operations per crop in Python they had kept the calls waiting on the GIL and
+    the GPU idle half the time, bench/RESULTS.md.) Results reach the
     post-processing thread in submission order, and a chunk's marker only after
     all of its masks, so the part files are the same as with serial calls.
 
