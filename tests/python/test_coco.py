@@ -44,6 +44,7 @@ from torchgrabcut.coco.plan import (
     box_crop,
     gt_rle,
 )
+from torchgrabcut.coco.synthetic import repeat_coco
 from torchgrabcut.evaluate import evaluate_dataset, load_dataset, score
 
 
@@ -290,6 +291,31 @@ def test_same_bytes_whatever_batch_size_and_workers(clean: Path, reference: tupl
     assert out.read_bytes() == reference[0].read_bytes()
     run_dataset(_opts(clean, out, batch_size=64))
     assert out.read_bytes() == reference[0].read_bytes()
+
+
+def test_repeated_set_gives_every_copy_the_masks_of_the_original(
+    clean: Path, reference: tuple[Path, object], tmp_path: Path
+) -> None:
+    """repeat_coco (the multi-GPU scaling set): copies read the same files and get the same masks."""
+    repeated = repeat_coco(clean, tmp_path / "repeated.json", 3)
+    src = json.loads(clean.read_text())
+    step_img = max(im["id"] for im in src["images"])
+    step_ann = max(a["id"] for a in src["annotations"])
+    out = tmp_path / "out.json"
+    run_dataset(
+        DatasetOptions(repeated, clean.parent / "images", out, device="cpu", batch_size=8, workers=0, quiet=True)
+    )
+    ref = json.loads(reference[0].read_text())
+    res = json.loads(out.read_text())
+    n_img, n_ann = len(ref["images"]), len(ref["annotations"])
+    assert len(res["images"]) == 3 * n_img and len(res["annotations"]) == 3 * n_ann
+    for k in range(3):
+        for a_ref, a in zip(ref["annotations"], res["annotations"][k * n_ann : (k + 1) * n_ann]):
+            assert a == {**a_ref, "id": k * step_ann + a_ref["id"], "image_id": k * step_img + a_ref["image_id"]}
+        for im_ref, im in zip(ref["images"], res["images"][k * n_img : (k + 1) * n_img]):
+            assert im == {**im_ref, "id": k * step_img + im_ref["id"]}
+    with pytest.raises(ValueError, match="at least 1"):
+        repeat_coco(clean, tmp_path / "none.json", 0)
 
 
 def test_keep_gt_and_keep_parts(clean: Path, tmp_path: Path) -> None:

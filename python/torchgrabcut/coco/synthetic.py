@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 from PIL import Image, ImageDraw
 
-__all__ = ["make_synthetic_coco"]
+__all__ = ["make_synthetic_coco", "repeat_coco"]
 
 
 def _background(rng: np.random.Generator, height: int, width: int) -> np.ndarray:
@@ -137,3 +137,27 @@ def make_synthetic_coco(
     path = root / "instances.json"
     path.write_text(json.dumps(coco))
     return path
+
+
+def repeat_coco(path: str | Path, out_path: str | Path, times: int) -> Path:
+    """Writes an annotation file that lists every image of ``path`` ``times`` times.
+
+    Copy k of image i gets id ``k * (max id) + i`` and keeps its file name, and its
+    annotations are renumbered the same way, so a job reads the same files again:
+    a set large enough to keep several GPUs busy for a while, without generating
+    (or storing) more images. Returns ``out_path``.
+    """
+    if times < 1:
+        raise ValueError(f"times: expected at least 1, got {times}")
+    coco = json.loads(Path(path).read_text())
+    step_img = max((im["id"] for im in coco["images"]), default=0)
+    step_ann = max((a["id"] for a in coco["annotations"]), default=0)
+    images, annotations = [], []
+    for k in range(times):
+        images += [{**im, "id": k * step_img + im["id"]} for im in coco["images"]]
+        annotations += [
+            {**a, "id": k * step_ann + a["id"], "image_id": k * step_img + a["image_id"]} for a in coco["annotations"]
+        ]
+    out = Path(out_path)
+    out.write_text(json.dumps({**coco, "images": images, "annotations": annotations}))
+    return out
