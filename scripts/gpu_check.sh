@@ -126,7 +126,7 @@ fi
 
 if [[ " $STEPS " == *" coco "* ]]; then
   step "dataset job throughput (bench/coco_bench.py, 200 and 1000 COCO-like images)"
-  timeout 300 python3 bench/coco_bench.py --device cuda --batch-size 64,128,256,512 --workers 8 \
+  timeout 300 python3 bench/coco_bench.py --images 200 --device cuda --batch-size 64,128,256,512 --workers 8 \
     --workdir /tmp/coco_bench > "$LOGS/coco_bench.log" 2>&1 || status=1
   # The larger set weighs start-up (worker processes, the first batch's images) less.
   timeout 300 python3 bench/coco_bench.py --images 1000 --device cuda --batch-size 256,512 --workers 8 \
