@@ -41,7 +41,7 @@ import torch
 import torchgrabcut.api
 from torchgrabcut import grabcut
 from torchgrabcut.api import resolve_device
-from torchgrabcut.coco.job import DatasetOptions, run_dataset
+from torchgrabcut.coco.job import DatasetOptions, run_dataset, time_covered
 from torchgrabcut.coco.parts import parts_dir
 from torchgrabcut.coco.synthetic import make_synthetic_coco
 
@@ -66,11 +66,8 @@ def _print_gpu_busy(prof: torch.profiler.profile, seconds: float) -> None:
     if not spans:
         print("gpu busy: no kernels recorded")
         return
-    busy, reach = 0.0, spans[0][0]
-    for a, b in spans:
-        busy += max(0, b - max(a, reach))
-        reach = max(reach, b)
-    first, last = spans[0][0], reach
+    busy = time_covered(spans)
+    first, last = spans[0][0], max(b for _, b in spans)
     print(
         f"gpu busy: kernels {sum(b - a for a, b in spans) / 1e6:.2f} s, some kernel running {busy / 1e6:.2f} s of "
         f"{(last - first) / 1e6:.2f} s between the first and the last ({100 * busy / max(last - first, 1):.0f}%); "

@@ -32,7 +32,7 @@ from pycocotools import mask as mask_utils
 from conftest import requires_cuda
 from torchgrabcut import grabcut
 from torchgrabcut.cli import main
-from torchgrabcut.coco.job import EXIT_AFTER_ENV, DatasetOptions, _Calls, run_dataset
+from torchgrabcut.coco.job import EXIT_AFTER_ENV, DatasetOptions, _Calls, run_dataset, time_covered
 from torchgrabcut.coco.parts import parts_dir
 from torchgrabcut.coco.plan import (
     SKIP_CROWD,
@@ -241,6 +241,16 @@ def test_calls_reach_post_in_order_when_they_finish_out_of_order(tmp_path: Path)
     for _, payload in post.items[:2]:
         for plan, _, mask in payload:  # type: ignore[attr-defined]
             assert np.array_equal(mask, np.full((8, 8), plan.image)), "each mask goes with its own box"
+
+
+def test_time_covered_is_the_union_of_spans() -> None:
+    assert time_covered([]) == 0.0
+    assert time_covered([(5.0, 6.0), (0.0, 2.0), (1.0, 3.0), (5.5, 5.7)]) == pytest.approx(4.0)
+    calls = _Calls(_opts(Path("x.json"), Path("out.json")), torch.device("cpu"), None, {})
+    calls.spans = [(1.0, 2.0), (1.5, 4.0), (6.0, 7.0)]
+    assert calls.timeline(0.5, 8.0) == pytest.approx(
+        {"before_calls": 0.5, "calls_running": 4.0, "in_calls": 4.5, "after_calls": 1.0}
+    )
 
 
 def test_a_failed_call_raises_in_the_main_thread(tmp_path: Path) -> None:

@@ -38,6 +38,7 @@ has written ``k`` chunks.
 
 from __future__ import annotations
 
+import math
 import os
 import queue
 import sys
@@ -351,6 +352,15 @@ def _shape_key(crop: tuple[int, int, int, int]) -> tuple[bool, int, int]:
     return h >= w, max(h, w), min(h, w)
 
 
+def time_covered(spans: list[tuple[float, float]]) -> float:
+    """The length of the union of (start, end) spans: how long at least one of them ran."""
+    covered, reach = 0.0, -math.inf
+    for a, b in sorted(spans):
+        covered += max(0.0, b - max(a, reach))
+        reach = max(reach, b)
+    return covered
+
+
 _Item = tuple[ImagePlan, int, np.ndarray | None]  # an image's plan, a box number, the decoded image
 
 
@@ -408,16 +418,11 @@ class _Calls:
         least one ran, the calls' own seconds summed over threads, and after the last."""
         if not self.spans:
             return {}
-        spans = sorted(self.spans)
-        covered, reach = 0.0, spans[0][0]
-        for a, b in spans:
-            covered += max(0.0, b - max(a, reach))
-            reach = max(reach, b)
         return {
-            "before_calls": spans[0][0] - t_begin,
-            "calls_running": covered,
-            "in_calls": sum(b - a for a, b in spans),
-            "after_calls": t_end - reach,
+            "before_calls": min(a for a, _ in self.spans) - t_begin,
+            "calls_running": time_covered(self.spans),
+            "in_calls": sum(b - a for a, b in self.spans),
+            "after_calls": t_end - max(b for _, b in self.spans),
         }
 
     def _run_fitting(self, crops: list[np.ndarray], boxes: list[tuple[int, int, int, int]]) -> list[np.ndarray]:
