@@ -58,16 +58,16 @@ def _box_masks(crops: list[np.ndarray], box: list[tuple[int, int, int, int]], **
 
 def _print_gpu_busy(prof: torch.profiler.profile, seconds: float) -> None:
     """The kernels' time, and how much of the run at least one kernel was running."""
-    spans = sorted(
+    spans = [
         (e.time_range.start, e.time_range.end)
         for e in prof.events()
         if e.device_type == torch.autograd.DeviceType.CUDA and "memcpy" not in e.name.lower()
-    )
+    ]
     if not spans:
         print("gpu busy: no kernels recorded")
         return
     busy = time_covered(spans)
-    first, last = spans[0][0], max(b for _, b in spans)
+    first, last = min(a for a, _ in spans), max(b for _, b in spans)
     print(
         f"gpu busy: kernels {sum(b - a for a, b in spans) / 1e6:.2f} s, some kernel running {busy / 1e6:.2f} s of "
         f"{(last - first) / 1e6:.2f} s between the first and the last ({100 * busy / max(last - first, 1):.0f}%); "

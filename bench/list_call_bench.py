@@ -37,7 +37,14 @@ def _crops(count: int) -> tuple[list[np.ndarray], list[tuple[int, int, int, int]
         im[h // 4 : 3 * h // 4, w // 4 : 3 * w // 4] //= 3
         crops.append(im)
         boxes.append((w // 8, h // 8, w - w // 8, h - h // 8))
-    order = sorted(range(count), key=lambda i: (crops[i].shape[0] >= crops[i].shape[1], max(crops[i].shape[:2])))
+    return _sorted_by_shape(crops, boxes)
+
+
+def _sorted_by_shape(
+    crops: list[np.ndarray], boxes: list[tuple[int, int, int, int]]
+) -> tuple[list[np.ndarray], list[tuple[int, int, int, int]]]:
+    """Crops and their boxes in the dataset job's order: by orientation, then longer side."""
+    order = sorted(range(len(crops)), key=lambda i: (crops[i].shape[0] >= crops[i].shape[1], max(crops[i].shape[:2])))
     return [crops[i] for i in order], [boxes[i] for i in order]
 
 
@@ -56,8 +63,11 @@ def _coco_crops(images: int, count: int) -> tuple[list[np.ndarray], list[tuple[i
         make_synthetic_coco(root, images, seed=3)
         coco = json.loads((root / "instances.json").read_text())
         files = {im["id"]: im["file_name"] for im in coco["images"]}
+        decoded: dict[object, np.ndarray] = {}  # each image read once, not once per box
         for ann in coco["annotations"]:
-            img = read_image(root / "images" / files[ann["image_id"]])
+            if ann["image_id"] not in decoded:
+                decoded[ann["image_id"]] = read_image(root / "images" / files[ann["image_id"]])
+            img = decoded[ann["image_id"]]
             plan = box_crop(ann["bbox"], img.shape[1], img.shape[0], 0.1, 8)
             if isinstance(plan, str):
                 continue
@@ -66,8 +76,7 @@ def _coco_crops(images: int, count: int) -> tuple[list[np.ndarray], list[tuple[i
             boxes.append(box)
             if len(crops) == count:
                 break
-    order = sorted(range(len(crops)), key=lambda i: (crops[i].shape[0] >= crops[i].shape[1], max(crops[i].shape[:2])))
-    return [crops[i] for i in order], [boxes[i] for i in order]
+    return _sorted_by_shape(crops, boxes)
 
 
 def _median_ms(fn: Callable[[], object], runs: int = 5) -> float:
