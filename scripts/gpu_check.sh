@@ -10,7 +10,9 @@
 #   coco serve pictures scaling   dataset and server benchmarks, the speed plot, the
 #                                 dataset job under torchrun with 1..all GPUs
 #                                 (SCALE_IMAGES images, default 2000, listed
-#                                 SCALE_REPEATS times, default 1)
+#                                 SCALE_REPEATS times, default 1; SCALE_NPROCS
+#                                 picks the process counts, SCALE_OMP1=1 adds one
+#                                 process with OMP_NUM_THREADS=1)
 #   oomcrash                      a batch larger than the device must raise, not crash;
 #                                 a crash prints its native frames (see bench/RESULTS.md)
 #
@@ -161,17 +163,25 @@ if [[ " $STEPS " == *" scaling "* ]]; then
   python3 -c "from torchgrabcut.coco.synthetic import make_synthetic_coco as m, repeat_coco as r
 p = m('$set_dir', $n_images, seed=1); r(p, p, $repeats)" > "$LOGS/scale_gen.log" 2>&1 \
     || { tail -5 "$LOGS/scale_gen.log"; status=1; }
-  for n in 1 2 4 8; do
-    (( n <= gpus )) || break
+  # SCALE_OMP1=1 also runs one process with OMP_NUM_THREADS=1, as torchrun sets it for
+  # two or more: whether the job leans on torch's intra-op threads.
+  runs="${SCALE_NPROCS:-1 2 4 8}"
+  [[ -n "${SCALE_OMP1:-}" ]] && runs="$runs 1omp1"
+  for run in $runs; do
+    n=${run%%omp1}
+    (( n <= gpus )) || continue
+    threads=()
+    [[ $run == *omp1 ]] && threads=(OMP_NUM_THREADS=1)
     t0=$SECONDS
     # NVLink multicast stays off (the device notes): NCCL_NVLS_ENABLE=0.
-    NCCL_NVLS_ENABLE=0 timeout 400 python3 -m torch.distributed.run --standalone --nproc-per-node "$n" -m torchgrabcut dataset \
-      --coco "$set_dir/instances.json" --images "$set_dir/images" -o "/tmp/scale_out_$n.json" --batch-size 256 \
-      --workers 4 > "$LOGS/scale_$n.log" 2>&1 || status=1
-    echo "nproc $n: $((SECONDS - t0)) s wall; $(grep -E 'boxes/s' "$LOGS/scale_$n.log" | tail -1)"
-    if [[ $n -gt 1 ]]; then
-      cmp -s /tmp/scale_out_1.json "/tmp/scale_out_$n.json" && echo "nproc $n output identical to nproc 1" \
-        || { echo "nproc $n output DIFFERS from nproc 1"; status=1; }
+    env "${threads[@]}" NCCL_NVLS_ENABLE=0 timeout 500 python3 -m torch.distributed.run --standalone --nproc-per-node "$n" \
+      -m torchgrabcut dataset --coco "$set_dir/instances.json" --images "$set_dir/images" -o "/tmp/scale_out_$run.json" \
+      --batch-size 256 --workers 4 > "$LOGS/scale_$run.log" 2>&1 || status=1
+    echo "nproc $run: $((SECONDS - t0)) s wall; $(grep -E 'boxes/s' "$LOGS/scale_$run.log" | tail -1)"
+    grep -E '^time: ' "$LOGS/scale_$run.log" | tail -1
+    if [[ $run != 1 && -f /tmp/scale_out_1.json ]]; then
+      cmp -s /tmp/scale_out_1.json "/tmp/scale_out_$run.json" && echo "nproc $run output identical to nproc 1" \
+        || { echo "nproc $run output DIFFERS from nproc 1"; status=1; }
     fi
   done
 fi

@@ -239,6 +239,19 @@ __device__ __forceinline__ long long pix(const TileCtx& c, int x, int y) {
   return c.offset + static_cast<long long>(y) * c.W + x;
 }
 
+// Calls f(i, gx, gy) for each slot i of the padded tile's halo (the ring of slots around
+// the tile) with (gx, gy) the pixel it stands for, which may lie outside the grid. The
+// block's threads share the slots.
+template <typename F>
+__device__ __forceinline__ void for_each_halo_slot(const TileCtx& c, F&& f) {
+  for (int i = static_cast<int>(threadIdx.x); i < kPad; i += kThreads) {
+    const int py = i / kPadW;
+    const int px = i - py * kPadW;
+    if (py >= 1 && py <= kTileH && px >= 1 && px <= kTileW) continue;
+    f(i, c.x0 + px - 1, c.y0 + py - 1);
+  }
+}
+
 // Residual capacity of the arc from pixel (x, y) (index p) in direction k.
 __device__ __forceinline__ unsigned int load_residual(const SolverArgs& a, const TileCtx& c, int x, int y,
                                                       long long p, int k) {
@@ -411,12 +424,7 @@ __device__ bool bfs_tile(const SolverArgs& a, int t, int sweep, bool first, Shar
       mask = __ldcg(a.resmask + p);
     }
   }
-  for (int i = tid; i < kPad; i += kThreads) {
-    const int py = i / kPadW;
-    const int px = i - py * kPadW;
-    if (py >= 1 && py <= kTileH && px >= 1 && px <= kTileW) continue;
-    const int gx = c.x0 + px - 1;
-    const int gy = c.y0 + py - 1;
+  for_each_halo_slot(c, [&](int i, int gx, int gy) {
     int hv = kInf;
     if (in_grid(c, gx, gy)) {
       const long long q = pix(c, gx, gy);
@@ -424,7 +432,7 @@ __device__ bool bfs_tile(const SolverArgs& a, int t, int sweep, bool first, Shar
     }
     sh.h[0][i] = hv;
     sh.h[1][i] = hv;
-  }
+  });
   sh.h[0][me] = d;
   __syncthreads();
   // Jacobi relaxation over two label buffers: every thread reads its neighbours'
@@ -502,17 +510,12 @@ __device__ void push_tile(const SolverArgs& a, int t, int sweep, Shared& sh) {
   if (!__syncthreads_or(valid && e0 > 0 && h0 < kInf)) return;
   sh.e[me] = 0;
   sh.h[0][me] = h0;
-  for (int i = tid; i < kPad; i += kThreads) {
-    const int py = i / kPadW;
-    const int px = i - py * kPadW;
-    if (py >= 1 && py <= kTileH && px >= 1 && px <= kTileW) continue;
-    const int gx = c.x0 + px - 1;
-    const int gy = c.y0 + py - 1;
+  for_each_halo_slot(c, [&](int i, int gx, int gy) {
     const int hv = in_grid(c, gx, gy) ? __ldcg(a.height + pix(c, gx, gy)) : kInf;
     sh.h[0][i] = hv;
     sh.h[1][i] = hv;
     sh.e[i] = 0;
-  }
+  });
 #pragma unroll
   for (int k = 0; k < 8; ++k) {
     const unsigned int r = valid ? load_residual(a, c, x, y, p, k) : 0U;
@@ -591,8 +594,7 @@ __device__ void push_tile(const SolverArgs& a, int t, int sweep, Shared& sh) {
   // Write back as atomic deltas (other tiles update halo pixels and shared edges).
   bool remain = false;
   if (valid) {
-    const long long ef = ex;
-    if (ef != e0) atomicAdd(reinterpret_cast<unsigned long long*>(a.excess + p), static_cast<unsigned long long>(ef - e0));
+    if (ex != e0) atomicAdd(reinterpret_cast<unsigned long long*>(a.excess + p), static_cast<unsigned long long>(ex - e0));
     if (hm != h0) __stcg(a.height + p, hm);
 #pragma unroll
     for (int k = 0; k < 8; ++k) {
@@ -609,23 +611,18 @@ __device__ void push_tile(const SolverArgs& a, int t, int sweep, Shared& sh) {
         atomicAdd(a.flow + static_cast<long long>(k - 4) * a.pixels + q, static_cast<int>(rf - r0));
       }
     }
-    remain = ef > 0 && hm < kInf;
+    remain = ex > 0 && hm < kInf;
   }
   bool sent = false;
-  for (int i = tid; i < kPad; i += kThreads) {
-    const int py = i / kPadW;
-    const int px = i - py * kPadW;
-    if (py >= 1 && py <= kTileH && px >= 1 && px <= kTileW) continue;
+  for_each_halo_slot(c, [&](int i, int gx, int gy) {
     const long long v = sh.e[i];
-    if (v == 0) continue;
-    const int gx = c.x0 + px - 1;
-    const int gy = c.y0 + py - 1;
+    if (v == 0) return;
     atomicAdd(reinterpret_cast<unsigned long long*>(a.excess + pix(c, gx, gy)), static_cast<unsigned long long>(v));
-    const int ntx = c.tx + (px == 0 ? -1 : (px == kPadW - 1 ? 1 : 0));
-    const int nty = c.ty + (py == 0 ? -1 : (py == kPadH - 1 ? 1 : 0));
+    const int ntx = c.tx + (gx < c.x0 ? -1 : (gx >= c.x0 + kTileW ? 1 : 0));
+    const int nty = c.ty + (gy < c.y0 ? -1 : (gy >= c.y0 + kTileH ? 1 : 0));
     list_for_next_sweep(a, a.pmark, c.tile_start + nty * c.tiles_x + ntx, sweep);
     sent = true;
-  }
+  });
   const bool again = __syncthreads_or(remain);
   const bool any_sent = __syncthreads_or(sent);
   if (tid == 0 && (again || any_sent)) {

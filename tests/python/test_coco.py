@@ -32,7 +32,7 @@ from pycocotools import mask as mask_utils
 from conftest import requires_cuda
 from torchgrabcut import grabcut
 from torchgrabcut.cli import main
-from torchgrabcut.coco.job import EXIT_AFTER_ENV, DatasetOptions, _Calls, run_dataset, time_covered
+from torchgrabcut.coco.job import EXIT_AFTER_ENV, PHASES, DatasetOptions, _Calls, run_dataset, time_covered
 from torchgrabcut.coco.parts import parts_dir
 from torchgrabcut.coco.plan import (
     SKIP_CROWD,
@@ -162,6 +162,11 @@ def test_output_masks_skips_and_iou(clean: Path, reference: tuple[Path, object])
     assert summary.empty == sum(a.get("area") == 0 for a in res["annotations"]) <= 1
     assert summary.run_boxes == segmented
     assert not parts_dir(out).exists()  # removed after the merge
+    # The wall time by phase: all of them, in order, adding up to the run's seconds.
+    assert tuple(summary.phases) == PHASES and min(summary.phases.values()) >= 0
+    assert sum(summary.phases.values()) == pytest.approx(summary.seconds, rel=1e-9)
+    assert summary.phases["segmenting"] > summary.phases["merge"]
+    assert "time: start-up " in summary.format() and " s, merge " in summary.format()
 
 
 def test_masks_are_grabcut_on_the_crop(clean: Path, reference: tuple[Path, object]) -> None:
@@ -482,6 +487,7 @@ def test_torchrun_two_gloo_processes(clean: Path, reference: tuple[Path, object]
     res = _torchrun(2, [a for a in args if a != "--quiet"], tmp_path)
     assert res.returncode == 0, res.stderr[-3000:]
     assert "2 processes on cpu" in res.stdout and "already done" in res.stdout
+    assert "waiting for other processes" in res.stdout  # rank 0's phases line
     assert out.read_bytes() == reference[0].read_bytes()
 
 

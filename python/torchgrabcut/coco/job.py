@@ -67,6 +67,9 @@ from torchgrabcut.coco.plan import ImagePlan, gt_rle, load_coco, plan_images, re
 
 __all__ = ["DatasetOptions", "DatasetSummary", "run_dataset"]
 
+# The phases of a run's wall time, on rank 0: reading the input and joining the group, its
+# own share of the boxes, waiting for the other processes, merging the parts into the output.
+PHASES = ("start-up", "segmenting", "waiting for other processes", "merge")
 CHUNK_BATCHES = 4  # a chunk (the unit of sorting and of durable progress) is this many batches of boxes
 EXIT_AFTER_ENV = "TORCHGRABCUT_DATASET_EXIT_AFTER"
 
@@ -104,6 +107,9 @@ class DatasetSummary:
     device: str = "cpu"
     # rank 0's main thread: seconds waiting; the call threads: see _Calls.timeline
     stages: dict[str, float] = field(default_factory=dict)
+    # rank 0's wall time by phase (PHASES, in order); they add up to ``seconds``. Only
+    # "segmenting" shrinks with more processes: the rest bounds a multi-GPU speed-up.
+    phases: dict[str, float] = field(default_factory=dict)
 
     @property
     def boxes_per_second(self) -> float:
@@ -125,6 +131,8 @@ class DatasetSummary:
             ),
             f"output: {self.out}",
         ]
+        if self.phases:
+            lines.insert(2, "time: " + ", ".join(f"{name} {self.phases.get(name, 0.0):.1f} s" for name in PHASES))
         return "\n".join(lines)
 
 
@@ -638,10 +646,12 @@ def _run(
     finally:
         bar.close()
         writer.close()
+    t_segmented = time.perf_counter()
     run_images, run_boxes = _sum_over_ranks(d, dev, [counts["images"], counts["boxes"]])
     _barrier(d, dev)
     if d.rank != 0:
         return None
+    t_merge = time.perf_counter()
     done = read_parts(pdir)
     doc = merge_output(coco, done, [p.image for p in plans], opts.keep_gt)
     write_json_atomic(out, doc)
@@ -649,7 +659,9 @@ def _run(
         remove_parts(pdir)
     summary = _summarise(out, plans, done)
     summary.run_images, summary.run_boxes = int(run_images), int(run_boxes)
-    summary.seconds = time.perf_counter() - t0
+    t_end = time.perf_counter()
+    summary.seconds = t_end - t0
+    summary.phases = dict(zip(PHASES, (t_start - t0, t_segmented - t_start, t_merge - t_segmented, t_end - t_merge)))
     summary.world_size, summary.device = d.world, str(dev)
     summary.stages = stages
     return summary
