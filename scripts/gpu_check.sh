@@ -11,8 +11,8 @@
 #                                 dataset job under torchrun with 1..all GPUs
 #                                 (SCALE_IMAGES images, default 2000, listed
 #                                 SCALE_REPEATS times, default 1; SCALE_NPROCS
-#                                 picks the process counts, SCALE_OMP1=1 adds one
-#                                 process with OMP_NUM_THREADS=1)
+#                                 picks the process counts, SCALE_DEFAULT_THREADS=1
+#                                 adds one process with torch's default threads)
 #   oomcrash                      a batch larger than the device must raise, not crash;
 #                                 a crash prints its native frames (see bench/RESULTS.md)
 #
@@ -163,15 +163,16 @@ if [[ " $STEPS " == *" scaling "* ]]; then
   python3 -c "from torchgrabcut.coco.synthetic import make_synthetic_coco as m, repeat_coco as r
 p = m('$set_dir', $n_images, seed=1); r(p, p, $repeats)" > "$LOGS/scale_gen.log" 2>&1 \
     || { tail -5 "$LOGS/scale_gen.log"; status=1; }
-  # SCALE_OMP1=1 also runs one process with OMP_NUM_THREADS=1, as torchrun sets it for
-  # two or more: whether the job leans on torch's intra-op threads.
+  # Every process count runs with OMP_NUM_THREADS=1, which torchrun sets by itself for two
+  # processes or more: the same configuration per process for every N.
+  # SCALE_DEFAULT_THREADS=1 adds one process with torch's default threads.
   runs="${SCALE_NPROCS:-1 2 4 8}"
-  [[ -n "${SCALE_OMP1:-}" ]] && runs="$runs 1omp1"
+  [[ -n "${SCALE_DEFAULT_THREADS:-}" ]] && runs="$runs 1threads"
   for run in $runs; do
-    n=${run%%omp1}
+    n=${run%%threads}
     (( n <= gpus )) || continue
-    threads=()
-    [[ $run == *omp1 ]] && threads=(OMP_NUM_THREADS=1)
+    threads=(OMP_NUM_THREADS=1)
+    [[ $run == *threads ]] && threads=(-u OMP_NUM_THREADS)
     t0=$SECONDS
     # NVLink multicast stays off (the device notes): NCCL_NVLS_ENABLE=0.
     env "${threads[@]}" NCCL_NVLS_ENABLE=0 timeout 500 python3 -m torch.distributed.run --standalone --nproc-per-node "$n" \

@@ -33,7 +33,7 @@ from conftest import requires_cuda
 from torchgrabcut import grabcut
 from torchgrabcut.cli import main
 from torchgrabcut.coco.job import EXIT_AFTER_ENV, PHASES, DatasetOptions, _Calls, run_dataset, time_covered
-from torchgrabcut.coco.parts import parts_dir
+from torchgrabcut.coco.parts import OutputShare, parts_dir, rewrite_annotation, write_output
 from torchgrabcut.coco.plan import (
     SKIP_CROWD,
     SKIP_NO_BACKGROUND,
@@ -167,6 +167,54 @@ def test_output_masks_skips_and_iou(clean: Path, reference: tuple[Path, object])
     assert sum(summary.phases.values()) == pytest.approx(summary.seconds, rel=1e-9)
     assert summary.phases["segmenting"] > summary.phases["merge"]
     assert "time: start-up " in summary.format() and " s, merge " in summary.format()
+
+
+def test_output_is_the_compact_json_of_its_document(clean: Path, reference: tuple[Path, object]) -> None:
+    """The output, joined from the ranks' annotation texts, is json.dumps of what it holds; other keys as input."""
+    text = reference[0].read_text(encoding="utf-8")
+    doc = json.loads(text)
+    assert text == json.dumps(doc, separators=(",", ":"), ensure_ascii=False)
+    src = json.loads(clean.read_text())
+    assert list(doc) == list(src) and all(doc[k] == src[k] for k in src if k != "annotations")
+
+
+def test_write_output_joins_shares_in_annotation_order(tmp_path: Path) -> None:
+    """Shares in any order, an image in no share and text that is not ASCII: json.dumps's bytes, or an error."""
+    coco = {
+        "info": {"name": "Z\u00fcrich \u2013 \u2603", "v": [1.5, None, True]},
+        "images": [{"id": 7, "file_name": "a.jpg"}, {"id": 8, "file_name": "b.jpg"}],
+        "annotations": [
+            {"id": 1, "image_id": 8, "bbox": [0, 0, 4, 4], "note": "ß"},
+            {"id": 2, "image_id": 7, "bbox": [1, 1, 3, 3]},
+            {"id": 3, "image_id": 8, "bbox": [2, 2, 1, 1]},
+            {"id": 4, "image_id": 99, "bbox": [0, 0, 1, 1]},  # in no image's line: written as it is
+        ],
+        "categories": [],
+    }
+    line_b = {
+        "image": 1,
+        "size": [5, 6],
+        "results": [{"a": 0, "counts": "0a", "area": 3, "iou": 0.123456}, {"a": 2, "skip": "box under 2 px"}],
+    }
+    line_a = {"image": 0, "size": [5, 6], "results": [{"a": 1, "counts": "1b", "area": 0}]}
+    first, second = OutputShare(), OutputShare()
+    second.add(coco, line_b, keep_gt=True)
+    first.add(coco, line_a, keep_gt=True)
+    out = tmp_path / "out.json"
+    write_output(out, coco, [second, first], [0, 1])
+    expected = dict(coco)
+    expected["annotations"] = [
+        rewrite_annotation(coco["annotations"][0], [5, 6], line_b["results"][0], True),
+        rewrite_annotation(coco["annotations"][1], [5, 6], line_a["results"][0], True),
+        rewrite_annotation(coco["annotations"][2], [5, 6], line_b["results"][1], True),
+        coco["annotations"][3],
+    ]
+    assert out.read_bytes() == json.dumps(expected, separators=(",", ":"), ensure_ascii=False).encode()
+    assert expected["annotations"][0]["grabcut_iou"] == 0.1235 and expected["annotations"][2]["grabcut_skipped"]
+    assert (second.boxes, second.empty, second.skipped, second.ious) == (1, 0, {"box under 2 px": 1}, [0.123456])
+    assert (first.boxes, first.empty) == (1, 1)
+    with pytest.raises(RuntimeError, match=r"1 images have no result yet \(first: images\[1\]\)"):
+        write_output(out, coco, [first], [0, 1])
 
 
 def test_masks_are_grabcut_on_the_crop(clean: Path, reference: tuple[Path, object]) -> None:

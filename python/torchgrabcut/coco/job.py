@@ -15,15 +15,17 @@ Pipeline (per rank):
    the image's size, encodes it as COCO RLE (pycocotools), computes the IoU
    with the annotation's ground-truth segmentation when it has one, and when a
    chunk is complete appends its images to the rank's part file (flushed and
-   fsynced, see :mod:`.parts`). It overlaps the next chunk's GPU work.
+   fsynced, see :mod:`.parts`) and their annotations' output texts to the
+   rank's :class:`~.parts.OutputShare`. It overlaps the next chunk's GPU work.
 
 Distributed: when launched by ``torchrun`` (``WORLD_SIZE`` and ``MASTER_ADDR``
 set, one process or more) the job joins a ``torch.distributed`` group (NCCL
 when computing on CUDA, each rank on ``cuda:LOCAL_RANK``; gloo on the CPU).
 Rank ``r`` of ``n`` takes the images with annotations number ``r, r + n, ...``,
-skips those already in any part file, and writes its own part; after a barrier
-rank 0 merges the parts into the output, prints the summary and removes the
-parts folder. No pool or scheduler of our own: torchrun starts the processes.
+skips those already in any part file, and writes its own part; then rank 0
+gathers every rank's output share (``gather_object``), writes the output from
+them, prints the summary and removes the parts folder. No pool or scheduler of
+our own: torchrun starts the processes.
 
 Summary (rank 0): images and annotations of the file, boxes segmented,
 annotations skipped by reason, empty masks, mean IoU against ground truth (the
@@ -55,13 +57,13 @@ import numpy as np
 import torch
 
 from torchgrabcut.coco.parts import (
+    OutputShare,
     PartWriter,
     check_run_config,
-    merge_output,
     parts_dir,
     read_parts,
     remove_parts,
-    write_json_atomic,
+    write_output,
 )
 from torchgrabcut.coco.plan import ImagePlan, gt_rle, load_coco, plan_images, replan_with_size, require_dataset_deps
 
@@ -201,24 +203,15 @@ def _setup(device: str | None) -> tuple[_Dist, torch.device]:
     return d, dev
 
 
-def _barrier(d: _Dist, dev: torch.device) -> None:
-    if d.group:
-        import torch.distributed as dist
-
-        if dev.type == "cuda":
-            dist.barrier(device_ids=[dev.index])
-        else:
-            dist.barrier()
-
-
-def _sum_over_ranks(d: _Dist, dev: torch.device, values: list[float]) -> list[float]:
+def _gather_shares(d: _Dist, share: OutputShare) -> list[OutputShare]:
+    """Every rank's share, on rank 0 (in rank order); [] on the other ranks."""
     if not d.group:
-        return values
+        return [share]
     import torch.distributed as dist
 
-    t = torch.tensor(values, dtype=torch.float64, device=dev)
-    dist.all_reduce(t)
-    return [float(v) for v in t.cpu().tolist()]
+    shares: list[Any] | None = [None] * d.world if d.rank == 0 else None
+    dist.gather_object(share, shares, dst=0)  # NCCL: through the rank's current CUDA device
+    return [s for s in shares if s is not None] if shares is not None else []
 
 
 # -- loading -------------------------------------------------------------------------------------
@@ -266,7 +259,10 @@ class _Images(torch.utils.data.Dataset):
 
 
 class _Post:
-    """The post-processing thread: RLE, IoU, part lines. Errors come back through :meth:`check`."""
+    """The post-processing thread: RLE, IoU, part lines, the rank's output share.
+
+    Errors come back through :meth:`check`.
+    """
 
     def __init__(
         self,
@@ -274,8 +270,11 @@ class _Post:
         writer: PartWriter,
         mask_utils: Any,
         on_chunk: Callable[[int, int], None],
+        share: OutputShare,
+        keep_gt: bool,
     ) -> None:
         self.coco, self.writer, self.mu, self.on_chunk = coco, writer, mask_utils, on_chunk
+        self.share, self.keep_gt = share, keep_gt
         self.queue: queue.Queue[tuple[str, Any] | None] = queue.Queue(maxsize=2 * CHUNK_BATCHES)
         self.error: BaseException | None = None
         self.results: dict[int, dict[int, dict[str, Any]]] = {}
@@ -348,6 +347,8 @@ class _Post:
                 {"image": plan.image, "size": [plan.height, plan.width], "results": [done[a] for a in plan.anns]}
             )
         self.writer.write(lines)
+        for line in lines:  # the output's texts now, while the device works, not in the merge
+            self.share.add(self.coco, line, self.keep_gt)
         self.on_chunk(len(plans), boxes)
 
 
@@ -637,7 +638,8 @@ def _run(
         if exit_after and counts["chunks"] >= exit_after:
             os._exit(3)  # the test hook: stop as a kill would
 
-    post = _Post(coco, writer, mask_utils, on_chunk)
+    share = OutputShare()
+    post = _Post(coco, writer, mask_utils, on_chunk, share, opts.keep_gt)
     try:
         stages = _process(todo, opts, coco, dev, post)
         t = time.perf_counter()
@@ -646,19 +648,19 @@ def _run(
     finally:
         bar.close()
         writer.close()
+    for p in plans[d.rank :: d.world]:  # this rank's images that earlier runs finished
+        if p.image in done:
+            share.add(coco, done[p.image], opts.keep_gt)
+    share.run_images, share.run_boxes = counts["images"], counts["boxes"]
     t_segmented = time.perf_counter()
-    run_images, run_boxes = _sum_over_ranks(d, dev, [counts["images"], counts["boxes"]])
-    _barrier(d, dev)
+    shares = _gather_shares(d, share)
     if d.rank != 0:
         return None
     t_merge = time.perf_counter()
-    done = read_parts(pdir)
-    doc = merge_output(coco, done, [p.image for p in plans], opts.keep_gt)
-    write_json_atomic(out, doc)
+    write_output(out, coco, shares, [p.image for p in plans])
     if not opts.keep_parts:
         remove_parts(pdir)
-    summary = _summarise(out, plans, done)
-    summary.run_images, summary.run_boxes = int(run_images), int(run_boxes)
+    summary = _summarise(out, plans, shares)
     t_end = time.perf_counter()
     summary.seconds = t_end - t0
     summary.phases = dict(zip(PHASES, (t_start - t0, t_segmented - t_start, t_merge - t_segmented, t_end - t_merge)))
@@ -667,18 +669,17 @@ def _run(
     return summary
 
 
-def _summarise(out: Path, plans: list[ImagePlan], done: dict[int, dict[str, Any]]) -> DatasetSummary:
+def _summarise(out: Path, plans: list[ImagePlan], shares: list[OutputShare]) -> DatasetSummary:
     s = DatasetSummary(out=out, images=len(plans), annotations=sum(len(p.anns) for p in plans), boxes=0)
-    ious = []
-    for p in plans:
-        for rec in done[p.image]["results"]:
-            if "skip" in rec:
-                s.skipped[rec["skip"]] = s.skipped.get(rec["skip"], 0) + 1
-                continue
-            s.boxes += 1
-            s.empty += rec["area"] == 0
-            if "iou" in rec:
-                ious.append(rec["iou"])
+    ious = [v for share in shares for v in share.ious]
+    for share in shares:
+        s.boxes += share.boxes
+        s.empty += share.empty
+        s.run_images += share.run_images
+        s.run_boxes += share.run_boxes
+        for reason, n in share.skipped.items():
+            s.skipped[reason] = s.skipped.get(reason, 0) + n
     s.iou_count = len(ious)
-    s.iou_mean = float(np.mean(ious)) if ious else None
+    # fsum is exact, so the mean does not depend on how the images were shared out
+    s.iou_mean = math.fsum(ious) / len(ious) if ious else None
     return s

@@ -19,9 +19,13 @@ kill (no newline at its end) is ignored and, before appending, its writer cuts
 it off. Each file has one writer: rank ``r`` of the current run appends to
 ``rank{r}.jsonl``; ranks take disjoint shards, so no image is written twice.
 
-The merge keeps every other key of the input in place and rewrites only the
-annotations, in their original order: the output is the same bytes whatever the
-number of ranks and however often the run was interrupted.
+The output keeps every other key of the input in place and rewrites only the
+annotations, in their original order: the same bytes whatever the number of ranks
+and however often the run was interrupted. Each rank turns the lines of its own
+images into their annotations' JSON texts (an :class:`OutputShare`, built while
+the run goes); rank 0 gathers the shares and writes the output from them (the
+merge is the one step that does not shrink with more ranks, so it parses nothing
+and encodes only what the shares do not hold).
 """
 
 from __future__ import annotations
@@ -30,17 +34,20 @@ import json
 import os
 import shutil
 from collections.abc import Iterable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 __all__ = [
+    "OutputShare",
     "PartWriter",
     "check_run_config",
-    "merge_output",
     "parts_dir",
     "read_parts",
     "remove_parts",
+    "rewrite_annotation",
     "write_json_atomic",
+    "write_output",
 ]
 
 FORMAT_VERSION = 1
@@ -50,20 +57,24 @@ def parts_dir(out: Path) -> Path:
     return out.with_name(out.name + ".parts")
 
 
-def write_json_atomic(path: Path, obj: Any, compact: bool = True) -> None:
-    """Writes JSON to ``path`` through a temporary file and a rename: never a half-written file."""
+def _compact(obj: Any) -> str:
+    # json.dumps, not json.dump: dump runs the pure-Python encoder, ~3x slower.
+    return json.dumps(obj, separators=(",", ":"), ensure_ascii=False)
+
+
+def _write_text_atomic(path: Path, text: str) -> None:
+    """Writes ``text`` to ``path`` through a temporary file and a rename: never a half-written file."""
     tmp = path.with_name(f"{path.name}.tmp{os.getpid()}")
-    # json.dumps, not json.dump: dump runs the pure-Python encoder, ~3x slower on a large output,
-    # and this write is part of the serial tail of a multi-GPU run.
-    if compact:
-        text = json.dumps(obj, separators=(",", ":"), ensure_ascii=False)
-    else:
-        text = json.dumps(obj, indent=1, sort_keys=True)
-    with tmp.open("w", encoding="utf-8") as f:
-        f.write(text)
+    with tmp.open("wb") as f:
+        f.write(text.encode("utf-8"))
         f.flush()
         os.fsync(f.fileno())
     os.replace(tmp, path)
+
+
+def write_json_atomic(path: Path, obj: Any, compact: bool = True) -> None:
+    """Writes JSON to ``path`` atomically (see :func:`_write_text_atomic`)."""
+    _write_text_atomic(path, _compact(obj) if compact else json.dumps(obj, indent=1, sort_keys=True))
 
 
 def check_run_config(directory: Path, config: dict[str, Any]) -> None:
@@ -135,36 +146,73 @@ class PartWriter:
         self._file.close()
 
 
-def merge_output(
-    coco: dict[str, Any], done: dict[int, dict[str, Any]], image_indices: list[int], keep_gt: bool
-) -> dict[str, Any]:
-    """The output document: the input with each finished annotation rewritten (see the package docs)."""
-    missing = [i for i in image_indices if i not in done]
+def rewrite_annotation(ann: dict[str, Any], size: list[int], rec: dict[str, Any], keep_gt: bool) -> dict[str, Any]:
+    """The output's version of an annotation, from its record in a part line (see the package docs)."""
+    new = dict(ann)
+    if "skip" in rec:
+        new["grabcut_skipped"] = rec["skip"]
+        return new
+    if keep_gt and ann.get("segmentation"):
+        new["segmentation_gt"] = ann["segmentation"]
+    new["segmentation"] = {"size": list(size), "counts": rec["counts"]}
+    new["area"] = float(rec["area"])
+    if "iou" in rec:
+        new["grabcut_iou"] = round(rec["iou"], 4)
+    return new
+
+
+@dataclass
+class OutputShare:
+    """A rank's part of the output: its finished images' annotations, as their JSON texts, and their counts."""
+
+    texts: dict[int, str] = field(default_factory=dict)  # annotation index -> its compact JSON in the output
+    images: list[int] = field(default_factory=list)  # the images added, as indices into the input's "images"
+    boxes: int = 0  # annotations segmented
+    empty: int = 0  # of which the mask is empty
+    skipped: dict[str, int] = field(default_factory=dict)  # reason -> annotations skipped
+    ious: list[float] = field(default_factory=list)  # against ground truth, where there was one
+    run_images: int = 0  # images and boxes done by this run (the rest came from part files)
+    run_boxes: int = 0
+
+    def add(self, coco: dict[str, Any], line: dict[str, Any], keep_gt: bool) -> None:
+        """Adds a finished image: one part line (see the module docs)."""
+        anns = coco["annotations"]
+        self.images.append(line["image"])
+        for rec in line["results"]:
+            self.texts[rec["a"]] = _compact(rewrite_annotation(anns[rec["a"]], line["size"], rec, keep_gt))
+            if "skip" in rec:
+                self.skipped[rec["skip"]] = self.skipped.get(rec["skip"], 0) + 1
+                continue
+            self.boxes += 1
+            self.empty += rec["area"] == 0
+            if "iou" in rec:
+                self.ious.append(rec["iou"])
+
+
+def write_output(path: Path, coco: dict[str, Any], shares: list[OutputShare], image_indices: list[int]) -> None:
+    """Writes the output: the input with the annotations of the shares' images rewritten.
+
+    The bytes are those of ``json.dumps(document, separators=(",", ":"),
+    ensure_ascii=False)``: a compact JSON object or list is its members' texts
+    joined by commas, so the shares' texts are joined as they are. Raises
+    RuntimeError when an image of ``image_indices`` is in no share.
+    """
+    covered = {i for share in shares for i in share.images}
+    missing = [i for i in image_indices if i not in covered]
     if missing:
         raise RuntimeError(f"{len(missing)} images have no result yet (first: images[{missing[0]}]); rerun to finish")
-    updates: dict[int, tuple[list[int], dict[str, Any]]] = {}
-    for i in image_indices:
-        line = done[i]
-        for rec in line["results"]:
-            updates[rec["a"]] = (line["size"], rec)
-    anns = []
-    for j, ann in enumerate(coco["annotations"]):
-        if j not in updates:
-            anns.append(ann)
-            continue
-        size, rec = updates[j]
-        new = dict(ann)
-        if "skip" in rec:
-            new["grabcut_skipped"] = rec["skip"]
+    texts: dict[int, str] = {}
+    for share in shares:
+        texts.update(share.texts)
+    anns = coco["annotations"]
+    members = []
+    for key, value in coco.items():
+        if key == "annotations":
+            value_text = "[" + ",".join(texts[j] if j in texts else _compact(a) for j, a in enumerate(anns)) + "]"
         else:
-            if keep_gt and ann.get("segmentation"):
-                new["segmentation_gt"] = ann["segmentation"]
-            new["segmentation"] = {"size": list(size), "counts": rec["counts"]}
-            new["area"] = float(rec["area"])
-            if "iou" in rec:
-                new["grabcut_iou"] = round(rec["iou"], 4)
-        anns.append(new)
-    return {k: (anns if k == "annotations" else v) for k, v in coco.items()}
+            value_text = _compact(value)
+        members.append(_compact(key) + ":" + value_text)
+    _write_text_atomic(path, "{" + ",".join(members) + "}")
 
 
 def remove_parts(directory: Path) -> None:
