@@ -70,7 +70,8 @@ from torchgrabcut.coco.plan import ImagePlan, gt_rle, load_coco, plan_images, re
 __all__ = ["DatasetOptions", "DatasetSummary", "run_dataset"]
 
 # The phases of a run's wall time, on rank 0: reading the input and joining the group, its
-# own share of the boxes, waiting for the other processes, merging the parts into the output.
+# own share of the boxes, waiting for (and gathering from) the other processes, writing the
+# output and the summary.
 PHASES = ("start-up", "segmenting", "waiting for other processes", "merge")
 CHUNK_BATCHES = 4  # a chunk (the unit of sorting and of durable progress) is this many batches of boxes
 EXIT_AFTER_ENV = "TORCHGRABCUT_DATASET_EXIT_AFTER"

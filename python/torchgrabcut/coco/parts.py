@@ -46,7 +46,6 @@ __all__ = [
     "read_parts",
     "remove_parts",
     "rewrite_annotation",
-    "write_json_atomic",
     "write_output",
 ]
 
@@ -72,11 +71,6 @@ def _write_text_atomic(path: Path, text: str) -> None:
     os.replace(tmp, path)
 
 
-def write_json_atomic(path: Path, obj: Any, compact: bool = True) -> None:
-    """Writes JSON to ``path`` atomically (see :func:`_write_text_atomic`)."""
-    _write_text_atomic(path, _compact(obj) if compact else json.dumps(obj, indent=1, sort_keys=True))
-
-
 def check_run_config(directory: Path, config: dict[str, Any]) -> None:
     """Records the run's settings in ``run.json``, or checks them against an earlier run's."""
     directory.mkdir(parents=True, exist_ok=True)
@@ -94,7 +88,8 @@ def check_run_config(directory: Path, config: dict[str, Any]) -> None:
                 "rerun with the same settings or delete it to start over"
             )
         return
-    write_json_atomic(path, config, compact=False)  # every rank may write it: same bytes, atomic rename
+    # every rank may write it: same bytes, atomic rename
+    _write_text_atomic(path, json.dumps(config, indent=1, sort_keys=True))
 
 
 def _lines(path: Path) -> Iterable[dict[str, Any]]:
