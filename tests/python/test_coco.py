@@ -539,6 +539,25 @@ def test_torchrun_two_gloo_processes(clean: Path, reference: tuple[Path, object]
     assert out.read_bytes() == reference[0].read_bytes()
 
 
+def test_resume_shares_out_what_is_left(clean: Path, reference: tuple[Path, object], tmp_path: Path) -> None:
+    """Parts holding every other image (one rank finished, one did not): both ranks of the rerun get work."""
+    out = tmp_path / "out.json"
+    run_dataset(_opts(clean, out, keep_parts=True))
+    out.unlink()
+    part = parts_dir(out) / "rank0.jsonl"
+    lines = part.read_bytes().splitlines(keepends=True)  # one per image, in the file's order
+    assert len(lines) >= 5
+    part.write_bytes(b"".join(lines[::2]))
+    args = [*dataset_args(clean, clean.parent / "images", out), "--device", "cpu", "--workers", "0", "--keep-parts"]
+    res = _torchrun(2, args, tmp_path)
+    assert res.returncode == 0, res.stderr[-3000:]
+    assert out.read_bytes() == reference[0].read_bytes()
+    left = len(lines) - len(lines[::2])
+    new0 = len(part.read_bytes().splitlines()) - len(lines[::2])
+    new1 = len((parts_dir(out) / "rank1.jsonl").read_bytes().splitlines())
+    assert new0 + new1 == left and new0 == (left + 1) // 2 and new1 == left // 2
+
+
 # -- errors and help -----------------------------------------------------------------------------
 
 

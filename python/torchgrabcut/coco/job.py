@@ -21,8 +21,8 @@ Pipeline (per rank):
 Distributed: when launched by ``torchrun`` (``WORLD_SIZE`` and ``MASTER_ADDR``
 set, one process or more) the job joins a ``torch.distributed`` group (NCCL
 when computing on CUDA, each rank on ``cuda:LOCAL_RANK``; gloo on the CPU).
-Rank ``r`` of ``n`` takes the images with annotations number ``r, r + n, ...``,
-skips those already in any part file, and writes its own part; then rank 0
+Rank ``r`` of ``n`` takes the images with annotations that no part file holds
+yet, number ``r, r + n, ...`` of them, and writes its own part; then rank 0
 gathers every rank's output share (``gather_object``), writes the output from
 them, prints the summary and removes the parts folder. No pool or scheduler of
 our own: torchrun starts the processes.
@@ -610,7 +610,10 @@ def _run(
         pdir, {"input_sha256": digest, "margin": opts.margin, "min_margin": opts.min_margin, "max_iter": opts.max_iter}
     )
     done = read_parts(pdir)
-    todo = [p for p in plans[d.rank :: d.world] if p.image not in done]
+    # The images still to do are shared out, not the whole list: after an uneven stop (a
+    # rank that finished its half, one that did not) every rank still gets an equal share,
+    # and none waits in the gather for hours (NCCL's watchdog ends a wait after minutes).
+    todo = [p for p in plans if p.image not in done][d.rank :: d.world]
     missing = [p.file_name for p in todo if p.needs_image() and not (Path(opts.images) / p.file_name).is_file()]
     if missing:
         raise FileNotFoundError(
@@ -649,9 +652,8 @@ def _run(
     finally:
         bar.close()
         writer.close()
-    for p in plans[d.rank :: d.world]:  # this rank's images that earlier runs finished
-        if p.image in done:
-            share.add(coco, done[p.image], opts.keep_gt)
+    for p in [p for p in plans if p.image in done][d.rank :: d.world]:  # its share of earlier runs' images
+        share.add(coco, done[p.image], opts.keep_gt)
     share.run_images, share.run_boxes = counts["images"], counts["boxes"]
     t_segmented = time.perf_counter()
     shares = _gather_shares(d, share)
