@@ -65,7 +65,15 @@ from torchgrabcut.coco.parts import (
     remove_parts,
     write_output,
 )
-from torchgrabcut.coco.plan import ImagePlan, gt_rle, load_coco, plan_images, replan_with_size, require_dataset_deps
+from torchgrabcut.coco.plan import (
+    ImagePlan,
+    gt_rle,
+    index_images,
+    load_coco,
+    plan_boxes,
+    replan_with_size,
+    require_dataset_deps,
+)
 
 __all__ = ["DatasetOptions", "DatasetSummary", "run_dataset"]
 
@@ -603,22 +611,25 @@ def _run(
     opts: DatasetOptions, d: _Dist, dev: torch.device, t0: float, mask_utils: Any, tqdm: Any
 ) -> DatasetSummary | None:
     coco, digest = load_coco(opts.coco)
-    plans = plan_images(coco, opts.margin, opts.min_margin)
+    plans = index_images(coco)
     out = Path(opts.out)
     pdir = parts_dir(out)
-    check_run_config(
-        pdir, {"input_sha256": digest, "margin": opts.margin, "min_margin": opts.min_margin, "max_iter": opts.max_iter}
-    )
-    done = read_parts(pdir)
+    done = read_parts(pdir)  # an earlier run's, used only once its settings are checked below
     # The images still to do are shared out, not the whole list: after an uneven stop (a
     # rank that finished its half, one that did not) every rank still gets an equal share,
     # and none waits in the gather for hours (NCCL's watchdog ends a wait after minutes).
     todo = [p for p in plans if p.image not in done][d.rank :: d.world]
+    for p in todo:  # its share only: planning is one of the steps more processes would not shorten
+        plan_boxes(p, coco, opts.margin, opts.min_margin)
     missing = [p.file_name for p in todo if p.needs_image() and not (Path(opts.images) / p.file_name).is_file()]
     if missing:
         raise FileNotFoundError(
             f"--images: {len(missing)} image files missing under {opts.images} (first: {missing[0]})"
         )
+    # After the checks of the input: a run that cannot start leaves no parts folder behind.
+    check_run_config(
+        pdir, {"input_sha256": digest, "margin": opts.margin, "min_margin": opts.min_margin, "max_iter": opts.max_iter}
+    )
     if d.rank == 0 and not opts.quiet:
         n_done = sum(1 for p in plans if p.image in done)
         print(

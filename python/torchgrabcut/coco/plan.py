@@ -41,8 +41,9 @@ __all__ = [
     "ImagePlan",
     "box_crop",
     "gt_rle",
+    "index_images",
     "load_coco",
-    "plan_images",
+    "plan_boxes",
     "require_dataset_deps",
 ]
 
@@ -146,12 +147,12 @@ def box_crop(
     return (cx0, cy0, cx1, cy1), (x0 - cx0, y0 - cy0, x1 - cx0, y1 - cy0)
 
 
-def plan_images(coco: dict[str, Any], margin: float, min_margin: int) -> list[ImagePlan]:
-    """One plan per image that has annotations, in the order of the file's ``images``.
+def index_images(coco: dict[str, Any]) -> list[ImagePlan]:
+    """One plan per image that has annotations, in the order of the file's ``images``, boxes not planned yet.
 
-    Images without a width and height in the file are planned when their size is
-    known (see :func:`replan_with_size`); until then ``height`` is None and only
-    their crowd regions are marked skipped.
+    Checks the file's structure (images, ids, annotations and their image ids);
+    :func:`plan_boxes` plans the boxes, and checks them, for the images a process
+    will do: a process of a multi-GPU run plans its share only.
     """
     by_id: dict[Any, ImagePlan] = {}
     plans: list[ImagePlan] = []
@@ -172,13 +173,20 @@ def plan_images(coco: dict[str, Any], margin: float, min_margin: int) -> list[Im
         if plan is None:
             raise ValueError(f"--coco: annotations[{a}]: image_id {ann['image_id']!r} is not in 'images'")
         plan.anns.append(a)
-    out = [p for p in plans if p.anns]
-    for p in out:
-        if p.height is not None and p.width is not None:
-            replan_with_size(p, coco, p.height, p.width, margin, min_margin)
-        else:  # crowd regions need no size; the rest is planned once the image is read
-            p.skipped = {a: SKIP_CROWD for a in p.anns if coco["annotations"][a].get("iscrowd", 0)}
-    return out
+    return [p for p in plans if p.anns]
+
+
+def plan_boxes(plan: ImagePlan, coco: dict[str, Any], margin: float, min_margin: int) -> None:
+    """Fills ``plan.boxes`` and ``plan.skipped`` from the image's size in the file.
+
+    Without a width and height in the file, only the crowd regions are marked
+    skipped; the rest is planned once the image is read and its size known (see
+    :func:`replan_with_size`).
+    """
+    if plan.height is not None and plan.width is not None:
+        replan_with_size(plan, coco, plan.height, plan.width, margin, min_margin)
+    else:
+        plan.skipped = {a: SKIP_CROWD for a in plan.anns if coco["annotations"][a].get("iscrowd", 0)}
 
 
 def replan_with_size(
