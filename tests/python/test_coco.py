@@ -538,6 +538,22 @@ def test_torchrun_two_gloo_processes(clean: Path, reference: tuple[Path, object]
     assert out.read_bytes() == reference[0].read_bytes()
 
 
+def test_group_waits_a_day_not_nccl_ten_minutes(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Processes that finish far apart must not hit the collective's default timeout."""
+    import torch.distributed as dist
+
+    from torchgrabcut.coco import job
+
+    seen: list[tuple[str, dict[str, object]]] = []
+    monkeypatch.setattr(dist, "init_process_group", lambda backend, **kw: seen.append((backend, kw)))
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    monkeypatch.setenv("RANK", "1")
+    monkeypatch.setenv("MASTER_ADDR", "localhost")
+    d, dev = job._setup("cpu")
+    assert (d.rank, d.world, d.group, dev.type) == (1, 2, True, "cpu")
+    assert seen == [("gloo", {"timeout": job.GROUP_TIMEOUT})] and job.GROUP_TIMEOUT.total_seconds() >= 86400
+
+
 def test_resume_shares_out_what_is_left(clean: Path, reference: tuple[Path, object], tmp_path: Path) -> None:
     """Parts holding every other image (one rank finished, one did not): both ranks of the rerun get work."""
     out = tmp_path / "out.json"

@@ -50,6 +50,7 @@ from collections import deque
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -81,6 +82,10 @@ __all__ = ["DatasetOptions", "DatasetSummary", "run_dataset"]
 # own share of the boxes, waiting for (and gathering from) the other processes, writing the
 # output and the summary.
 PHASES = ("start-up", "segmenting", "waiting for other processes", "merge")
+# The group's one collective (gathering the output shares) waits for the slowest process;
+# NCCL's default watchdog (10 minutes) would end a long job whose processes finish
+# further apart than that, so the wait may last as long as a day.
+GROUP_TIMEOUT = timedelta(hours=24)
 CHUNK_BATCHES = 4  # a chunk (the unit of sorting and of durable progress) is this many batches of boxes
 EXIT_AFTER_ENV = "TORCHGRABCUT_DATASET_EXIT_AFTER"
 
@@ -205,9 +210,9 @@ def _setup(device: str | None) -> tuple[_Dist, torch.device]:
         import torch.distributed as dist
 
         if dev.type == "cuda":
-            dist.init_process_group("nccl", device_id=dev)
+            dist.init_process_group("nccl", device_id=dev, timeout=GROUP_TIMEOUT)
         else:
-            dist.init_process_group("gloo")
+            dist.init_process_group("gloo", timeout=GROUP_TIMEOUT)
         d.group = True
     return d, dev
 
