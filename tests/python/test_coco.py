@@ -165,7 +165,7 @@ def test_output_masks_skips_and_iou(clean: Path, reference: tuple[Path, object])
     assert tuple(summary.phases) == PHASES and min(summary.phases.values()) >= 0
     assert sum(summary.phases.values()) == pytest.approx(summary.seconds, rel=1e-9)
     assert summary.phases["segmenting"] > summary.phases["merge"]
-    assert "time: start-up " in summary.format() and " s, merge " in summary.format()
+    assert "time: set-up " in summary.format() and " s, merge " in summary.format()
 
 
 def test_output_is_the_compact_json_of_its_document(clean: Path, reference: tuple[Path, object]) -> None:

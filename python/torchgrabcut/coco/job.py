@@ -78,10 +78,10 @@ from torchgrabcut.coco.plan import (
 
 __all__ = ["DatasetOptions", "DatasetSummary", "run_dataset"]
 
-# The phases of a run's wall time, on rank 0: reading the input and joining the group, its
-# own share of the boxes, waiting for (and gathering from) the other processes, writing the
-# output and the summary.
-PHASES = ("start-up", "segmenting", "waiting for other processes", "merge")
+# The phases of a run's wall time, on rank 0: joining the group and starting CUDA, reading
+# and planning the input, its own share of the boxes, waiting for (and gathering from) the
+# other processes, writing the output and the summary.
+PHASES = ("set-up", "reading the input", "segmenting", "waiting for other processes", "merge")
 # The group's one collective (gathering the output shares) waits for the slowest process;
 # NCCL's default watchdog (10 minutes) would end a long job whose processes finish
 # further apart than that, so the wait may last as long as a day.
@@ -604,7 +604,7 @@ def run_dataset(opts: DatasetOptions) -> DatasetSummary | None:
     t0 = time.perf_counter()
     d, dev = _setup(opts.device)
     try:
-        return _run(opts, d, dev, t0, mask_utils, tqdm)
+        return _run(opts, d, dev, (t0, time.perf_counter()), mask_utils, tqdm)
     finally:
         if d.group:
             import torch.distributed as dist
@@ -613,8 +613,9 @@ def run_dataset(opts: DatasetOptions) -> DatasetSummary | None:
 
 
 def _run(
-    opts: DatasetOptions, d: _Dist, dev: torch.device, t0: float, mask_utils: Any, tqdm: Any
+    opts: DatasetOptions, d: _Dist, dev: torch.device, t_setup: tuple[float, float], mask_utils: Any, tqdm: Any
 ) -> DatasetSummary | None:
+    t0, t_read = t_setup  # the run's start, the end of _setup
     coco, digest = load_coco(opts.coco)
     plans = index_images(coco)
     out = Path(opts.out)
@@ -682,7 +683,8 @@ def _run(
     summary = _summarise(out, plans, shares)
     t_end = time.perf_counter()
     summary.seconds = t_end - t0
-    summary.phases = dict(zip(PHASES, (t_start - t0, t_segmented - t_start, t_merge - t_segmented, t_end - t_merge)))
+    ends = (t_read, t_start, t_segmented, t_merge, t_end)
+    summary.phases = {name: b - a for name, a, b in zip(PHASES, (t0, *ends), ends)}
     summary.world_size, summary.device = d.world, str(dev)
     summary.stages = stages
     return summary
