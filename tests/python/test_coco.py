@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import json
 import math
 import os
@@ -382,7 +383,9 @@ def test_repeated_set_gives_every_copy_the_masks_of_the_original(
 
 def test_keep_gt_and_keep_parts(clean: Path, tmp_path: Path) -> None:
     out = tmp_path / "out.json"
+    assert gc.get_freeze_count() == 0
     run_dataset(_opts(clean, out, keep_gt=True, keep_parts=True))
+    assert gc.get_freeze_count() == 0  # the job froze the input's objects for its run only
     src = json.loads(clean.read_text())
     res = json.loads(out.read_text())
     for a_in, a_out in zip(src["annotations"], res["annotations"]):

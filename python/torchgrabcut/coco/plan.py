@@ -25,6 +25,7 @@ the IoU report compares against; :func:`gt_rle` turns it into a compressed RLE.
 
 from __future__ import annotations
 
+import gc
 import hashlib
 import json
 import math
@@ -95,10 +96,17 @@ def load_coco(path: str | Path) -> tuple[dict[str, Any], str]:
     if not p.is_file():
         raise FileNotFoundError(f"--coco: no such file: {p}")
     data = p.read_bytes()
+    # A large file is millions of small objects: the cyclic collector would run hundreds of
+    # times while they are made, and a parse makes no cycles for it to find.
+    collecting = gc.isenabled()
+    gc.disable()
     try:
         coco = json.loads(data)
     except (json.JSONDecodeError, UnicodeDecodeError) as err:
         raise ValueError(f"--coco: {p} is not valid JSON ({err})") from err
+    finally:
+        if collecting:
+            gc.enable()
     if not isinstance(coco, dict):
         raise ValueError(f"--coco: expected a JSON object with 'images' and 'annotations', got {type(coco).__name__}")
     for key in ("images", "annotations"):
