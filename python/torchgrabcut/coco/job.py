@@ -220,7 +220,7 @@ def _setup(device: str | None) -> tuple[_Dist, torch.device]:
 
 def _gather_shares(d: _Dist, share: OutputShare) -> list[OutputShare]:
     """Every rank's share, on rank 0 (in rank order); [] on the other ranks."""
-    if not d.group:
+    if d.world == 1:  # nothing to gather (the collective would still pickle the whole share)
         return [share]
     import torch.distributed as dist
 
