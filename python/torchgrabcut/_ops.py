@@ -6,9 +6,46 @@ The fake kernels give the output shapes without computing anything, so that
 
 from __future__ import annotations
 
+import importlib
+
 import torch
 
-from torchgrabcut import _C  # noqa: F401  (loading the library registers torch.ops.torchgrabcut)
+
+def _torch_release(version: str) -> str:
+    """'2.11' of '2.11.0+cu130'."""
+    return ".".join(version.split("+")[0].split(".")[:2])
+
+
+def _load_extension() -> None:
+    """Loads _C (registering torch.ops.torchgrabcut), or says which torch it was built for.
+
+    An extension compiled against one torch release does not load into another (or
+    worse, loads and crashes later): the release recorded at build time is checked
+    first, so the error names both and gives the command that rebuilds it.
+    """
+    try:
+        info = importlib.import_module("torchgrabcut._build_info")
+    except ImportError:
+        info = None
+    built_for = getattr(info, "TORCH_VERSION", None)
+    rebuild = getattr(info, "REBUILD", "pip install --no-build-isolation --force-reinstall --no-deps .")
+    if built_for is not None and _torch_release(built_for) != _torch_release(torch.__version__):
+        raise ImportError(
+            f"torchgrabcut was built for torch {built_for}, but this is torch {torch.__version__}: "
+            f"rebuild it against this torch (in the torchgrabcut source folder: {rebuild}), "
+            f"or install torch=={_torch_release(built_for)}.*"
+        )
+    try:
+        importlib.import_module("torchgrabcut._C")
+    except (ImportError, OSError) as err:
+        where = f"built for torch {built_for}" if built_for else "its build"
+        raise ImportError(
+            f"torchgrabcut's compiled extension (_C) could not be loaded ({where}; this is torch "
+            f"{torch.__version__}): {err}. Rebuild it in the torchgrabcut source folder: {rebuild}"
+        ) from err
+
+
+_load_extension()
 
 __all__ = ["cuda_kernels_built", "download_masks_op", "grabcut_op", "maxflow_grid_op", "upload_images_op"]
 
