@@ -1,5 +1,7 @@
 #include "core/driver.h"
 
+#include <omp.h>
+
 #include <cmath>
 #include <stdexcept>
 #include <string>
@@ -37,6 +39,28 @@ void check_model_usable(const double* model, int k) {
   }
 }
 
+// The calling thread's OpenMP thread limit for one call: every parallel region of
+// the core (stages, and GridMaxflowSolver's automatic strip count) reads it.
+class ScopedOmpThreads {
+ public:
+  explicit ScopedOmpThreads(int requested) : saved_(omp_get_max_threads()) {
+    const int threads = omp_in_parallel() != 0 ? 1 : (requested > 0 ? requested : saved_);
+    if (threads != saved_) {
+      omp_set_num_threads(threads);
+      changed_ = true;
+    }
+  }
+  ScopedOmpThreads(const ScopedOmpThreads&) = delete;
+  ScopedOmpThreads& operator=(const ScopedOmpThreads&) = delete;
+  ~ScopedOmpThreads() {
+    if (changed_) omp_set_num_threads(saved_);
+  }
+
+ private:
+  int saved_;
+  bool changed_ = false;
+};
+
 }  // namespace
 
 void validate_options(const GrabCutOptions& options) {
@@ -48,6 +72,8 @@ void validate_options(const GrabCutOptions& options) {
   // gamma <= 1e4 keeps lambda * kCapacityScale (and so every capacity) inside int32.
   if (!(options.gamma > 0.0) || !(options.gamma <= 1e4) || !std::isfinite(options.gamma))
     throw std::invalid_argument("gamma: expected a finite value in (0, 10000], got " + std::to_string(options.gamma));
+  if (options.num_threads < 0)
+    throw std::invalid_argument("num_threads: expected >= 0, got " + std::to_string(options.num_threads));
 }
 
 GrabCutStats grabcut_cpu(const std::uint8_t* image, int height, int width, std::uint8_t* mask, double* model,
@@ -59,6 +85,7 @@ GrabCutStats grabcut_cpu(const std::uint8_t* image, int height, int width, std::
   const std::int64_t n = static_cast<std::int64_t>(height) * width;
   if (n == 0) return stats;
   const int k = options.components;
+  const ScopedOmpThreads threads(options.num_threads);
 
   std::vector<std::uint8_t> component(static_cast<std::size_t>(n), 0);
   std::vector<std::uint8_t> previous_component;
@@ -67,9 +94,13 @@ GrabCutStats grabcut_cpu(const std::uint8_t* image, int height, int width, std::
     kmeans_init_cpu(image, mask, n, k, options.seed, component.data());
     learn_gmms_cpu(image, mask, n, k, component.data(), model);
     previous_component = component;  // the model is exactly learn(component, mask)
-  } else {
+  } else if (options.freeze_model) {
     check_model_usable(model, k);
   }
+  // A model that is not frozen may lack a class (a result without foreground
+  // learns an all-zero foreground mixture): every pixel of that class is then
+  // assigned component 0 (best_component) and the first iteration learns the
+  // class from the mask, as cv2.grabCut's GC_EVAL does.
   if (options.max_iter == 0) return stats;
 
   // n-links depend on the image alone: built once for all iterations.

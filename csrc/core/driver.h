@@ -23,6 +23,11 @@ struct GrabCutOptions {
   std::uint64_t seed = 0;
   bool init_model = true;     // fit the model from the mask first
   bool freeze_model = false;  // never relearn the model (GC_EVAL_FREEZE_MODEL)
+  // OpenMP threads for the per-pixel stages and a cold max-flow's strips: 0 takes
+  // the calling thread's limit (omp_get_max_threads). Called inside an active
+  // parallel region (the images of a batch), a call runs on one thread whatever
+  // this says, so that threads never multiply (also where OpenMP nests).
+  int num_threads = 0;
 };
 
 struct GrabCutStats {
@@ -37,8 +42,10 @@ void validate_options(const GrabCutOptions& options);
 // height x width labels 0..3, updated in place. model: 2 * components rows of
 // kParamsPerComponent doubles (background then foreground); read when
 // !init_model, always overwritten with the final model (unchanged if frozen).
-// Throws std::invalid_argument on bad arguments (a class without pixels, labels
-// outside 0..3, a model without a usable component).
+// Throws std::invalid_argument on bad arguments (a class without pixels when
+// init_model, labels outside 0..3, a frozen model with a class that has no
+// usable component; a model that is not frozen relearns such a class from the
+// mask).
 GrabCutStats grabcut_cpu(const std::uint8_t* image, int height, int width, std::uint8_t* mask, double* model,
                          const GrabCutOptions& options);
 

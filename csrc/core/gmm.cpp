@@ -3,12 +3,21 @@
 #include <omp.h>
 
 #include <array>
+#include <atomic>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
 namespace grabcut {
 namespace {
+
+std::atomic<int> max_stage_threads{0};
+
+void note_stage_threads(int threads) {
+  int seen = max_stage_threads.load(std::memory_order_relaxed);
+  while (threads > seen && !max_stage_threads.compare_exchange_weak(seen, threads, std::memory_order_relaxed)) {
+  }
+}
 
 const char* class_name(int cls) { return cls == 1 ? "foreground" : "background"; }
 
@@ -136,7 +145,10 @@ void learn_gmms_cpu(const std::uint8_t* image, const std::uint8_t* mask, std::in
       local[label_class(mask[p]) * k + component[p]].add(image[p], image[n + p], image[2 * n + p]);
     }
 #pragma omp critical
-    for (int s = 0; s < slots; ++s) sums[s].merge(local[s]);
+    {
+      for (int s = 0; s < slots; ++s) sums[s].merge(local[s]);
+      note_stage_threads(omp_get_num_threads());
+    }
   }
   for (int cls = 0; cls < 2; ++cls) {
     std::int64_t class_count = 0;
@@ -145,5 +157,7 @@ void learn_gmms_cpu(const std::uint8_t* image, const std::uint8_t* mask, std::in
       component_from_sums(sums[cls * k + j], class_count, model + (cls * k + j) * kParamsPerComponent);
   }
 }
+
+int take_max_stage_threads() { return max_stage_threads.exchange(0, std::memory_order_relaxed); }
 
 }  // namespace grabcut

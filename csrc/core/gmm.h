@@ -223,4 +223,9 @@ void assign_components_cpu(const std::uint8_t* image, const std::uint8_t* mask, 
 void learn_gmms_cpu(const std::uint8_t* image, const std::uint8_t* mask, std::int64_t n, int k,
                     const std::uint8_t* component, double* model);
 
+// The largest OpenMP team learn_gmms_cpu ran with (in any thread) since the last
+// call, then reset to 0: lets tests check how many threads the CPU stages get
+// without timing anything.
+int take_max_stage_threads();
+
 }  // namespace grabcut

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "core/driver.h"
+#include "core/gmm.h"
 #include "core/maxflow.h"
 #include "torch/op_checks.h"
 
@@ -106,8 +107,12 @@ std::tuple<at::Tensor, at::Tensor> grabcut_cpu_kernel(const at::Tensor& image, c
   const int64_t pitch_w = image.size(3);
   std::vector<std::string> errors(static_cast<size_t>(batch));
   std::vector<char> out_of_memory(static_cast<size_t>(batch), 0);
-  // Images in parallel when there are several; a single image uses the core's own
-  // threads for its per-pixel stages (nested regions run serially).
+  // Images in parallel when there are several (torch's intra-op threads, each image
+  // on one: the core runs single-threaded inside a parallel region); a single image
+  // gives the core's per-pixel stages torch's thread count for the calling thread
+  // (torch.set_num_threads), explicitly rather than through OpenMP's defaults.
+  grabcut::GrabCutOptions options = args.options;
+  options.num_threads = at::get_num_threads();
   InterruptCheck interrupt;
   at::parallel_for(0, batch, 1, [&](int64_t begin, int64_t end) {
     for (int64_t b = begin; b < end; ++b) {
@@ -119,7 +124,7 @@ std::tuple<at::Tensor, at::Tensor> grabcut_cpu_kernel(const at::Tensor& image, c
       at::Tensor mdl = model_out[b];
       try {
         grabcut::grabcut_cpu(img.data_ptr<uint8_t>(), static_cast<int>(h), static_cast<int>(w),
-                             msk.data_ptr<uint8_t>(), mdl.data_ptr<double>(), args.options);
+                             msk.data_ptr<uint8_t>(), mdl.data_ptr<double>(), options);
       } catch (const std::bad_alloc&) {
         out_of_memory[static_cast<size_t>(b)] = 1;
         continue;
@@ -167,6 +172,10 @@ std::tuple<at::Tensor, at::Tensor> maxflow_grid_cpu_kernel(const at::Tensor& ter
   return {cut, flows};
 }
 
+// Test hook: the largest team of OpenMP threads the CPU stages ran with since the
+// last call (then reset), so tests can check the thread count without timing.
+int64_t max_stage_threads() { return grabcut::take_max_stage_threads(); }
+
 }  // namespace
 
 TORCH_LIBRARY(torchgrabcut, m) {
@@ -178,6 +187,7 @@ TORCH_LIBRARY(torchgrabcut, m) {
   // only: csrc/torch/batch_transfer_cuda.cpp).
   m.def("upload_images_(Tensor(a!) batch, Tensor[] images) -> ()");
   m.def("download_masks(Tensor masks, int[] sizes) -> Tensor");
+  m.def("_max_stage_threads() -> int", &max_stage_threads);
 }
 
 // Not differentiable: the outputs are integer masks and a refitted model. Falling

@@ -255,3 +255,74 @@ def check_batch_larger_than_the_free_gpu_memory() -> None:
     torch.cuda.empty_cache()
     small = images[:2].contiguous()
     assert torch.equal(grabcut(small, box=box).cpu(), grabcut(small.cpu(), box=box))
+
+
+# ---------------------------------------------------------------- CPU threads
+# torch.ops.torchgrabcut._max_stage_threads() gives the largest OpenMP team the CPU
+# stages ran with since it was last read: team sizes, not timings.
+
+
+@pytest.fixture
+def torch_threads():  # type: ignore[no-untyped-def]
+    before = torch.get_num_threads()
+    yield
+    torch.set_num_threads(before)
+
+
+def _stage_threads_of(call) -> int:  # type: ignore[no-untyped-def]
+    torch.ops.torchgrabcut._max_stage_threads()
+    call()
+    return int(torch.ops.torchgrabcut._max_stage_threads())
+
+
+@pytest.mark.parametrize("threads", [1, 2, 3])
+def test_one_image_uses_torch_get_num_threads(threads: int, torch_threads: None) -> None:
+    torch.set_num_threads(threads)
+    used = _stage_threads_of(lambda: grabcut(IMG, box=BOX, device="cpu"))
+    assert used == threads == torch.get_num_threads()
+
+
+def test_a_cpu_batch_runs_its_images_in_parallel_one_thread_each(torch_threads: None) -> None:
+    torch.set_num_threads(2)
+    assert _stage_threads_of(lambda: grabcut([IMG, IMG, IMG], box=BOX, device="cpu")) == 1
+
+
+def test_a_worker_thread_follows_torch_set_num_threads(torch_threads: None) -> None:
+    import threading
+
+    torch.set_num_threads(1)
+    used: list[int] = []
+    worker = threading.Thread(target=lambda: used.append(_stage_threads_of(lambda: grabcut(IMG, box=BOX))))
+    worker.start()
+    worker.join()
+    assert used == [1]
+
+
+NESTED_SCRIPT = """
+import sys
+import numpy as np
+import torch
+sys.path.insert(0, sys.argv[1])
+from conftest import object_image
+from torchgrabcut import grabcut
+
+img = object_image(np.random.default_rng(0), 75, 100, (20, 15, 80, 60))
+torch.set_num_threads(2)
+seen = torch.ops.torchgrabcut._max_stage_threads
+seen()
+grabcut([img, img, img], box=(20, 15, 80, 60), device="cpu")
+batch = seen()
+grabcut(img, box=(20, 15, 80, 60), device="cpu")
+print(batch, seen())
+"""
+
+
+def test_one_level_of_parallelism_even_where_openmp_nests() -> None:
+    """With nested OpenMP enabled (OMP_NESTED=true), a batch's images, already run in
+    parallel by torch, must not each start a team of their own (2 x 2 threads here)."""
+    env = dict(os.environ, OMP_NESTED="true", OMP_MAX_ACTIVE_LEVELS="4")
+    out = subprocess.run(
+        [sys.executable, "-c", NESTED_SCRIPT, str(HERE)], env=env, capture_output=True, text=True, timeout=300
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["1", "2"], out.stdout
