@@ -15,6 +15,7 @@ import re
 import subprocess
 import sys
 import threading
+import urllib.error
 import urllib.request
 from pathlib import Path
 
@@ -25,7 +26,18 @@ from PIL import Image
 from conftest import object_image, requires_cuda
 from torchgrabcut.api import GC_BGD, GC_FGD, GC_PR_BGD, GC_PR_FGD, grabcut
 from torchgrabcut.imageio import write_image
-from torchgrabcut.server.app import COOKIE, ServerConfig, create_app, decode_image, paint_strokes, rle_encode
+from torchgrabcut.server.app import (
+    COOKIE,
+    TOKEN_HEADER,
+    ServerConfig,
+    create_app,
+    decode_image,
+    make_server,
+    paint_strokes,
+    rle_encode,
+    split_host,
+)
+from torchgrabcut.server.sessions import SessionsFull, SessionStore
 
 BOX = (12, 8, 52, 40)
 
@@ -51,9 +63,16 @@ def image2() -> np.ndarray:
     return object_image(np.random.default_rng(8), 40, 56, (5, 5, 40, 35))
 
 
+def client_for(app):
+    """A test client that sends the page's token, as the page does."""
+    c = app.test_client()
+    c.environ_base["HTTP_X_TORCHGRABCUT_TOKEN"] = app.config["TORCHGRABCUT_TOKEN"]
+    return c
+
+
 def make_client(**kwargs):
     app = create_app(ServerConfig(device="cpu", **kwargs))
-    return app, app.test_client()
+    return app, client_for(app)
 
 
 def upload(client, data: bytes, name: str = "img.png"):
@@ -238,7 +257,7 @@ def test_sessions_are_separate(image: np.ndarray, image2: np.ndarray, tmp_path: 
     write_image(tmp_path / "a.png", image)
     write_image(tmp_path / "b.png", image2)
     app, a = make_client(images=[tmp_path / "a.png", tmp_path / "b.png"])
-    b = app.test_client()
+    b = client_for(app)
     assert a.get("/api/images").get_json() == {"images": [{"index": 0, "name": "a.png"}, {"index": 1, "name": "b.png"}]}
     assert a.post("/api/open", json={"index": 0}).get_json()["name"] == "a.png"
     assert b.post("/api/open", json={"index": 1}).get_json()["name"] == "b.png"
@@ -264,21 +283,73 @@ def test_sessions_are_separate(image: np.ndarray, image2: np.ndarray, tmp_path: 
     np.testing.assert_array_equal(download(b), grabcut(image2, box=box_b, device="cpu"))
 
     # A client without the cookie, or with an unknown one, has no image.
-    fresh = app.test_client()
+    fresh = client_for(app)
     r = post_box(fresh, BOX)
     assert r.status_code == 400 and "open or upload an image first" in r.get_json()["error"]
     fresh.set_cookie(COOKIE, "forged")
     assert post_box(fresh, BOX).status_code == 400
 
 
-def test_least_recently_used_session_is_forgotten(image: np.ndarray) -> None:
-    app, first = make_client(max_sessions=2)
-    clients = [first, app.test_client(), app.test_client()]
-    for cl in clients:
-        assert upload(cl, png_bytes(image)).status_code == 200
-    assert len(app.extensions["torchgrabcut_sessions"]) == 2
-    assert first.get("/api/state").status_code == 400  # evicted
-    assert clients[2].get("/api/state").status_code == 200
+class FakeClock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_sessions_expire_by_idle_time_not_by_new_arrivals(image: np.ndarray) -> None:
+    app, first = make_client(max_sessions=2, session_timeout_s=600)
+    store = app.extensions["torchgrabcut_sessions"]
+    clock = store.clock = FakeClock()
+    second, third = client_for(app), client_for(app)
+    assert upload(first, png_bytes(image)).status_code == 200
+    box_mask = mask_of(post_box(first, BOX))
+    clock.now += 300
+    assert upload(second, png_bytes(image)).status_code == 200
+
+    # The table is full of live sessions: a new browser is refused, nobody is evicted,
+    # however many times it tries.
+    for _ in range(20):
+        r = upload(third, png_bytes(image))
+        assert r.status_code == 503 and "2 sessions in use" in r.get_json()["error"], r.get_json()
+        assert "--max-sessions" in r.get_json()["error"]
+    assert len(store) == 2
+    np.testing.assert_array_equal(download(first), box_mask)
+    assert first.get("/api/state").get_json()["can_undo"]  # the undo history is intact
+
+    # Ten minutes (the timeout here) after its last request the first session is gone; the
+    # second, used since, stays, and the newcomer gets the free slot.
+    clock.now += 200
+    assert second.get("/api/state").status_code == 200
+    clock.now += 400  # first idle for exactly the timeout: still kept
+    assert upload(third, png_bytes(image)).status_code == 503
+    clock.now += 1
+    assert upload(third, png_bytes(image)).status_code == 200
+    r = first.get("/api/state")
+    assert r.status_code == 400 and "this session has ended" in r.get_json()["error"], r.get_json()
+    assert second.get("/api/state").status_code == 200
+    assert len(store) == 2
+
+
+def test_session_store_keeps_a_session_in_a_request() -> None:
+    clock = FakeClock()
+    store = SessionStore(max_sessions=1, idle_timeout_s=60, clock=clock)
+    s = store.get_or_create(None)
+    assert store.get(s.sid) is s
+    clock.now += 61
+    with s.lock:  # a request still running after the timeout: not expired under it
+        with pytest.raises(SessionsFull, match="1 sessions in use"):
+            store.get_or_create(None)
+        store.touch(s)  # which the app does when the request ends
+    clock.now += 60
+    assert store.get_or_create(s.sid) is s  # used again: its idle time restarts
+    clock.now += 61
+    other = store.get_or_create(None)
+    assert other is not s and store.get(s.sid) is None and len(store) == 1
+    for bad in (0, -1, float("inf"), float("nan")):
+        with pytest.raises(ValueError, match="idle timeout"):
+            SessionStore(idle_timeout_s=bad)
 
 
 def test_concurrent_requests_of_one_session_serialize(image: np.ndarray) -> None:
@@ -304,6 +375,184 @@ def test_concurrent_requests_of_one_session_serialize(image: np.ndarray) -> None
     while c.post("/api/undo").status_code == 200:
         undos += 1
     assert undos == 5  # four strokes and the box
+
+
+class SignallingLock:
+    """A lock that records when another thread has started waiting for it."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.waiting = threading.Event()
+
+    def acquire(self, blocking: bool = True, timeout: float = -1) -> bool:
+        if self._lock.acquire(blocking=False):
+            return True
+        self.waiting.set()
+        return self._lock.acquire(blocking, timeout)
+
+    def release(self) -> None:
+        self._lock.release()
+
+    def locked(self) -> bool:
+        return self._lock.locked()
+
+    def __enter__(self) -> bool:
+        return self.acquire()
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+
+
+@pytest.mark.parametrize("request_", ["strokes", "mask.png", "state"])
+def test_a_request_waiting_while_undo_clears_the_mask_gets_a_4xx(image: np.ndarray, request_: str) -> None:
+    # The request arrives while another one (here: the test) holds the session; by the time
+    # it gets the lock, undo has gone back to "no mask". What it checks must be checked then.
+    app, c = make_client()
+    upload(c, png_bytes(image))
+    post_box(c, BOX)
+    session = app.extensions["torchgrabcut_sessions"].get(c.get_cookie(COOKIE).value)
+    session.lock = SignallingLock()
+    result: dict[str, object] = {}
+
+    def send() -> None:
+        if request_ == "strokes":
+            result["r"] = c.post("/api/strokes", json={"strokes": [{"label": "fg", "points": [[20, 20]]}]})
+        else:
+            result["r"] = c.get("/api/" + request_)
+
+    with session.lock:
+        thread = threading.Thread(target=send)
+        thread.start()
+        assert session.lock.waiting.wait(120), "the request never reached the session's lock"
+        while session.undo():
+            pass
+    thread.join(120)
+    r = result["r"]
+    if request_ == "state":
+        assert r.status_code == 200 and r.get_json()["mask"] is None
+    else:
+        assert r.status_code == 400 and "no mask yet" in r.get_json()["error"], (r.status_code, r.data[:300])
+
+
+def test_many_concurrent_requests_on_one_session(image: np.ndarray) -> None:
+    app, c = make_client(max_history=10_000)
+    upload(c, png_bytes(image))
+    sid = c.get_cookie(COOKIE).value
+    n_threads, per_thread = 48, 3
+    start = threading.Barrier(n_threads)
+    answers: list[tuple[str, int, object]] = []
+    answers_lock = threading.Lock()
+
+    def worker(i: int) -> None:
+        cl = client_for(app)
+        cl.set_cookie(COOKIE, sid)
+        start.wait(120)
+        for k in range(per_thread):
+            op = ("box", "strokes", "undo", "mask", "state", "image")[(i + k) % 6]
+            if op == "box":
+                r = post_box(cl, BOX)
+            elif op == "strokes":
+                label = "bg" if (i + k) % 2 else "fg"
+                r = cl.post(
+                    "/api/strokes", json={"strokes": [{"label": label, "radius": 1, "points": [[15 + i % 30, 12]]}]}
+                )
+            elif op == "undo":
+                r = cl.post("/api/undo")
+            elif op == "mask":
+                r = cl.get("/api/mask.png")
+            elif op == "state":
+                r = cl.get("/api/state")
+            else:
+                r = cl.get("/api/image.png")
+            body = r.get_json() if r.mimetype == "application/json" else r.data
+            with answers_lock:
+                answers.append((op, r.status_code, body))
+
+    threads = [threading.Thread(target=worker, args=(i,)) for i in range(n_threads)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(600)
+    assert len(answers) == n_threads * per_thread
+    assert not [(op, code, body) for op, code, body in answers if code >= 500]
+    expected_errors = {"box": (), "strokes": ("no mask yet",), "undo": ("nothing to undo",), "mask": ("no mask yet",)}
+    pushes = undos = 0
+    for op, code, body in answers:
+        if code != 200:
+            assert code == 400 and any(m in body["error"] for m in expected_errors.get(op, ())), (op, code, body)
+            continue
+        if op in ("box", "strokes", "undo", "state"):
+            assert sum(body["mask"]["counts"]) == 64 * 48 if body["mask"] else body["foreground"] is None
+        if op in ("box", "strokes"):
+            pushes += 1
+            assert body["can_undo"] and body["action"] == op
+        elif op == "undo":
+            undos += 1
+        elif op in ("mask", "image"):
+            with Image.open(io.BytesIO(body)) as im:
+                assert im.size == (64, 48)
+    assert pushes > 0
+    # Every box and stroke pushed one state, every undo popped one: what is left to undo is
+    # exactly the difference, and undoing it all ends with no mask.
+    state = c.get("/api/state").get_json()
+    if state["mask"] is not None:
+        np.testing.assert_array_equal(download(c), rle_decode(state["mask"], 48, 64))
+    left = 0
+    while (r := c.post("/api/undo")).status_code == 200:
+        left += 1
+    assert r.status_code == 400 and "nothing to undo" in r.get_json()["error"]
+    assert left == pushes - undos
+    assert c.get("/api/state").get_json()["mask"] is None
+
+
+class SignallingSemaphore:
+    """A one-slot semaphore that records when a request has started waiting for it."""
+
+    def __init__(self) -> None:
+        self._sem = threading.BoundedSemaphore(1)
+        self.waiting = threading.Event()
+
+    def acquire(self, blocking: bool = True, timeout: float | None = None) -> bool:
+        if self._sem.acquire(blocking=False):
+            return True
+        self.waiting.set()
+        return self._sem.acquire(blocking, timeout)
+
+    def release(self) -> None:
+        self._sem.release()
+
+
+def test_grabcut_calls_are_limited(image: np.ndarray, image2: np.ndarray) -> None:
+    # All slots busy: a request waits up to queue_timeout_s (0 here), then 503; nothing changes.
+    app, c = make_client(max_concurrent=1, queue_timeout_s=0)
+    upload(c, png_bytes(image))
+    box_mask = mask_of(post_box(c, BOX))
+    slots = app.extensions["torchgrabcut_slots"]
+    assert slots.acquire(timeout=0)
+    try:
+        for r in (post_box(c, BOX), c.post("/api/strokes", json={"strokes": [{"label": "fg", "points": [[9, 9]]}]})):
+            assert r.status_code == 503 and "busy: 1 GrabCut call(s) running" in r.get_json()["error"]
+        assert c.get("/api/state").get_json()["action"] == "box"  # reads need no slot
+        np.testing.assert_array_equal(download(c), box_mask)
+    finally:
+        slots.release()
+    r = c.post("/api/strokes", json={"strokes": [{"label": "bg", "radius": 1, "points": [[20, 20]]}]})
+    assert r.status_code == 200 and r.get_json()["action"] == "strokes"
+
+    # Within the queue timeout, a request waits for the slot and then runs.
+    app, c = make_client(max_concurrent=1, queue_timeout_s=600)
+    sem = app.extensions["torchgrabcut_slots"] = SignallingSemaphore()
+    upload(c, png_bytes(image2))
+    result: dict[str, object] = {}
+    assert sem.acquire()
+    try:
+        thread = threading.Thread(target=lambda: result.update(r=post_box(c, (5, 5, 40, 35))))
+        thread.start()
+        assert sem.waiting.wait(120), "the request never waited for the slot"
+    finally:
+        sem.release()
+    thread.join(120)
+    np.testing.assert_array_equal(mask_of(result["r"]), grabcut(image2, box=(5, 5, 40, 35), device="cpu"))
 
 
 def test_bad_uploads_get_a_message_and_the_server_keeps_serving(image: np.ndarray) -> None:
@@ -340,6 +589,59 @@ def test_decompression_bomb_is_refused(image: np.ndarray) -> None:
     Image.new("1", (7100, 7100)).save(buf, format="PNG")  # 50.4 MP: under Pillow's bomb limit, over ours
     r = upload(c, buf.getvalue(), "big.png")
     assert r.status_code == 413 and "7100x7100 = 50.4 megapixels, the limit is 40.0" in r.get_json()["error"]
+
+
+def png_header_only(width: int, height: int) -> bytes:
+    """An RGB PNG of this size whose pixel data is 10 bytes: its header and nothing to decode."""
+    import struct
+    import zlib
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+
+    ihdr = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
+    idat = zlib.compress(bytes(10))
+    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", ihdr) + chunk(b"IDAT", idat) + chunk(b"IEND", b"")
+
+
+def test_pixel_limit_is_checked_from_the_header(image: np.ndarray, tmp_path: Path) -> None:
+    # No pixel data at all: decoding would fail (400 "cannot decode"); the size in the
+    # header is refused first (413), for uploads and listed images alike.
+    header = png_header_only(6000, 6000)
+    with pytest.raises(ValueError, match="cannot decode"):
+        decode_image(png_header_only(60, 60), 10**6)
+    (tmp_path / "huge.png").write_bytes(header)
+    _, c = make_client(images=[tmp_path / "huge.png"], max_megapixels=10)
+    for r in (upload(c, header, "huge.png"), c.post("/api/open", json={"index": 0})):
+        assert r.status_code == 413, r.get_json()
+        assert "6000x6000 = 36.0 megapixels, the limit is 10.0" in r.get_json()["error"]
+
+
+def test_json_bodies_and_strokes_are_bounded(image: np.ndarray) -> None:
+    _, c = make_client()
+    upload(c, png_bytes(image))
+    box_mask = mask_of(post_box(c, BOX))
+
+    def strokes(body: bytes):
+        return c.post("/api/strokes", data=body, content_type="application/json")
+
+    # Over 1 MiB: refused from its length, before parsing (the upload limit is 64 MB).
+    big = b'{"strokes": [{"label": "fg", "points": [' + b"[1, 1], " * 200_000 + b"[1, 1]]}]}"
+    r = strokes(big)
+    assert r.status_code == 413 and "1048576 bytes" in r.get_json()["error"], r.get_json()
+    many = [{"label": "bg", "radius": 1, "points": [[1, 1]]}] * 101
+    r = c.post("/api/strokes", json={"strokes": many})
+    assert r.status_code == 400 and "at most 100 strokes" in r.get_json()["error"]
+    r = c.post("/api/strokes", json={"strokes": [{"label": "bg", "points": [[1, 1]] * 20_001}]})
+    assert r.status_code == 400 and "at most 20000 points" in r.get_json()["error"]
+    for bad in (b"[" * 100_000 + b"]" * 100_000, b'{"strokes": ' + b"[" * 50_000 + b"]" * 50_000 + b"}", b"\xff"):
+        r = strokes(bad)
+        assert r.status_code == 400 and "expected a JSON object" in r.get_json()["error"], r.get_json()
+    r = c.post("/api/box", data='{"x0": 1}', content_type="text/plain")
+    assert r.status_code == 400 and "application/json" in r.get_json()["error"]
+    np.testing.assert_array_equal(download(c), box_mask)  # nothing changed
+    r = c.post("/api/strokes", json={"strokes": [{"label": "bg", "points": [[1, 1]] * 20_000}]})
+    assert r.status_code == 200
 
 
 def test_bad_requests(image: np.ndarray, tmp_path: Path) -> None:
@@ -388,11 +690,154 @@ def test_config_errors(tmp_path: Path) -> None:
         create_app(ServerConfig(images=[tmp_path / "missing.png"], device="cpu"))
     with pytest.raises(ValueError, match="iterations"):
         create_app(ServerConfig(device="cpu", refine_iter=0))
+    inf, nan = float("inf"), float("nan")
+    for field, values in {
+        "max_megapixels": (inf, nan, 0, -1),
+        "max_upload_mb": (inf, 0),
+        "session_timeout_s": (inf, 0),
+        "queue_timeout_s": (inf, -1),
+        "max_concurrent": (0, 1.5),
+        "max_sessions": (0,),
+    }.items():
+        for v in values:
+            with pytest.raises(ValueError, match=field):
+                create_app(ServerConfig(device="cpu", **{field: v}))
+    for name in ("evil.example:80", "", "http://x", "a b"):
+        with pytest.raises(ValueError, match="allowed host"):
+            create_app(ServerConfig(device="cpu", allowed_hosts=[name]))
 
 
 def test_import_stays_light() -> None:
     code = "import sys, torchgrabcut, torchgrabcut.cli; assert 'flask' not in sys.modules, 'flask imported'"
     subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
+
+
+# --- who may ask: the Host header and the page's token ------------------------------------------
+
+
+def test_split_host() -> None:
+    assert split_host("127.0.0.1:8765") == ("127.0.0.1", 8765)
+    assert split_host("LocalHost") == ("localhost", None)
+    assert split_host("[::1]:80") == ("::1", 80)
+    assert split_host("[0:0::1]") == ("::1", None)
+    for bad in ("::1", "[::1", "[::1]x", "a:b", "a:0", "a:65536", "a:", ":80", "a:\\u00b2"):
+        with pytest.raises(ValueError, match="Host"):
+            split_host(bad)
+
+
+def get_with_host(c, path: str, host: str):
+    return c.get(path, environ_overrides={"HTTP_HOST": host})
+
+
+@pytest.mark.parametrize(
+    ("config", "allowed", "refused"),
+    [
+        (
+            {"port": 8765},
+            ["127.0.0.1:8765", "localhost:8765", "LOCALHOST:8765", "[::1]:8765", "[0:0:0:0:0:0:0:1]:8765"],
+            ["evil.example:8765", "evil.example", "127.0.0.1:8766", "localhost", "127.0.0.2:8765", "10.0.0.5:8765", ""],
+        ),
+        (
+            {"port": 8765, "host": "Box.Lan", "allowed_hosts": ["alias.lan"]},
+            ["box.lan:8765", "alias.lan:8765", "localhost:8765"],
+            ["other.lan:8765", "box.lan.evil.example:8765", "alias.lan:1"],
+        ),
+        (
+            {"port": 8765, "host": "0.0.0.0"},
+            ["192.168.1.20:8765", "[fe80::1]:8765", "127.0.0.1:8765"],
+            ["evil.example:8765", "192.168.1.20:9999"],
+        ),
+        ({}, ["localhost", "127.0.0.1:5000", "[::1]:1"], ["evil.example", "evil.example:5000"]),  # port not known
+    ],
+)
+def test_host_header_must_name_this_server(image: np.ndarray, tmp_path: Path, config, allowed, refused) -> None:
+    write_image(tmp_path / "a.png", image)
+    _, c = make_client(images=[tmp_path / "a.png"], **config)
+    # A page on another name that resolves to this machine (DNS rebinding) would open an
+    # image in its own session and read it back; each Host gets its own cookies, as in a browser.
+    for host in allowed:
+        r = c.post("/api/open", json={"index": 0}, environ_overrides={"HTTP_HOST": host})
+        assert r.status_code == 200, (host, r.get_json())
+        for path in ("/", "/api/images", "/api/image.png", "/static/app.js"):
+            assert get_with_host(c, path, host).status_code == 200, (host, path)
+    for host in refused:
+        r = c.post("/api/open", json={"index": 0}, environ_overrides={"HTTP_HOST": host})
+        assert r.status_code == 403, (host, r.status_code)
+        for path in ("/", "/api/images", "/api/image.png", "/api/state", "/static/app.js", "/nothing"):
+            r = get_with_host(c, path, host)
+            assert r.status_code == 403, (host, path, r.status_code)
+            assert b"does not name this server" in r.data and b"a.png" not in r.data
+
+
+def test_make_server_checks_the_port_it_bound() -> None:
+    server = make_server(ServerConfig(device="cpu", port=0))  # 0: a free port, known once bound
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        port = server.server_port
+        assert server.app.config["TORCHGRABCUT_PORT"] == port != 0
+        url = f"http://127.0.0.1:{port}/api/images"
+        with urllib.request.urlopen(urllib.request.Request(url, headers={"Host": f"localhost:{port}"})) as resp:
+            assert resp.status == 200
+        wrong = urllib.request.Request(url, headers={"Host": f"localhost:{port + 1}"})
+        with pytest.raises(urllib.error.HTTPError) as err:
+            urllib.request.urlopen(wrong, timeout=30)
+        assert err.value.code == 403 and f"open http://127.0.0.1:{port}/" in err.value.read().decode()
+    finally:
+        server.shutdown()
+        thread.join(30)
+        server.server_close()
+
+
+def test_posts_need_the_pages_token(image: np.ndarray, tmp_path: Path) -> None:
+    write_image(tmp_path / "a.png", image)
+    app, c = make_client(images=[tmp_path / "a.png"])
+    token = app.config["TORCHGRABCUT_TOKEN"]
+    page = c.get("/")
+    assert page.headers["Cache-Control"] == "no-store"
+    assert f'<meta name="torchgrabcut-token" content="{token}">'.encode() in page.data
+    assert create_app(ServerConfig(device="cpu")).config["TORCHGRABCUT_TOKEN"] != token  # one per server
+    assert len(token) >= 40
+
+    stranger = app.test_client()  # what another site can send: no token, or a guess
+    sends = {
+        "open": lambda cl, **kw: cl.post("/api/open", json={"index": 0}, **kw),
+        "image": lambda cl, **kw: (
+            upload(cl, png_bytes(image))
+            if not kw
+            else cl.post("/api/image", data={"image": (io.BytesIO(png_bytes(image)), "x.png")}, **kw)
+        ),
+        "box": lambda cl, **kw: cl.post("/api/box", json=dict(zip(("x0", "y0", "x1", "y1"), BOX)), **kw),
+        "strokes": lambda cl, **kw: cl.post(
+            "/api/strokes", json={"strokes": [{"label": "fg", "points": [[1, 1]]}]}, **kw
+        ),
+        "undo": lambda cl, **kw: cl.post("/api/undo", **kw),
+    }
+    for name, send in sends.items():
+        for headers in ({}, {TOKEN_HEADER: "guess"}, {TOKEN_HEADER: token[:-1]}, {TOKEN_HEADER: "\u00e9" * 43}):
+            r = send(stranger, headers=headers) if headers else send(stranger)
+            assert r.status_code == 403, (name, headers, r.status_code)
+            assert TOKEN_HEADER in r.get_json()["error"]
+    assert len(app.extensions["torchgrabcut_sessions"]) == 0  # nothing was created
+
+    # The same requests with the token (the page's client) work; reads need no token.
+    assert c.post("/api/open", json={"index": 0}).status_code == 200
+    assert post_box(c, BOX).status_code == 200
+    stranger.set_cookie(COOKIE, c.get_cookie(COOKIE).value)
+    assert stranger.get("/api/state").status_code == 200
+    r = stranger.post("/api/undo")  # even with the victim's cookie, no token: refused
+    assert r.status_code == 403 and c.get("/api/state").get_json()["action"] == "box"
+
+    # A cross-origin preflight for the token header is never approved.
+    r = stranger.options(
+        "/api/box",
+        headers={
+            "Origin": "http://evil.example",
+            "Access-Control-Request-Method": "POST",
+            "Access-Control-Request-Headers": TOKEN_HEADER.lower(),
+        },
+    )
+    assert not any(k.lower().startswith("access-control-allow") for k in r.headers.keys())
 
 
 # --- the command line ----------------------------------------------------------------------
@@ -417,6 +862,23 @@ def test_cli_serve_starts_and_answers(image: np.ndarray, tmp_path: Path) -> None
             assert b"torchgrabcut" in resp.read()
         with urllib.request.urlopen(base + "api/images", timeout=30) as resp:
             assert b"a.png" in resp.read()
+        # Through a real socket: another Host, and a post without the token, are refused.
+        port = int(m.group(1))
+        evil = urllib.request.Request(base + "api/images", headers={"Host": f"evil.example:{port}"})
+        with pytest.raises(urllib.error.HTTPError) as err:
+            urllib.request.urlopen(evil, timeout=30)
+        assert err.value.code == 403
+        opened = {"Content-Type": "application/json"}
+        post = urllib.request.Request(base + "api/open", data=b'{"index": 0}', headers=opened)
+        with pytest.raises(urllib.error.HTTPError) as err:
+            urllib.request.urlopen(post, timeout=30)
+        assert err.value.code == 403
+        with urllib.request.urlopen(base, timeout=30) as resp:
+            token = re.search(rb'name="torchgrabcut-token" content="([^"]+)"', resp.read())
+        assert token
+        post.add_header(TOKEN_HEADER, token.group(1).decode())
+        with urllib.request.urlopen(post, timeout=30) as resp:
+            assert resp.status == 200 and b'"name":"a.png"' in resp.read()
     finally:
         proc.terminate()
         proc.wait(30)
@@ -434,6 +896,29 @@ def test_cli_serve_errors(tmp_path: Path) -> None:
     assert res.stderr.strip().count("\n") == 0 and "missing.png" in res.stderr, res.stderr
 
 
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--max-megapixels", "inf"], "--max-megapixels: expected a finite number > 0, got inf"),
+        (["--max-megapixels", "nan"], "--max-megapixels: expected a finite number > 0, got nan"),
+        (["--max-megapixels", "0"], "--max-megapixels: expected a finite number > 0, got 0"),
+        (["--max-megapixels", "-5"], "--max-megapixels"),
+        (["--max-upload-mb", "inf"], "--max-upload-mb"),
+        (["--session-timeout", "0"], "--session-timeout"),
+        (["--queue-timeout", "-1"], "--queue-timeout: expected a finite number >= 0"),
+        (["--max-concurrent", "0"], "--max-concurrent: expected >= 1"),
+        (["--max-sessions", "0"], "--max-sessions: expected >= 1"),
+        (["--allow-host", "evil.example:80"], "allowed host"),
+    ],
+)
+def test_cli_serve_refuses_bad_limits(args: list[str], message: str, capsys: pytest.CaptureFixture[str]) -> None:
+    from torchgrabcut.cli import main
+
+    assert main(["serve", "--port", "0", "--device", "cpu", *args]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and message in err and "Traceback" not in err, err
+
+
 # --- the GPU --------------------------------------------------------------------------------
 
 
@@ -449,7 +934,7 @@ def test_cuda_server_matches_cpu_and_reports_time() -> None:
     masks = {}
     for device in ("cpu", "cuda"):
         app = create_app(ServerConfig(device=device))
-        c = app.test_client()
+        c = client_for(app)
         assert upload(c, png_bytes(img)).status_code == 200
         rb = post_box(c, box)
         rs = c.post("/api/strokes", json={"strokes": strokes})

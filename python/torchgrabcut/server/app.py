@@ -23,15 +23,45 @@ run-length encoded (``mask.values`` and ``mask.counts``, row-major runs of label
 foreground fraction, the box the mask started from, ``grabcut_ms`` (the GrabCut call
 alone, GPU work finished) and ``server_ms`` (the whole request: painting, GrabCut,
 encoding), the device and whether an undo is possible. Errors are ``{"error": message}``
-with a 4xx status; the server keeps serving.
+with a 4xx status (503 when the server is busy or its session table is full); the
+server keeps serving.
+
+Who may ask (the page is reachable by every web page the user visits, through the browser):
+
+- Every request's ``Host`` header must name this server: 127.0.0.1, localhost or [::1],
+  the ``--host`` it was started with, or a name given with ``--allow-host``, with the port
+  it is bound to (with a wildcard ``--host`` such as 0.0.0.0, any IP address too). Anything
+  else is refused with 403: a page on another domain that re-points its DNS name at this
+  machine (DNS rebinding) cannot read the images or masks.
+- Every POST must carry the header ``X-Torchgrabcut-Token`` with a random token made when the
+  server starts and written into the page (``index.html``); without it: 403. Another site can
+  neither read the token nor send a custom header without a CORS preflight, which this server
+  never approves, so it cannot upload images or change a session.
+
+Limits: JSON bodies up to 1 MiB, at most 100 strokes and 20000 points per request; uploads
+up to ``--max-upload-mb``; images up to ``--max-megapixels`` (checked from the image header,
+before decoding). At most ``--max-concurrent`` GrabCut calls run at once; a request that finds
+them all busy waits up to ``--queue-timeout`` seconds for one, then gets 503. Requests of one
+session run one after another, never interleaved. A session is forgotten after
+``--session-timeout`` minutes without a request; when ``--max-sessions`` sessions are in use,
+a new browser gets 503 (a live session is never evicted to make room).
 """
 
 from __future__ import annotations
 
+import hmac
 import io
+import ipaddress
+import json
 import math
+import re
+import secrets
+import socket
+import threading
 import time
 import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -40,14 +70,31 @@ import numpy as np
 import torch
 
 from torchgrabcut.api import GC_BGD, GC_FGD, resolve_device
-from torchgrabcut.server.sessions import Session, SessionStore, State
+from torchgrabcut.server.sessions import DEFAULT_IDLE_TIMEOUT_S, Session, SessionsFull, SessionStore, State
 
-__all__ = ["COOKIE", "ServerConfig", "UploadError", "create_app", "decode_image", "paint_strokes", "rle_encode"]
+__all__ = [
+    "COOKIE",
+    "TOKEN_HEADER",
+    "ServerConfig",
+    "UploadError",
+    "create_app",
+    "decode_image",
+    "make_server",
+    "paint_strokes",
+    "rle_encode",
+    "split_host",
+]
 
 COOKIE = "torchgrabcut_session"
+TOKEN_HEADER = "X-Torchgrabcut-Token"
+TOKEN_PLACEHOLDER = 'content="TORCHGRABCUT_TOKEN"'
 STATIC = Path(__file__).with_name("static")
-MAX_STROKE_POINTS = 100_000
+MAX_JSON_BYTES = 1 << 20
+MAX_STROKES = 100
+MAX_STROKE_POINTS = 20_000
 MAX_RADIUS = 200
+LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
+WILDCARD_HOSTS = ("0.0.0.0", "::", "")
 
 
 @dataclass
@@ -62,6 +109,35 @@ class ServerConfig:
     max_megapixels: float = 40.0
     max_sessions: int = 16
     max_history: int = 32
+    host: str = "127.0.0.1"  # the address bound; the Host header must name it (or a loopback name)
+    port: int | None = None  # the port bound; None or 0: not known yet (make_server sets it), any port passes
+    allowed_hosts: list[str] = field(default_factory=list)  # more names the Host header may use
+    session_timeout_s: float = DEFAULT_IDLE_TIMEOUT_S  # a session is forgotten after this long without a request
+    max_concurrent: int = 1  # GrabCut calls (with their stroke painting) running at once
+    queue_timeout_s: float = 30.0  # how long a request waits for a free GrabCut slot before 503
+
+    def check(self) -> None:
+        """ValueError (naming the field) for a setting the server cannot run with."""
+        if self.box_iter < 1 or self.refine_iter < 1:
+            raise ValueError(f"iterations: expected >= 1, got box {self.box_iter}, refine {self.refine_iter}")
+        for name in ("max_upload_mb", "max_megapixels", "session_timeout_s"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v <= 0:
+                raise ValueError(f"{name}: expected a finite number > 0, got {v!r}")
+        v = self.queue_timeout_s
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
+            raise ValueError(f"queue_timeout_s: expected a finite number >= 0, got {v!r}")
+        for name in ("max_sessions", "max_concurrent"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+                raise ValueError(f"{name}: expected an integer >= 1, got {v!r}")
+        if self.max_history < 0:
+            raise ValueError(f"max_history: expected >= 0, got {self.max_history}")
+        if self.port is not None and not 0 <= self.port <= 65535:
+            raise ValueError(f"port: expected 0..65535, got {self.port}")
+        for name in self.allowed_hosts:
+            if not _is_host_name(name):
+                raise ValueError(f"allowed host: expected a host name or IP address (no port), got {name!r}")
 
 
 class UploadError(ValueError):
@@ -70,6 +146,100 @@ class UploadError(ValueError):
     def __init__(self, message: str, status: int = 400) -> None:
         super().__init__(message)
         self.status = status
+
+
+class ApiError(Exception):
+    """A request the server answers with ``{"error": message}`` and ``status``."""
+
+    def __init__(self, message: str, status: int = 400) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+def _host_name(name: str) -> str:
+    """A host name compared case-blind; IP addresses in one spelling ([::1], 0:0::1 -> ::1)."""
+    name = name.strip().lower()
+    if name.startswith("[") and name.endswith("]"):
+        name = name[1:-1]
+    try:
+        return str(ipaddress.ip_address(name))
+    except ValueError:
+        return name
+
+
+def _is_host_name(name: str) -> bool:
+    normal = _host_name(name)
+    try:
+        ipaddress.ip_address(normal)
+    except ValueError:
+        return re.fullmatch(r"[a-z0-9]([a-z0-9.-]*[a-z0-9])?", normal) is not None
+    return True
+
+
+def split_host(value: str) -> tuple[str, int | None]:
+    """A Host header as (name, port or None); ValueError when it is not ``name[:port]``."""
+    v = value.strip()
+    port: str | None
+    if v.startswith("["):
+        end = v.find("]")
+        if end < 0:
+            raise ValueError(f"Host: unclosed '[' in {value!r}")
+        name, rest = v[1:end], v[end + 1 :]
+        if rest and not rest.startswith(":"):
+            raise ValueError(f"Host: expected [address]:port, got {value!r}")
+        port = rest[1:] if rest else None
+    elif v.count(":") == 1:
+        name, port = v.split(":")
+    elif ":" in v:
+        raise ValueError(f"Host: an IPv6 address must be in brackets, got {value!r}")
+    else:
+        name, port = v, None
+    if not name:
+        raise ValueError(f"Host: no name in {value!r}")
+    if port is None:
+        return _host_name(name), None
+    if not (port.isascii() and port.isdigit()) or not 0 < int(port) < 65536:
+        raise ValueError(f"Host: bad port in {value!r}")
+    return _host_name(name), int(port)
+
+
+class _HostCheck:
+    """Which Host headers name this server: loopback names, --host, --allow-host; with a
+    wildcard bind also any IP address (an address in the URL cannot be re-pointed by DNS)."""
+
+    def __init__(self, cfg: ServerConfig) -> None:
+        self.bind = _host_name(cfg.host)
+        self.wildcard = self.bind in WILDCARD_HOSTS
+        names = {_host_name(n) for n in (*LOOPBACK_HOSTS, *cfg.allowed_hosts)}
+        if self.wildcard:
+            names.add(_host_name(socket.gethostname()))
+        else:
+            names.add(self.bind)
+        self.names = frozenset(names)
+
+    def allows(self, value: str | None, port: int | None) -> bool:
+        if not value:
+            return False
+        try:
+            name, given = split_host(value)
+        except ValueError:
+            return False
+        if port and (given if given is not None else 80) != port:
+            return False
+        if name in self.names:
+            return True
+        if self.wildcard:
+            try:
+                ipaddress.ip_address(name)
+            except ValueError:
+                return False
+            return True
+        return False
+
+    def url(self, port: int | None) -> str:
+        host = "127.0.0.1" if self.wildcard else self.bind
+        host = f"[{host}]" if ":" in host else host
+        return f"http://{host}:{port}/" if port else f"http://{host}/"
 
 
 def decode_image(data: bytes, max_pixels: int, name: str = "upload") -> np.ndarray:
@@ -101,6 +271,8 @@ def decode_image(data: bytes, max_pixels: int, name: str = "upload") -> np.ndarr
         raise UploadError(f"{name}: cannot decode the image ({err})") from err
     if rgb.ndim != 3 or rgb.shape[0] == 0 or rgb.shape[1] == 0:
         raise UploadError(f"{name}: the image is empty")
+    if rgb.shape[0] * rgb.shape[1] > max_pixels:  # a format whose decoded size differs from its header's
+        raise UploadError(f"{name}: image too large: {rgb.shape[1]}x{rgb.shape[0]}", 413)
     return np.ascontiguousarray(rgb[:, :, ::-1])
 
 
@@ -139,12 +311,16 @@ def paint_strokes(mask: np.ndarray, strokes: Any) -> np.ndarray:
 
     ``strokes`` is a list of ``{"label": "fg" | "bg", "radius": r, "points": [[x, y], ...]}``;
     every pixel within ``radius`` of the polyline becomes GC_FGD or GC_BGD. Points may lie
-    outside the image (the part inside is painted).
+    outside the image (the part inside is painted). At most MAX_STROKES strokes and
+    MAX_STROKE_POINTS points in all (each stroke's count is checked before its points are
+    parsed), radius <= MAX_RADIUS.
     """
     from PIL import Image, ImageDraw
 
     if not isinstance(strokes, list) or not strokes:
         raise ValueError("strokes: expected a non-empty list of {label, radius, points}")
+    if len(strokes) > MAX_STROKES:
+        raise ValueError(f"strokes: at most {MAX_STROKES} strokes per request, got {len(strokes)}")
     h, w = mask.shape
     out = mask.copy()
     total = 0
@@ -203,10 +379,24 @@ class _Segmenter:
         return mask, model, (time.perf_counter() - t) * 1e3
 
 
+def _need_image(session: Session) -> np.ndarray:
+    """The session's image (call under its lock)."""
+    if session.image is None:
+        raise ApiError("no image is open in this session: open or upload an image first")
+    return session.image
+
+
+def _need_state(session: Session) -> State:
+    """The session's current mask and model (call under its lock)."""
+    if session.state is None:
+        raise ApiError("no mask yet: drag a box around the object first")
+    return session.state
+
+
 def create_app(config: ServerConfig | None = None) -> Any:
     """The Flask app (Flask is imported here, so `import torchgrabcut` does not need it)."""
     try:
-        from flask import Flask, Response, jsonify, request, send_file, send_from_directory
+        from flask import Flask, Response, jsonify, request, send_file
         from werkzeug.exceptions import HTTPException
     except ImportError as err:
         raise RuntimeError("the web page needs Flask: pip install 'torchgrabcut[serve]'") from err
@@ -215,22 +405,61 @@ def create_app(config: ServerConfig | None = None) -> Any:
     for p in cfg.images:
         if not Path(p).is_file():
             raise FileNotFoundError(f"image: no such file: {p}")
-    if cfg.box_iter < 1 or cfg.refine_iter < 1:
-        raise ValueError(f"iterations: expected >= 1, got box {cfg.box_iter}, refine {cfg.refine_iter}")
-    if cfg.max_upload_mb <= 0 or cfg.max_megapixels <= 0:
-        raise ValueError("limits: expected a positive upload size and pixel limit")
+    cfg.check()
     segmenter = _Segmenter(cfg)
-    store = SessionStore(cfg.max_sessions, cfg.max_history)
+    store = SessionStore(cfg.max_sessions, cfg.max_history, cfg.session_timeout_s)
     max_pixels = int(cfg.max_megapixels * 1e6)
+    hosts = _HostCheck(cfg)
+    token = secrets.token_urlsafe(32)
+    index_html = (STATIC / "index.html").read_text(encoding="utf-8")
+    if TOKEN_PLACEHOLDER not in index_html:
+        raise RuntimeError("static/index.html: the token placeholder is missing")
+    index_html = index_html.replace(TOKEN_PLACEHOLDER, f'content="{token}"')
 
     app = Flask(__name__, static_folder=str(STATIC), static_url_path="/static")
     app.config["MAX_CONTENT_LENGTH"] = int(cfg.max_upload_mb * 1024 * 1024)
     app.config["TORCHGRABCUT"] = cfg
     app.config["TORCHGRABCUT_DEVICE"] = str(segmenter.device)
+    app.config["TORCHGRABCUT_TOKEN"] = token
+    app.config["TORCHGRABCUT_PORT"] = cfg.port or None  # make_server sets the port it bound
     app.extensions["torchgrabcut_sessions"] = store
+    app.extensions["torchgrabcut_slots"] = threading.BoundedSemaphore(cfg.max_concurrent)
 
     def error(message: str, status: int = 400) -> Any:
         return jsonify(error=message), status
+
+    def plain_or_json(message: str, status: int) -> Any:
+        if request.path.startswith("/api/"):
+            return error(message, status)
+        return Response(message, status=status, mimetype="text/plain")
+
+    @app.before_request
+    def check_origin() -> Any:
+        port = app.config["TORCHGRABCUT_PORT"]
+        host = request.environ.get("HTTP_HOST")
+        if not hosts.allows(host, port):
+            return plain_or_json(
+                f"Host {host!r} does not name this server: open {hosts.url(port)} "
+                "(names other than the bound address need --allow-host)",
+                403,
+            )
+        if request.method not in ("GET", "HEAD", "OPTIONS"):
+            given = request.headers.get(TOKEN_HEADER, "")
+            if not hmac.compare_digest(given.encode("utf-8", "replace"), token.encode()):
+                return plain_or_json(
+                    f"missing or wrong {TOKEN_HEADER} header: requests that change anything must come from "
+                    "this server's page (reload it; the token changes when the server restarts)",
+                    403,
+                )
+        return None
+
+    @app.errorhandler(ApiError)
+    def api_error(err: ApiError) -> Any:
+        return error(str(err), err.status)
+
+    @app.errorhandler(UploadError)
+    def upload_error(err: UploadError) -> Any:
+        return error(str(err), err.status)
 
     @app.errorhandler(HTTPException)
     def http_error(err: HTTPException) -> Any:
@@ -239,9 +468,7 @@ def create_app(config: ServerConfig | None = None) -> Any:
             message = f"upload too large: the limit is {cfg.max_upload_mb:g} MB"
         else:
             message = f"{err.name}: {err.description}"
-        if request.path.startswith("/api/"):
-            return error(message, status)
-        return Response(message, status=status, mimetype="text/plain")
+        return plain_or_json(message, status)
 
     @app.errorhandler(Exception)
     def internal_error(err: Exception) -> Any:
@@ -249,22 +476,58 @@ def create_app(config: ServerConfig | None = None) -> Any:
         return error(f"internal error: {type(err).__name__}: {err}", 500)
 
     def body() -> dict[str, Any]:
-        data = request.get_json(silent=True)
+        """The JSON object of the request, read only when it is at most MAX_JSON_BYTES."""
+        if not request.is_json:
+            raise ApiError("expected a JSON object in the request body (Content-Type: application/json)")
+        too_large = f"request body too large: the limit for JSON requests is {MAX_JSON_BYTES} bytes"
+        if request.content_length is not None and request.content_length > MAX_JSON_BYTES:
+            raise ApiError(too_large, 413)
+        raw = request.stream.read(MAX_JSON_BYTES + 1)
+        if len(raw) > MAX_JSON_BYTES:
+            raise ApiError(too_large, 413)
+        try:
+            data = json.loads(raw)
+        except (ValueError, RecursionError):
+            data = None
         if not isinstance(data, dict):
-            raise ValueError("expected a JSON object in the request body")
+            raise ApiError("expected a JSON object in the request body")
         return data
 
-    def current(require_mask: bool = False) -> Session:
-        session = store.get(request.cookies.get(COOKIE))
-        if session is None or session.image is None:
-            raise ValueError("no image is open in this session: open or upload an image first")
-        if require_mask and session.state is None:
-            raise ValueError("no mask yet: drag a box around the object first")
-        return session
+    @contextmanager
+    def locked_session() -> Iterator[Session]:
+        """The request's session, its lock held: everything it holds is read and written in here."""
+        sid = request.cookies.get(COOKIE)
+        session = store.get(sid)
+        if session is None:
+            if sid:
+                raise ApiError(
+                    f"this session has ended (no request for {cfg.session_timeout_s / 60:g} minutes, or the "
+                    "server restarted): open or upload an image again"
+                )
+            raise ApiError("no image is open in this session: open or upload an image first")
+        try:
+            with session.lock:
+                yield session
+        finally:
+            store.touch(session)  # idle time counts from the end of the last request
 
-    def state_json(session: Session, **extra: Any) -> dict[str, Any]:
-        assert session.image is not None
-        h, w = session.image.shape[:2]
+    @contextmanager
+    def grabcut_slot() -> Iterator[None]:
+        """One of the max_concurrent GrabCut slots, waited for up to queue_timeout_s, else 503."""
+        slots = app.extensions["torchgrabcut_slots"]
+        if not slots.acquire(timeout=cfg.queue_timeout_s):
+            raise ApiError(
+                f"busy: {cfg.max_concurrent} GrabCut call(s) running and none finished within "
+                f"{cfg.queue_timeout_s:g} s; try again",
+                503,
+            )
+        try:
+            yield
+        finally:
+            slots.release()
+
+    def state_json(session: Session, image: np.ndarray, **extra: Any) -> dict[str, Any]:
+        h, w = image.shape[:2]
         out: dict[str, Any] = {
             "name": session.image_name,
             "width": w,
@@ -283,16 +546,23 @@ def create_app(config: ServerConfig | None = None) -> Any:
         out.update(extra)
         return out
 
-    def opened(session: Session, image: np.ndarray, name: str) -> Any:
-        with session.lock:
-            session.open(image, name)
-            resp = jsonify(state_json(session))
+    def opened(image: np.ndarray, name: str) -> Any:
+        try:
+            session = store.get_or_create(request.cookies.get(COOKIE))
+        except SessionsFull as err:
+            raise ApiError(str(err), 503) from err
+        try:
+            with session.lock:
+                session.open(image, name)
+                resp = jsonify(state_json(session, image))
+        finally:
+            store.touch(session)
         resp.set_cookie(COOKIE, session.sid, httponly=True, samesite="Strict")
         return resp
 
     @app.get("/")
     def index() -> Any:
-        return send_from_directory(STATIC, "index.html")
+        return Response(index_html, mimetype="text/html", headers={"Cache-Control": "no-store"})
 
     @app.get("/api/images")
     def images() -> Any:
@@ -300,108 +570,85 @@ def create_app(config: ServerConfig | None = None) -> Any:
 
     @app.post("/api/open")
     def open_listed() -> Any:
+        index = body().get("index")
+        if isinstance(index, bool) or not isinstance(index, int) or not 0 <= index < len(cfg.images):
+            raise ApiError(f"index: expected 0..{len(cfg.images) - 1}, got {index!r}")
+        path = Path(cfg.images[index])
         try:
-            index = body().get("index")
-            if isinstance(index, bool) or not isinstance(index, int) or not 0 <= index < len(cfg.images):
-                raise ValueError(f"index: expected 0..{len(cfg.images) - 1}, got {index!r}")
-            path = Path(cfg.images[index])
-            image = decode_image(path.read_bytes(), max_pixels, path.name)
-        except UploadError as err:
-            return error(str(err), err.status)
-        except (ValueError, OSError) as err:
-            return error(str(err))
-        return opened(store.get_or_create(request.cookies.get(COOKIE)), image, path.name)
+            data = path.read_bytes()
+        except OSError as err:
+            raise ApiError(f"{path.name}: cannot read the file ({err.strerror or err})") from err
+        return opened(decode_image(data, max_pixels, path.name), path.name)
 
     @app.post("/api/image")
     def upload() -> Any:
         f = request.files.get("image")
         if f is None:
-            return error("expected a file in the multipart field 'image'")
+            raise ApiError("expected a file in the multipart field 'image'")
         name = Path(f.filename or "upload").name
-        try:
-            image = decode_image(f.read(), max_pixels, name)
-        except UploadError as err:
-            return error(str(err), err.status)
-        return opened(store.get_or_create(request.cookies.get(COOKIE)), image, name)
+        return opened(decode_image(f.read(), max_pixels, name), name)
 
     @app.get("/api/state")
     def get_state() -> Any:
-        try:
-            session = current()
-        except ValueError as err:
-            return error(str(err))
-        with session.lock:
-            return jsonify(state_json(session))
+        with locked_session() as session:
+            return jsonify(state_json(session, _need_image(session)))
 
     @app.get("/api/image.png")
     def image_png() -> Any:
-        try:
-            session = current()
-        except ValueError as err:
-            return error(str(err))
-        with session.lock:
-            assert session.image is not None
-            data = _png(session.image)
+        with locked_session() as session:
+            data = _png(_need_image(session))
         return Response(data, mimetype="image/png", headers={"Cache-Control": "no-store"})
 
     @app.post("/api/box")
     def box() -> Any:
         t = time.perf_counter()
-        try:
-            data = body()
-            session = current()
-            coords = [data.get(k) for k in ("x0", "y0", "x1", "y1")]
-            with session.lock:
-                assert session.image is not None
-                mask, model, ms = segmenter.run(session.image, box=coords, max_iter=cfg.box_iter)
-                x0, y0, x1, y1 = (int(v) for v in coords)  # checked by grabcut
-                session.push(State(mask, model, "box", (x0, y0, x1, y1)))
-                out = state_json(session, grabcut_ms=ms, iterations=cfg.box_iter)
-        except (ValueError, TypeError) as err:
-            return error(str(err))
+        data = body()
+        coords = [data.get(k) for k in ("x0", "y0", "x1", "y1")]
+        with locked_session() as session:
+            image = _need_image(session)
+            with grabcut_slot():
+                try:
+                    mask, model, ms = segmenter.run(image, box=coords, max_iter=cfg.box_iter)
+                except (ValueError, TypeError) as err:
+                    raise ApiError(str(err)) from err
+            x0, y0, x1, y1 = (int(v) for v in coords)  # checked by grabcut
+            session.push(State(mask, model, "box", (x0, y0, x1, y1)))
+            out = state_json(session, image, grabcut_ms=ms, iterations=cfg.box_iter)
         out["server_ms"] = (time.perf_counter() - t) * 1e3
         return jsonify(out)
 
     @app.post("/api/strokes")
     def strokes() -> Any:
         t = time.perf_counter()
-        try:
-            data = body()
-            session = current(require_mask=True)
-            with session.lock:
-                assert session.image is not None and session.state is not None
-                painted = paint_strokes(session.state.mask, data.get("strokes"))
-                mask, model, ms = segmenter.run(
-                    session.image, painted, model=session.state.model, max_iter=cfg.refine_iter
-                )
-                session.push(State(mask, model, "strokes", session.state.box))
-                out = state_json(session, grabcut_ms=ms, iterations=cfg.refine_iter)
-        except (ValueError, TypeError) as err:
-            return error(str(err))
+        strokes = body().get("strokes")
+        with locked_session() as session:
+            image = _need_image(session)
+            state = _need_state(session)
+            with grabcut_slot():
+                try:
+                    painted = paint_strokes(state.mask, strokes)
+                    mask, model, ms = segmenter.run(image, painted, model=state.model, max_iter=cfg.refine_iter)
+                except (ValueError, TypeError) as err:
+                    raise ApiError(str(err)) from err
+            session.push(State(mask, model, "strokes", state.box))
+            out = state_json(session, image, grabcut_ms=ms, iterations=cfg.refine_iter)
         out["server_ms"] = (time.perf_counter() - t) * 1e3
         return jsonify(out)
 
     @app.post("/api/undo")
     def undo() -> Any:
-        try:
-            session = current()
-        except ValueError as err:
-            return error(str(err))
-        with session.lock:
+        with locked_session() as session:
+            image = _need_image(session)
             if not session.undo():
-                return error("nothing to undo")
-            return jsonify(state_json(session))
+                raise ApiError("nothing to undo")
+            return jsonify(state_json(session, image))
 
     @app.get("/api/mask.png")
     def mask_png() -> Any:
-        try:
-            session = current(require_mask=True)
-        except ValueError as err:
-            return error(str(err))
         binary = request.args.get("binary", "0") not in ("0", "", "false")
-        with session.lock:
-            assert session.state is not None
-            m = session.state.mask
+        with locked_session() as session:
+            _need_image(session)
+            m = _need_state(session).mask
             data = _png(((m & 1) * 255).astype(np.uint8) if binary else m)
             stem = Path(session.image_name).stem or "image"
         fname = f"{stem}_mask{'_binary' if binary else ''}.png"
@@ -410,3 +657,14 @@ def create_app(config: ServerConfig | None = None) -> Any:
         return resp
 
     return app
+
+
+def make_server(config: ServerConfig) -> Any:
+    """The app in a threaded werkzeug server bound to ``config.host``:``config.port`` (0 or None:
+    a free port); the Host check then uses the port actually bound (``server.server_port``)."""
+    from werkzeug.serving import make_server as werkzeug_server
+
+    app = create_app(config)
+    server = werkzeug_server(config.host, config.port or 0, app, threaded=True)
+    app.config["TORCHGRABCUT_PORT"] = server.server_port
+    return server

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 from pathlib import Path
 from typing import Any
@@ -19,30 +20,73 @@ def add_parser(sub: Any) -> None:
         description=(
             "Serves one page on http://HOST:PORT/ (127.0.0.1 by default: only this machine can reach it). "
             "Open one of IMAGES or upload one, drag a box around the object, paint foreground and "
-            "background strokes to refine the mask, undo, download the mask PNG."
+            "background strokes to refine the mask, undo, download the mask PNG. Requests whose Host "
+            "header does not name this server, and posts without the page's token, are refused (403)."
         ),
     )
     p.add_argument("images", nargs="*", help="images to offer on the page (default: the bundled astronaut)")
     p.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"port (default {DEFAULT_PORT}; 0 picks a free one)")
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
+    p.add_argument(
+        "--allow-host",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="another name the browser may use for this server (its Host header); repeatable. "
+        "127.0.0.1, localhost, [::1] and --host always pass",
+    )
     p.add_argument("--device", default=None, help="cpu or cuda (default: cuda when usable)")
     p.add_argument("--box-iter", type=int, default=5, help="GrabCut iterations from a box (default 5)")
     p.add_argument(
         "--refine-iter", type=int, default=1, help="iterations from the kept model after strokes (default 1)"
     )
     p.add_argument("--max-upload-mb", type=float, default=64.0, help="largest upload in MB (default 64)")
-    p.add_argument("--max-megapixels", type=float, default=40.0, help="largest image in megapixels (default 40)")
-    p.add_argument("--max-sessions", type=int, default=16, help="browser sessions kept (default 16)")
+    p.add_argument(
+        "--max-megapixels",
+        type=float,
+        default=40.0,
+        help="largest image in megapixels, checked from the image header before decoding (default 40)",
+    )
+    p.add_argument("--max-sessions", type=int, default=16, help="browser sessions kept at once (default 16)")
+    p.add_argument(
+        "--session-timeout",
+        type=float,
+        default=60.0,
+        metavar="MINUTES",
+        help="a session (image, mask, undo history) is forgotten after this long without a request (default 60)",
+    )
+    p.add_argument(
+        "--max-concurrent", type=int, default=1, help="GrabCut calls running at once, all sessions (default 1)"
+    )
+    p.add_argument(
+        "--queue-timeout",
+        type=float,
+        default=30.0,
+        metavar="SECONDS",
+        help="how long a request waits for a GrabCut slot before it gets 503 (default 30)",
+    )
     p.set_defaults(handler=run)
 
 
+def _positive(flag: str, value: float, allow_zero: bool = False) -> float:
+    if not math.isfinite(value) or value < 0 or (value == 0 and not allow_zero):
+        expected = ">= 0" if allow_zero else "> 0"
+        raise ValueError(f"{flag}: expected a finite number {expected}, got {value:g}")
+    return value
+
+
 def run(args: argparse.Namespace) -> int:
-    from torchgrabcut.server.app import ServerConfig, create_app
+    from torchgrabcut.server.app import ServerConfig, make_server
 
     if not 0 <= args.port <= 65535:
         raise ValueError(f"--port: expected 0..65535, got {args.port}")
-    if args.max_sessions < 1:
-        raise ValueError(f"--max-sessions: expected >= 1, got {args.max_sessions}")
+    for flag, value in (("--max-sessions", args.max_sessions), ("--max-concurrent", args.max_concurrent)):
+        if value < 1:
+            raise ValueError(f"{flag}: expected >= 1, got {value}")
+    _positive("--max-upload-mb", args.max_upload_mb)
+    _positive("--max-megapixels", args.max_megapixels)
+    _positive("--session-timeout", args.session_timeout)
+    _positive("--queue-timeout", args.queue_timeout, allow_zero=True)
     if args.images:
         images = [Path(p) for p in args.images]
     else:
@@ -57,11 +101,15 @@ def run(args: argparse.Namespace) -> int:
         max_upload_mb=args.max_upload_mb,
         max_megapixels=args.max_megapixels,
         max_sessions=args.max_sessions,
+        host=args.host,
+        port=args.port,
+        allowed_hosts=list(args.allow_host),
+        session_timeout_s=args.session_timeout * 60,
+        max_concurrent=args.max_concurrent,
+        queue_timeout_s=args.queue_timeout,
     )
-    app = create_app(config)
-    from werkzeug.serving import make_server
-
-    server = make_server(args.host, args.port, app, threaded=True)
+    server = make_server(config)
+    app = server.app
     host = f"[{args.host}]" if ":" in args.host else args.host
     device = app.config["TORCHGRABCUT_DEVICE"]
     print(f"torchgrabcut serve: http://{host}:{server.server_port}/ ({len(images)} image(s), GrabCut on {device})")

@@ -1,24 +1,34 @@
 """Per-browser state of `torchgrabcut serve`: the image, the mask, the kept model and an undo stack.
 
-Each browser session (a random id in a cookie) owns one :class:`Session`. The
-store keeps at most ``max_sessions`` of them and forgets the least recently used
-one beyond that. Every session has its own lock: the web server is threaded, and
-two requests of one browser must not interleave, while requests of different
-browsers run side by side.
+Each browser session (a random id in a cookie) owns one :class:`Session`. A session
+is forgotten once it has gone ``idle_timeout_s`` seconds without a request; a new one
+is never made by evicting a live one: when ``max_sessions`` live sessions exist, the
+store refuses to make another (:class:`SessionsFull`). Every session has its own
+lock: the web server is threaded, and two requests of one browser must not
+interleave, while requests of different browsers run side by side. Everything a
+request reads or writes in a session is read or written under that lock.
 """
 
 from __future__ import annotations
 
+import math
 import secrets
 import threading
-from collections import OrderedDict
+import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from torchgrabcut.model import GrabCutModel
 
-__all__ = ["Session", "SessionStore", "State"]
+__all__ = ["DEFAULT_IDLE_TIMEOUT_S", "Session", "SessionStore", "SessionsFull", "State"]
+
+DEFAULT_IDLE_TIMEOUT_S = 3600.0
+
+
+class SessionsFull(RuntimeError):
+    """Every slot holds a session used within the idle timeout: no new session now."""
 
 
 @dataclass(frozen=True)
@@ -42,6 +52,7 @@ class Session:
     image_name: str = ""
     state: State | None = None
     history: list[State | None] = field(default_factory=list)  # earlier states, newest last
+    last_used: float = 0.0  # the store's clock at the last request
 
     def open(self, image: np.ndarray, name: str) -> None:
         """A new image: forgets the mask, the model and the history."""
@@ -66,41 +77,79 @@ class Session:
 
 
 class SessionStore:
-    """Sessions by id, least recently used forgotten beyond ``max_sessions``."""
+    """Sessions by id; those idle longer than ``idle_timeout_s`` are forgotten.
 
-    def __init__(self, max_sessions: int = 16, max_history: int = 32) -> None:
+    ``clock`` (seconds, monotonic) is replaceable so that expiry can be tested without waiting.
+    """
+
+    def __init__(
+        self,
+        max_sessions: int = 16,
+        max_history: int = 32,
+        idle_timeout_s: float = DEFAULT_IDLE_TIMEOUT_S,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         if max_sessions < 1 or max_history < 0:
             raise ValueError(
                 f"SessionStore: expected max_sessions >= 1 and max_history >= 0, got {max_sessions}, {max_history}"
             )
+        if not (math.isfinite(idle_timeout_s) and idle_timeout_s > 0):
+            raise ValueError(f"SessionStore: expected a finite idle timeout > 0 s, got {idle_timeout_s!r}")
         self.max_sessions = max_sessions
         self.max_history = max_history
-        self._sessions: OrderedDict[str, Session] = OrderedDict()
+        self.idle_timeout_s = float(idle_timeout_s)
+        self.clock = clock
+        self._sessions: dict[str, Session] = {}
         self._lock = threading.Lock()
 
     def __len__(self) -> int:
         with self._lock:
             return len(self._sessions)
 
-    def get(self, sid: str | None) -> Session | None:
-        """The session with this id (now the most recently used), or None."""
-        if not sid:
-            return None
-        with self._lock:
-            session = self._sessions.get(sid)
-            if session is not None:
-                self._sessions.move_to_end(sid)
-            return session
+    def _expire(self, now: float) -> None:
+        """Forgets sessions idle too long (caller holds ``_lock``).
 
-    def get_or_create(self, sid: str | None) -> Session:
-        """The session with this id, or a new one with a fresh random id."""
+        A session whose lock is held is in a request right now, however long it has been
+        since that request began: it stays.
+        """
+        for sid in [
+            s.sid for s in self._sessions.values() if now - s.last_used > self.idle_timeout_s and not s.lock.locked()
+        ]:
+            del self._sessions[sid]
+
+    def get(self, sid: str | None) -> Session | None:
+        """The session with this id (its idle time restarts), or None (unknown or expired)."""
         with self._lock:
+            now = self.clock()
+            self._expire(now)
             session = self._sessions.get(sid) if sid else None
             if session is not None:
-                self._sessions.move_to_end(session.sid)
-                return session
-            session = Session(secrets.token_urlsafe(24), self.max_history)
-            self._sessions[session.sid] = session
-            while len(self._sessions) > self.max_sessions:
-                self._sessions.popitem(last=False)
+                session.last_used = now
+            return session
+
+    def touch(self, session: Session) -> None:
+        """Restarts the session's idle time (the app calls it when a request ends)."""
+        with self._lock:
+            session.last_used = self.clock()
+
+    def get_or_create(self, sid: str | None) -> Session:
+        """The session with this id, or a new one with a fresh random id.
+
+        Raises :class:`SessionsFull` when ``max_sessions`` sessions are live: a live
+        session (its image, mask and undo history) is never dropped to make room.
+        """
+        with self._lock:
+            now = self.clock()
+            self._expire(now)
+            session = self._sessions.get(sid) if sid else None
+            if session is None:
+                if len(self._sessions) >= self.max_sessions:
+                    raise SessionsFull(
+                        f"the server already holds {self.max_sessions} sessions in use (a session is forgotten "
+                        f"{self.idle_timeout_s / 60:g} minutes after its last request): try again later, or "
+                        "restart `torchgrabcut serve` with a larger --max-sessions"
+                    )
+                session = Session(secrets.token_urlsafe(24), self.max_history)
+                self._sessions[session.sid] = session
+            session.last_used = now
             return session

@@ -50,8 +50,17 @@
     document.body.classList.toggle("busy", busy);
   }
 
+  // The server writes a random token into the page; every request that changes something
+  // carries it, so other sites (which cannot read the page) cannot post to the server.
+  const tokenMeta = document.querySelector('meta[name="torchgrabcut-token"]');
+  const TOKEN = tokenMeta ? tokenMeta.content : "";
+
   async function api(path, options) {
-    const resp = await fetch(path, Object.assign({ credentials: "same-origin" }, options || {}));
+    const opts = Object.assign({ credentials: "same-origin" }, options || {});
+    if (opts.method && opts.method !== "GET") {
+      opts.headers = Object.assign({}, opts.headers || {}, { "X-Torchgrabcut-Token": TOKEN });
+    }
+    const resp = await fetch(path, opts);
     let data = null;
     try {
       data = await resp.json();
