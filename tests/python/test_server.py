@@ -239,6 +239,25 @@ def test_box_strokes_undo_match_direct_calls(image: np.ndarray) -> None:
     assert c.get("/api/mask.png").status_code == 400
 
 
+def test_strokes_after_an_empty_foreground() -> None:
+    # A box on noise gives no foreground at all; foreground strokes then give the empty class
+    # its pixels (GC_EVAL learns both mixtures from the mask, as cv2 does) instead of a dead end.
+    noise = np.random.default_rng(0).integers(0, 256, (40, 50, 3)).astype(np.uint8)
+    box = (10, 10, 30, 30)
+    _, c = make_client()
+    upload(c, png_bytes(noise))
+    r = post_box(c, box)
+    assert r.status_code == 200 and r.get_json()["foreground"] == 0.0
+    ref_mask, ref_model = grabcut(noise, box=box, device="cpu", return_model=True)
+    strokes = [{"label": "fg", "radius": 2, "points": [[15, 15], [20, 18]]}]
+    r = c.post("/api/strokes", json={"strokes": strokes})
+    assert r.status_code == 200, r.get_json()
+    painted = paint_strokes(ref_mask, strokes)
+    expected = grabcut(noise, painted, model=ref_model, max_iter=1, device="cpu")
+    np.testing.assert_array_equal(mask_of(r), expected)
+    assert (mask_of(r)[painted == GC_FGD] == GC_FGD).all() and r.get_json()["foreground"] > 0
+
+
 def test_history_is_bounded(image: np.ndarray) -> None:
     _, c = make_client(max_history=2)
     upload(c, png_bytes(image))
