@@ -113,3 +113,82 @@ def run_module(args: list[str], cwd: Path, env: dict[str, str] | None = None, ti
 
 def dataset_args(coco: Path, images: Path, out: Path, *extra: str) -> list[str]:
     return ["--coco", str(coco), "--images", str(images), "-o", str(out), "--quiet", *extra]
+
+
+def bad_segmentations(h: int, w: int) -> dict[str, Any]:
+    """Malformed ground-truth segmentations for an h x w image, by what is wrong with them.
+
+    Handed to pycocotools, several crash it (NaN), make it allocate without bound
+    (a coordinate of 2e9), loop forever (counts adding up to more than h * w) or
+    raise (counts out of uint32).
+    """
+    n = h * w
+    # a valid compressed string for an h x (w + 1) mask with a few runs: its counts add up to too much
+    wide = np.zeros((h, w + 1), np.uint8)
+    wide[2:6, 3:9] = 1
+    too_many = mask_utils.encode(np.asfortranarray(wide))["counts"].decode()
+    # the 4th value is a difference to the 2nd: 500 - 600 makes a negative count
+    negative_delta = _encode_counts([10, 500, 5, -600]) + _encode_counts([n])
+    return {
+        "polygon NaN": [[10, 10, 20, 10, float("nan"), 20]],
+        "polygon inf": [[10, 10, 20, 10, float("inf"), 20]],
+        "polygon -inf": [[10, 10, float("-inf"), 10, 15, 20]],
+        "polygon 2e9": [[10, 10, 200, 10, 2e9, 200]],
+        "polygon -1e9": [[10, -1e9, 20, 10, 15, 20]],
+        "polygon 1e30 int": [[10, 10, 20, 10, 10**30, 20]],
+        "second polygon NaN": [[1, 1, 5, 1, 5, 5], [1, float("nan"), 5, 1, 5, 5]],
+        "polygon odd length": [[1, 2, 3, 4, 5, 6, 7]],
+        "polygon of 4 numbers": [[1, 2, 3, 4]],  # pycocotools would take it for a box
+        "polygon empty": [[]],
+        "polygon of strings": [["1", "2", "3", "4", "5", "6"]],
+        "polygon of bools": [[True, True, True, False, False, True]],
+        "polygon with null": [[1, 2, 3, None, 5, 6]],
+        "polygon nested": [[[1, 2], [3, 4], [5, 6]]],
+        "flat numbers": [1, 2, 3, 4, 5, 6],
+        "list of dicts": [{"size": [h, w], "counts": [n]}],
+        "string": "1 2 3 4 5 6",
+        "number": 7,
+        "true": True,
+        "RLE without counts": {"size": [h, w]},
+        "RLE without size": {"counts": [n]},
+        "RLE size swapped": {"size": [w, h], "counts": [n]},
+        "RLE size strings": {"size": [str(h), str(w)], "counts": [n]},
+        "RLE size of 3": {"size": [h, w, 1], "counts": [n]},
+        "RLE size null": {"size": None, "counts": [n]},
+        "counts over h*w": {"size": [h, w], "counts": [n, 5]},
+        "counts under h*w": {"size": [h, w], "counts": [n - 5]},
+        "counts negative": {"size": [h, w], "counts": [-5, n + 5]},
+        "counts 2**32": {"size": [h, w], "counts": [2**32, 5]},
+        "counts wrapping to h*w": {"size": [h, w], "counts": [2**32 + 5, n - 5]},
+        "counts fractional": {"size": [h, w], "counts": [1.5, n - 1.5]},
+        "counts NaN": {"size": [h, w], "counts": [float("nan"), n]},
+        "counts bool": {"size": [h, w], "counts": [True, n - 1]},
+        "counts strings": {"size": [h, w], "counts": [str(n)]},
+        "counts nested": {"size": [h, w], "counts": [[n]]},
+        "counts dict": {"size": [h, w], "counts": {"0": n}},
+        "counts null": {"size": [h, w], "counts": None},
+        "counts number": {"size": [h, w], "counts": n},
+        "string over h*w": {"size": [h, w], "counts": too_many},
+        "string cut in a value": {"size": [h, w], "counts": too_many + "o"},  # 'o' says more follows
+        "string truncated": {"size": [h, w], "counts": too_many[: len(too_many) // 2]},
+        "string of control chars": {"size": [h, w], "counts": "\x01\x02"},
+        "string past 'o'": {"size": [h, w], "counts": "zzz"},
+        "string non-ASCII": {"size": [h, w], "counts": "\u00e9\u00e9"},
+        "string with NUL": {"size": [h, w], "counts": "3\x003"},
+        "string of 7-group value": {"size": [h, w], "counts": "ooooooP"},
+        "string negative count": {"size": [h, w], "counts": negative_delta},
+        "string empty": {"size": [h, w], "counts": ""},
+    }
+
+
+def _encode_counts(values: list[int]) -> str:
+    """COCO's compressed counts of raw values (no differencing): the encoder of pycocotools' rleToString."""
+    out = []
+    for x in values:
+        more = True
+        while more:
+            c = x & 0x1F
+            x >>= 5
+            more = x != -1 if c & 0x10 else x != 0
+            out.append(chr((c | 0x20 if more else c) + 48))
+    return "".join(out)

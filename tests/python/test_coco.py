@@ -19,6 +19,7 @@ import pytest
 import torch
 from coco_fixtures import (
     REPO,
+    bad_segmentations,
     clean_coco,
     dataset_args,
     decode_segmentation,
@@ -42,7 +43,9 @@ from torchgrabcut.coco.plan import (
     BoxPlan,
     ImagePlan,
     box_crop,
+    decode_rle_counts,
     gt_rle,
+    segmentation_error,
 )
 from torchgrabcut.coco.synthetic import repeat_coco
 from torchgrabcut.evaluate import evaluate_dataset, load_dataset, score
@@ -116,8 +119,98 @@ def test_gt_rle_reads_polygons_and_both_rle_forms() -> None:
     assert gt_rle([], h, w, mask_utils) is None and gt_rle(None, h, w, mask_utils) is None
     with pytest.raises(ValueError, match="size"):
         gt_rle({"size": [w, h], "counts": counts}, h, w, mask_utils)
-    with pytest.raises(ValueError, match="polygons"):
+    with pytest.raises(ValueError, match="polygon"):
         gt_rle([[1, 2, 3, 4]], h, w, mask_utils)
+
+
+# -- malformed ground truth: checked before pycocotools sees it ------------------------------------
+
+# Run in a child: handed to pycocotools, these values crash it, make it allocate until the
+# kernel kills the process, or loop forever; the limit on address space turns the allocation
+# into a MemoryError, and the test's timeout a loop into a failure, instead of taking pytest down.
+_LIMIT_MEMORY = """
+import resource
+vm = int(open("/proc/self/status").read().split("VmSize:")[1].split()[0]) * 1024
+resource.setrlimit(resource.RLIMIT_AS, (vm + (3 << 30), vm + (3 << 30)))
+"""
+
+_GT_RLE_CHILD = """
+import json, sys
+sys.path.insert(0, sys.argv[1])
+import numpy as np
+from pycocotools import mask as mask_utils
+from coco_fixtures import bad_segmentations
+from torchgrabcut.coco.plan import gt_rle
+{limit}
+h, w = 30, 40
+m = np.zeros((h, w), np.uint8, order="F")
+m[5:20, 10:30] = 1
+ours = mask_utils.encode(m)
+for name, seg in bad_segmentations(h, w).items():
+    print(name, flush=True)
+    try:
+        gt = gt_rle(seg, h, w, mask_utils)
+    except ValueError as err:
+        assert str(err).startswith("segmentation: "), (name, err)
+        continue
+    # not refused: pycocotools gets it (and may crash or hang on it, failing the test)
+    mask_utils.iou([ours], [gt], [0])
+    sys.exit(f"not refused: {{name}}")
+print("ok")
+"""
+
+
+def test_every_malformed_segmentation_is_named() -> None:
+    """Each bad value gets a reason from pure Python; good forms (and slightly outside polygons) pass."""
+    h, w = 30, 40
+    for name, seg in bad_segmentations(h, w).items():
+        err = segmentation_error(seg, h, w)
+        assert isinstance(err, str) and err and "\n" not in err, (name, err)
+    good = mask_utils.encode(np.asfortranarray(np.eye(h, w, dtype=np.uint8)))["counts"]
+    for seg in (
+        None,
+        [],
+        {},
+        [[10, 5, 30, 5, 30, 20, 10, 20]],
+        [[-40, -30, 80, -30, 80, 60]],  # out of the image by its own size at most: pycocotools clips it
+        [[0.5, 0.5, 39.5, 0.5, 20.25, 29.5], [1, 1, 3, 1, 2, 2]],
+        {"size": [h, w], "counts": [h * w]},
+        {"size": [h, w], "counts": [0, 600, 600]},  # starts with foreground
+        {"size": [h, w], "counts": [10.0, float(h * w - 10)]},  # whole floats, as some writers give them
+        {"size": [h, w], "counts": good},
+        {"size": [h, w], "counts": good.decode()},
+        {"size": [float(h), float(w)], "counts": good.decode()},
+    ):
+        assert segmentation_error(seg, h, w) is None, seg
+
+
+def test_gt_rle_never_hands_pycocotools_a_malformed_value(tmp_path: Path) -> None:
+    script = _GT_RLE_CHILD.format(limit=_LIMIT_MEMORY)
+    proc = subprocess.run(
+        [sys.executable, "-c", script, str(Path(__file__).parent)], capture_output=True, text=True, timeout=120
+    )
+    last = proc.stdout.strip().splitlines()[-1:] or [""]
+    assert proc.returncode == 0 and last == ["ok"], f"rc {proc.returncode} at {last}: {proc.stderr[-2000:]}"
+
+
+def test_rle_counts_decoder_reads_what_pycocotools_writes() -> None:
+    """Our decoder of compressed counts against the runs of the masks pycocotools encoded."""
+    rng = np.random.default_rng(5)
+    for t in range(200):
+        h, w = (int(v) for v in rng.integers(1, 70, 2))
+        m = (rng.random((h, w)) < rng.random()).astype(np.uint8)
+        if t % 4 == 0:  # long runs: values of several 5-bit groups, and negative differences
+            m[:] = 0
+            m[int(rng.integers(0, h)) :, int(rng.integers(0, w)) :] = 1
+        flat = m.flatten(order="F")
+        bounds = np.concatenate([[0], np.flatnonzero(np.diff(flat)) + 1, [flat.size]])
+        runs = ([0] if flat[0] else []) + np.diff(bounds).tolist()
+        counts = mask_utils.encode(np.asfortranarray(m))["counts"]
+        assert decode_rle_counts(counts) == runs
+        assert decode_rle_counts(counts.decode()) == runs
+    big = np.zeros((12000, 12000), np.uint8, order="F")  # a first run of 144M pixels: 6 groups
+    big[-1, -1] = 1
+    assert decode_rle_counts(mask_utils.encode(big)["counts"]) == [12000 * 12000 - 1, 1]
 
 
 # -- the job on a clean synthetic set ---------------------------------------------------------------
@@ -414,6 +507,131 @@ def test_image_without_size_in_the_file(clean: Path, reference: tuple[Path, obje
     run_dataset(DatasetOptions(path, clean.parent / "images", out, device="cpu", workers=1, quiet=True))
     # the same annotations; the crowd-only image (whose file is missing) is not read to learn its size
     assert json.loads(out.read_text())["annotations"] == json.loads(reference[0].read_text())["annotations"]
+
+
+_CLI_CHILD = """
+import sys
+import torch
+from pycocotools import mask
+from torchgrabcut.cli import main
+{limit}
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def test_malformed_ground_truth_is_segmented_not_scored(
+    clean: Path, reference: tuple[Path, object], tmp_path: Path
+) -> None:
+    """The job finishes: those boxes get their masks, 'grabcut_gt_error' instead of an IoU, and one warning."""
+    coco = json.loads(clean.read_text())
+    pick = {
+        2: "polygon NaN",
+        5: "polygon 2e9",
+        8: "counts over h*w",
+        12: "counts negative",
+        16: "string truncated",
+        21: "string",
+        24: "RLE size swapped",
+    }
+    bad = bad_segmentations(240, 320)
+    for ann in coco["annotations"]:
+        if ann["id"] in pick:
+            ann["segmentation"] = bad[pick[ann["id"]]]
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps(coco))  # NaN as JSON's common extension, as Python writes it
+    out = tmp_path / "out.json"
+    args = ["--coco", str(path), "--images", str(clean.parent / "images"), "-o", str(out)]
+    args += ["--device", "cpu", "--batch-size", "4", "--workers", "0"]
+    script = _CLI_CHILD.format(limit=_LIMIT_MEMORY)
+    res = subprocess.run([sys.executable, "-c", script, "dataset", *args], capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0, res.stderr[-3000:]
+    warning = [line for line in res.stderr.splitlines() if "warning" in line]
+    assert len(warning) == 1 and warning[0].startswith("dataset: warning: 7 annotations with a malformed"), res.stderr
+    assert "ids 2, 5, 8, 12, 16, ...;" in warning[0] and "first: segmentation: polygon x = nan" in warning[0]
+    assert "(7 malformed, not scored)" in res.stdout
+    expected = json.loads(reference[0].read_text())["annotations"]
+    for ours, ref in zip(json.loads(out.read_text())["annotations"], expected):
+        if ours["id"] in pick:  # the same mask as with good ground truth; no IoU, the reason instead
+            why = ours.pop("grabcut_gt_error")
+            assert why.startswith("segmentation: ") and "\n" not in why, why
+            del ref["grabcut_iou"]
+        assert ours == ref
+    assert not parts_dir(out).exists()
+
+
+def test_a_failed_run_leaves_nothing_that_blocks_the_rerun(clean: Path, reference: tuple[Path, object], tmp_path):
+    """A run that fails before its first chunk removes its parts folder; a folder without results is replaced."""
+    images = clean.parent / "images"
+    out = tmp_path / "out.json"
+    coco = json.loads(clean.read_text())
+    coco["images"][0]["height"] = 250  # found when the image is read, after the parts folder was made
+    bad = tmp_path / "in.json"
+    bad.write_text(json.dumps(coco))
+    assert main(["dataset", *dataset_args(bad, images, out, "--device", "cpu", "--workers", "0")]) == 2
+    assert not parts_dir(out).exists()
+    # A folder with a record of other settings and no finished image (left by an older version,
+    # or a kill before the first chunk) does not refuse the corrected input either.
+    pdir = parts_dir(out)
+    pdir.mkdir()
+    (pdir / "run.json").write_text(json.dumps({"format": 1, "input_sha256": "0" * 64, "max_iter": 9}))
+    (pdir / "rank0.jsonl").write_bytes(b"")
+    bad.write_text(clean.read_text())
+    assert main(["dataset", *dataset_args(bad, images, out, "--device", "cpu", "--workers", "0")]) == 0
+    assert out.read_bytes() == reference[0].read_bytes()
+
+
+def test_output_that_is_the_input_is_refused(clean: Path, tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    images = clean.parent / "images"
+    (tmp_path / "sub").mkdir()
+    coco = tmp_path / "in.json"
+    coco.write_bytes(clean.read_bytes())
+    (tmp_path / "link.json").symlink_to(coco)
+    os.link(coco, tmp_path / "hard.json")
+    for out in (coco, tmp_path / "sub" / ".." / "in.json", tmp_path / "link.json", tmp_path / "hard.json"):
+        err = _one_line_error(capsys, ["dataset", *dataset_args(coco, images, out, "--device", "cpu")])
+        assert "--output" in err and "input" in err, err
+        assert coco.read_bytes() == clean.read_bytes() and not parts_dir(out).exists()
+    err = _one_line_error(capsys, ["dataset", *dataset_args(tmp_path / "link.json", images, coco)])
+    assert "--output" in err and "input" in err, err
+
+
+def test_ids_are_integers_and_iscrowd_is_0_or_1(clean: Path, tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    """1, 1.0, true and "1" are one key to Python and different things to COCO: refused, named."""
+    images = clean.parent / "images"
+    out = tmp_path / "out.json"
+    bad = tmp_path / "bad.json"
+    for where, key, value, named in (
+        ("annotations", "iscrowd", "0", "annotations[0] (id 1): iscrowd"),
+        ("annotations", "iscrowd", 2, "annotations[0] (id 1): iscrowd"),
+        ("annotations", "iscrowd", 1.0, "annotations[0] (id 1): iscrowd"),
+        ("annotations", "iscrowd", None, "annotations[0] (id 1): iscrowd"),
+        ("annotations", "image_id", True, "annotations[0] (id 1): image_id"),
+        ("annotations", "image_id", 1.0, "annotations[0] (id 1): image_id"),
+        ("annotations", "image_id", "1", "annotations[0] (id 1): image_id"),
+        ("images", "id", 1.0, "images[0]: id"),
+        ("images", "id", True, "images[0]: id"),
+        ("images", "id", [1], "images[0]: id"),
+    ):
+        coco = json.loads(clean.read_text())
+        coco[where][0][key] = value
+        bad.write_text(json.dumps(coco))
+        err = _one_line_error(capsys, ["dataset", *dataset_args(bad, images, out, "--device", "cpu")])
+        assert named in err and repr(value) in err, err
+        assert not parts_dir(out).exists()
+    # An image id 1.0 beside an image id 1 used to be "appears twice"; a crowd flag "0" a crowd region.
+    coco = json.loads(clean.read_text())
+    coco["images"].append({**coco["images"][0], "id": 1.0})
+    bad.write_text(json.dumps(coco))
+    assert "images[8]: id: expected an integer, got 1.0" in _one_line_error(
+        capsys, ["dataset", *dataset_args(bad, images, out)]
+    )
+    # true / false are taken as 1 / 0
+    coco = json.loads(clean.read_text())
+    for ann in coco["annotations"]:
+        ann["iscrowd"] = bool(ann["iscrowd"])
+    bad.write_text(json.dumps(coco))
+    summary = run_dataset(DatasetOptions(bad, images, out, device="cpu", batch_size=4, workers=0, quiet=True))
+    assert summary is not None and summary.skipped[SKIP_CROWD] == 2
 
 
 # -- resuming ------------------------------------------------------------------------------------

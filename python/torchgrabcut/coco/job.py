@@ -33,9 +33,18 @@ mean over segmented annotations that had a segmentation in the input, scored
 with pycocotools' RLE IoU), and this run's boxes per second (all ranks' boxes
 over the wall time of the run).
 
-Test hook (undocumented in ``--help``): ``TORCHGRABCUT_DATASET_EXIT_AFTER=k``
+Malformed ground truth (a segmentation that :func:`~.plan.segmentation_error`
+refuses: NaN or far-out polygon coordinates, RLE counts that do not add up to the
+image, a counts string that does not decode, a wrong type) never stops the run
+and never reaches pycocotools: the box is segmented as usual, the annotation gets
+``grabcut_gt_error`` (the reason) instead of ``grabcut_iou``, it is left out of
+the mean IoU, and rank 0 prints one warning line with their number and first ids.
+
+Test hooks (undocumented in ``--help``): ``TORCHGRABCUT_DATASET_EXIT_AFTER=k``
 makes the process exit at once (``os._exit(3)``, no cleanup, as a kill) after it
-has written ``k`` chunks.
+has written ``k`` chunks; ``TORCHGRABCUT_DATASET_BLOCK_AFTER=k`` makes its
+post-processing thread wait forever after ``k`` chunks, so that the run cannot
+finish however fast the machine is (a Ctrl-C test then interrupts it).
 """
 
 from __future__ import annotations
@@ -89,6 +98,7 @@ PHASES = ("set-up", "reading the input", "segmenting", "waiting for other proces
 GROUP_TIMEOUT = timedelta(hours=24)
 CHUNK_BATCHES = 4  # a chunk (the unit of sorting and of durable progress) is this many batches of boxes
 EXIT_AFTER_ENV = "TORCHGRABCUT_DATASET_EXIT_AFTER"
+BLOCK_AFTER_ENV = "TORCHGRABCUT_DATASET_BLOCK_AFTER"
 
 
 @dataclass
@@ -117,6 +127,10 @@ class DatasetSummary:
     empty: int = 0  # segmented annotations whose mask came out empty
     iou_mean: float | None = None  # against ground truth, over iou_count annotations
     iou_count: int = 0
+    # segmented annotations whose ground truth was malformed (not scored): how many, and the
+    # first GT_ERROR_IDS of them as (annotation "id", reason), in file order
+    gt_errors: int = 0
+    gt_error_examples: list[tuple[Any, str]] = field(default_factory=list)
     run_images: int = 0  # done by this run (all ranks), the rest came from part files
     run_boxes: int = 0
     seconds: float = 0.0  # wall time of this run
@@ -145,12 +159,26 @@ class DatasetSummary:
                 f"mean IoU vs ground truth: {self.iou_mean:.4f} over {self.iou_count} boxes with a segmentation"
                 if self.iou_mean is not None
                 else "mean IoU vs ground truth: none (no annotation had a segmentation)"
-            ),
+            )
+            + (f" ({self.gt_errors} malformed, not scored)" if self.gt_errors else ""),
             f"output: {self.out}",
         ]
         if self.phases:
             lines.insert(2, "time: " + ", ".join(f"{name} {self.phases.get(name, 0.0):.1f} s" for name in PHASES))
         return "\n".join(lines)
+
+    def gt_warning(self) -> str:
+        """One line: how many annotations had malformed ground truth, their first ids and the first reason."""
+        ids = ", ".join(repr(i) for i, _ in self.gt_error_examples)
+        more = ", ..." if self.gt_errors > len(self.gt_error_examples) else ""
+        first = self.gt_error_examples[0][1] if self.gt_error_examples else ""
+        return (
+            f"warning: {self.gt_errors} annotation{'s' if self.gt_errors != 1 else ''} with a malformed ground-truth "
+            f"segmentation, segmented but not scored (marked 'grabcut_gt_error'; ids {ids}{more}; first: {first})"
+        )
+
+
+GT_ERROR_IDS = 5  # annotation ids named in the warning about malformed ground truth
 
 
 def _check_options(o: DatasetOptions) -> None:
@@ -171,6 +199,10 @@ def _check_options(o: DatasetOptions) -> None:
         raise FileNotFoundError(f"--output: no such folder: {out.parent}")
     if out.is_dir():
         raise ValueError(f"--output: {out} is a folder; expected a file name")
+    # The same file by any spelling (.., a symbolic or hard link): writing there would replace
+    # the input, ground truth included, before a rerun could read it.
+    if out.exists() and Path(o.coco).exists() and os.path.samefile(out, o.coco):
+        raise ValueError(f"--output: {out} is the input file (--coco {o.coco}); write the output to another file")
 
 
 # -- distributed ---------------------------------------------------------------------------------
@@ -343,8 +375,9 @@ class _Post:
         ann = self.coco["annotations"][b.ann]
         try:
             gt = gt_rle(ann.get("segmentation"), plan.height, plan.width, self.mu)
-        except ValueError as err:
-            raise ValueError(f"--coco: annotations[{b.ann}] (id {ann.get('id')!r}): {err}") from None
+        except ValueError as err:  # malformed ground truth: segmented, not scored (see the module docs)
+            rec["gt_error"] = str(err)
+            return rec
         if gt is not None:
             rec["iou"] = float(self.mu.iou([rle], [gt], [0])[0][0])
         return rec
@@ -642,8 +675,13 @@ def _run(
             f"--images: {len(missing)} image files missing under {opts.images} (first: {missing[0]})"
         )
     # After the checks of the input: a run that cannot start leaves no parts folder behind.
+    # A folder without a finished image (a run that failed before its first chunk) holds
+    # nothing to resume, so other settings (a corrected input) simply replace its record.
+    created = not pdir.exists()
     check_run_config(
-        pdir, {"input_sha256": digest, "margin": opts.margin, "min_margin": opts.min_margin, "max_iter": opts.max_iter}
+        pdir,
+        {"input_sha256": digest, "margin": opts.margin, "min_margin": opts.min_margin, "max_iter": opts.max_iter},
+        replace=not done,
     )
     if d.rank == 0 and not opts.quiet:
         n_done = sum(1 for p in plans if p.image in done)
@@ -657,6 +695,7 @@ def _run(
     bar = tqdm(total=len(todo), unit="img", disable=opts.quiet or d.rank != 0, dynamic_ncols=True)
     counts = {"images": 0, "boxes": 0, "chunks": 0}
     exit_after = int(os.environ.get(EXIT_AFTER_ENV, "0") or 0)
+    block_after = int(os.environ.get(BLOCK_AFTER_ENV, "0") or 0)
     t_start = time.perf_counter()
 
     def on_chunk(images: int, boxes: int) -> None:
@@ -667,6 +706,8 @@ def _run(
         bar.set_postfix_str(f"{counts['boxes'] / max(time.perf_counter() - t_start, 1e-9):.0f} boxes/s", refresh=False)
         if exit_after and counts["chunks"] >= exit_after:
             os._exit(3)  # the test hook: stop as a kill would
+        if block_after and counts["chunks"] >= block_after:
+            threading.Event().wait()  # the test hook: the run cannot finish until it is interrupted
 
     share = OutputShare()
     post = _Post(coco, writer, mask_utils, on_chunk, share, opts.keep_gt)
@@ -675,6 +716,11 @@ def _run(
         t = time.perf_counter()
         post.finish()
         stages["wait_post"] += time.perf_counter() - t
+    except BaseException:
+        if created and d.world == 1 and not writer.wrote:
+            writer.close()
+            remove_parts(pdir)  # failed before its first chunk: nothing to resume, nothing left behind
+        raise
     finally:
         bar.close()
         writer.close()
@@ -690,6 +736,8 @@ def _run(
     if not opts.keep_parts:
         remove_parts(pdir)
     summary = _summarise(out, plans, shares)
+    if summary.gt_errors:  # printed even with --quiet: the mean IoU leaves these annotations out
+        print(f"dataset: {summary.gt_warning()}", file=sys.stderr, flush=True)
     t_end = time.perf_counter()
     summary.seconds = t_end - t0
     ends = (t_read, t_start, t_segmented, t_merge, t_end)
@@ -710,6 +758,9 @@ def _summarise(out: Path, plans: list[ImagePlan], shares: list[OutputShare]) -> 
         for reason, n in share.skipped.items():
             s.skipped[reason] = s.skipped.get(reason, 0) + n
     s.iou_count = len(ious)
+    errors = sorted(e for share in shares for e in share.gt_errors)  # (annotation index, id, reason)
+    s.gt_errors = len(errors)
+    s.gt_error_examples = [(ann_id, why) for _, ann_id, why in errors[:GT_ERROR_IDS]]
     # fsum is exact, so the mean does not depend on how the images were shared out
     s.iou_mean = math.fsum(ious) / len(ious) if ious else None
     return s

@@ -9,9 +9,10 @@ Layout, next to the output ``out.json``::
 A line is ``{"image": i, "size": [h, w], "results": [...]}`` with ``i`` the
 image's index in the input's ``images`` and one record per annotation of the
 image, in file order: ``{"a": j, "counts": "...", "area": n}`` (plus ``"iou"``
-when the annotation had a ground-truth segmentation) or ``{"a": j, "skip":
-"reason"}``. Lines are written a chunk of images at a time, then flushed and
-fsynced, so a killed run loses at most the chunk it was working on.
+when the annotation had a ground-truth segmentation, or ``"gt_error"`` when that
+segmentation was malformed and not scored) or ``{"a": j, "skip": "reason"}``.
+Lines are written a chunk of images at a time, then flushed and fsynced, so a
+killed run loses at most the chunk it was working on.
 
 On a restart every rank reads every part file (whatever the number of ranks of
 the earlier run) and skips the images already there. A line cut short by the
@@ -71,12 +72,16 @@ def _write_text_atomic(path: Path, text: str) -> None:
     os.replace(tmp, path)
 
 
-def check_run_config(directory: Path, config: dict[str, Any]) -> None:
-    """Records the run's settings in ``run.json``, or checks them against an earlier run's."""
+def check_run_config(directory: Path, config: dict[str, Any], replace: bool = False) -> None:
+    """Records the run's settings in ``run.json``, or checks them against an earlier run's.
+
+    With ``replace`` (the folder holds no finished image, so nothing to resume) an
+    earlier record is overwritten instead of checked.
+    """
     directory.mkdir(parents=True, exist_ok=True)
     path = directory / "run.json"
     config = {"format": FORMAT_VERSION, **config}
-    if path.is_file():
+    if path.is_file() and not replace:
         try:
             old = json.loads(path.read_text(encoding="utf-8"))
         except (json.JSONDecodeError, UnicodeDecodeError, OSError) as err:
@@ -129,10 +134,12 @@ class PartWriter:
                     f.flush()
                     os.fsync(f.fileno())
         self._file = path.open("ab")
+        self.wrote = False  # set before the first write begins (read by other threads)
 
     def write(self, records: list[dict[str, Any]]) -> None:
         if not records:
             return
+        self.wrote = True
         self._file.write(b"".join(json.dumps(r, separators=(",", ":")).encode() + b"\n" for r in records))
         self._file.flush()
         os.fsync(self._file.fileno())
@@ -153,6 +160,8 @@ def rewrite_annotation(ann: dict[str, Any], size: list[int], rec: dict[str, Any]
     new["area"] = float(rec["area"])
     if "iou" in rec:
         new["grabcut_iou"] = round(rec["iou"], 4)
+    if "gt_error" in rec:
+        new["grabcut_gt_error"] = rec["gt_error"]
     return new
 
 
@@ -166,6 +175,7 @@ class OutputShare:
     empty: int = 0  # of which the mask is empty
     skipped: dict[str, int] = field(default_factory=dict)  # reason -> annotations skipped
     ious: list[float] = field(default_factory=list)  # against ground truth, where there was one
+    gt_errors: list[tuple[int, Any, str]] = field(default_factory=list)  # malformed ground truth: (index, id, why)
     run_images: int = 0  # images and boxes done by this run (the rest came from part files)
     run_boxes: int = 0
 
@@ -182,6 +192,8 @@ class OutputShare:
             self.empty += rec["area"] == 0
             if "iou" in rec:
                 self.ious.append(rec["iou"])
+            if "gt_error" in rec:
+                self.gt_errors.append((rec["a"], anns[rec["a"]].get("id"), rec["gt_error"]))
 
 
 def write_output(path: Path, coco: dict[str, Any], shares: list[OutputShare], image_indices: list[int]) -> None:

@@ -21,6 +21,16 @@ to learn a background from).
 Ground truth. An annotation that already has a ``segmentation`` (polygons,
 uncompressed or compressed RLE, as pycocotools reads them) is the ground truth
 the IoU report compares against; :func:`gt_rle` turns it into a compressed RLE.
+pycocotools trusts its input (NaN or huge polygon coordinates make it allocate
+without bound or crash; RLE counts that do not add up to the image's pixels make
+it loop forever, holding the GIL), so every value is checked here first
+(:func:`segmentation_error`) and a malformed one never reaches it: the job then
+segments the box as usual but does not score it (see :mod:`.job`).
+
+Ids. Image ``id`` and annotation ``image_id`` are JSON integers (not ``true``,
+not ``1.0``, not ``"1"``: Python would take 1, 1.0 and true as one key), and
+``iscrowd`` is 0 or 1 (or false / true; absent means 0); anything else stops the
+run at start with a one-line error naming the entry and the field.
 """
 
 from __future__ import annotations
@@ -41,11 +51,13 @@ __all__ = [
     "BoxPlan",
     "ImagePlan",
     "box_crop",
+    "decode_rle_counts",
     "gt_rle",
     "index_images",
     "load_coco",
     "plan_boxes",
     "require_dataset_deps",
+    "segmentation_error",
 ]
 
 SKIP_CROWD = "iscrowd"
@@ -115,6 +127,27 @@ def load_coco(path: str | Path) -> tuple[dict[str, Any], str]:
     return coco, hashlib.sha256(data).hexdigest()
 
 
+def _json_int(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _check_id(v: Any, where: str, key: str) -> int:
+    if not _json_int(v):
+        raise ValueError(f"--coco: {where}: {key}: expected an integer, got {v!r}")
+    return int(v)
+
+
+def _is_crowd(ann: dict[str, Any], where: str) -> bool:
+    v = ann.get("iscrowd", 0)
+    if v is True or v is False or (_json_int(v) and v in (0, 1)):
+        return bool(v)
+    raise ValueError(f"--coco: {where}: iscrowd: expected 0 or 1 (or false / true), got {v!r}")
+
+
+def _ann_where(a: int, ann: dict[str, Any]) -> str:
+    return f"annotations[{a}] (id {ann.get('id')!r})"
+
+
 def _size(image: dict[str, Any], key: str, where: str) -> int | None:
     v = image.get(key)
     if v is None:
@@ -162,13 +195,13 @@ def index_images(coco: dict[str, Any]) -> list[ImagePlan]:
     :func:`plan_boxes` plans the boxes, and checks them, for the images a process
     will do: a process of a multi-GPU run plans its share only.
     """
-    by_id: dict[Any, ImagePlan] = {}
+    by_id: dict[int, ImagePlan] = {}
     plans: list[ImagePlan] = []
     for i, im in enumerate(coco["images"]):
         where = f"images[{i}]"
         if not isinstance(im, dict) or "id" not in im or not isinstance(im.get("file_name"), str):
             raise ValueError(f"--coco: {where}: expected an object with 'id' and 'file_name'")
-        key = _hashable(im["id"])
+        key = _check_id(im["id"], where, "id")
         if key in by_id:
             raise ValueError(f"--coco: {where}: image id {im['id']!r} appears twice")
         plan = ImagePlan(i, im["file_name"], _size(im, "height", where), _size(im, "width", where))
@@ -177,7 +210,8 @@ def index_images(coco: dict[str, Any]) -> list[ImagePlan]:
     for a, ann in enumerate(coco["annotations"]):
         if not isinstance(ann, dict) or "image_id" not in ann or "bbox" not in ann:
             raise ValueError(f"--coco: annotations[{a}]: expected an object with 'image_id' and 'bbox'")
-        plan = by_id.get(_hashable(ann["image_id"]))
+        plan = by_id.get(_check_id(ann["image_id"], _ann_where(a, ann), "image_id"))
+        _is_crowd(ann, _ann_where(a, ann))  # checked for every annotation, not only those of a rank's share
         if plan is None:
             raise ValueError(f"--coco: annotations[{a}]: image_id {ann['image_id']!r} is not in 'images'")
         plan.anns.append(a)
@@ -194,7 +228,9 @@ def plan_boxes(plan: ImagePlan, coco: dict[str, Any], margin: float, min_margin:
     if plan.height is not None and plan.width is not None:
         replan_with_size(plan, coco, plan.height, plan.width, margin, min_margin)
     else:
-        plan.skipped = {a: SKIP_CROWD for a in plan.anns if coco["annotations"][a].get("iscrowd", 0)}
+        plan.skipped = {
+            a: SKIP_CROWD for a in plan.anns if _is_crowd(coco["annotations"][a], _ann_where(a, coco["annotations"][a]))
+        }
 
 
 def replan_with_size(
@@ -205,52 +241,170 @@ def replan_with_size(
     plan.boxes, plan.skipped = [], {}
     for a in plan.anns:
         ann = coco["annotations"][a]
-        if ann.get("iscrowd", 0):
+        if _is_crowd(ann, _ann_where(a, ann)):
             plan.skipped[a] = SKIP_CROWD
             continue
         try:
             res = box_crop(ann["bbox"], width, height, margin, min_margin)
         except ValueError as err:
-            raise ValueError(f"--coco: annotations[{a}] (id {ann.get('id')!r}): {err}") from None
+            raise ValueError(f"--coco: {_ann_where(a, ann)}: {err}") from None
         if isinstance(res, str):
             plan.skipped[a] = res
         else:
             plan.boxes.append(BoxPlan(a, res[0], res[1]))
 
 
-def _hashable(v: Any) -> Any:
-    return json.dumps(v, sort_keys=True) if isinstance(v, (list, dict)) else v
+# A polygon vertex may lie outside the image (annotation tools clip late), but not by more
+# than the image's own size: pycocotools rasterises a polygon by walking its edges at 5x
+# resolution, so its time and memory grow with the coordinates' range (a vertex at 2e9
+# makes it allocate until the process is killed, and NaN crashes it).
+_POLYGON_REACH = 1.0
+# An RLE count is a uint32 in pycocotools; its compressed form writes each value (the
+# first three as they are, later ones as the difference to the count two before) in
+# 5-bit groups, 6 at most for any image under 2**29 pixels (its C decoder shifts an int
+# by 5 bits a group, so a seventh group would be decoded wrongly anyway).
+_MAX_GROUPS = 6
+
+
+def decode_rle_counts(counts: str | bytes) -> list[int]:
+    """The run lengths of a compressed COCO RLE ``counts`` string, as pycocotools' rleFrString reads them.
+
+    Each value is a little-endian sequence of 5-bit groups, one character each
+    (``chr(48 + group)``, with 0x20 added while more groups follow); the last
+    group's 0x10 bit is the sign. From the fourth value on, a value is the
+    difference to the count two before. Raises ValueError for a character outside
+    ``'0'..'o'``, a value cut short at the end of the string, a value of more than
+    6 groups, or a count outside 0 .. 2**32 - 1 (pycocotools would wrap it).
+    """
+    if isinstance(counts, str) and not counts.isascii():
+        raise ValueError("counts string is not ASCII")
+    data = counts.encode("ascii") if isinstance(counts, str) else bytes(counts)
+    out: list[int] = []
+    p, n = 0, len(data)
+    while p < n:
+        x, k = 0, 0
+        while True:
+            if p >= n:
+                raise ValueError(f"counts string cut short in its value {len(out)}")
+            c = data[p] - 48
+            if not 0 <= c <= 63:
+                raise ValueError(f"counts string has {chr(data[p])!r} at {p} (expected '0'..'o')")
+            x |= (c & 0x1F) << (5 * k)
+            p += 1
+            k += 1
+            if not c & 0x20:
+                if c & 0x10:
+                    x -= 1 << (5 * k)
+                break
+            if k >= _MAX_GROUPS:
+                raise ValueError(f"counts string value {len(out)} is longer than {_MAX_GROUPS} characters")
+        if len(out) > 2:
+            x += out[-2]
+        if not 0 <= x < 1 << 32:
+            raise ValueError(f"counts string decodes to a count of {x} (value {len(out)})")
+        out.append(x)
+    return out
+
+
+def _whole(v: Any) -> int | None:
+    """v as an int when it is a JSON integer, or a float with a whole value (12.0); else None."""
+    if _json_int(v):
+        return int(v)
+    if isinstance(v, float) and math.isfinite(v) and v.is_integer():
+        return int(v)
+    return None
+
+
+def _polygon_error(poly: Any, height: int, width: int) -> str | None:
+    if not isinstance(poly, (list, tuple)):
+        return f"expected each polygon as a list of numbers, got {type(poly).__name__}"
+    if len(poly) < 6 or len(poly) % 2:
+        return f"expected a polygon of at least 3 (x, y) points, got {len(poly)} numbers"
+    for j, v in enumerate(poly):
+        if isinstance(v, bool) or not isinstance(v, (int, float)):
+            return f"expected numbers in a polygon, got {type(v).__name__} {_short(v)}"
+        limit = width if j % 2 == 0 else height
+        if not -_POLYGON_REACH * limit <= v <= (1 + _POLYGON_REACH) * limit:  # False for NaN
+            axis = "x" if j % 2 == 0 else "y"
+            return (
+                f"polygon {axis} = {v!r} is not a finite coordinate within one image size of a {height}x{width} image"
+            )
+    return None
+
+
+def _short(v: Any) -> str:
+    text = repr(v)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def segmentation_error(segmentation: Any, height: int, width: int) -> str | None:
+    """Why a ``segmentation`` cannot be used as ground truth on a height x width image, or None.
+
+    None also for no segmentation (absent, ``[]``, ``{}``). Accepted: polygons (a
+    list of lists of at least 6 numbers, an even count, each coordinate finite and
+    no further than one image size outside the image), or an RLE ``{"size": [h, w],
+    "counts": ...}`` of the image's size whose counts (a list of integers >= 0, or a
+    compressed string, see :func:`decode_rle_counts`) add up to h x w. Only Python
+    arithmetic is used: this is what keeps malformed values away from pycocotools.
+    """
+    if segmentation is None or (isinstance(segmentation, (list, dict)) and len(segmentation) == 0):
+        return None
+    if isinstance(segmentation, list):
+        for poly in segmentation:
+            err = _polygon_error(poly, height, width)
+            if err is not None:
+                return err
+        return None
+    if not isinstance(segmentation, dict):
+        kind = type(segmentation).__name__
+        return f"expected polygons or an RLE {{'size', 'counts'}}, got {kind} {_short(segmentation)}"
+    if "counts" not in segmentation or "size" not in segmentation:
+        return f"expected an RLE with 'size' and 'counts', got keys {sorted(map(str, segmentation))}"
+    size = segmentation["size"]
+    hw = [_whole(v) for v in size] if isinstance(size, (list, tuple)) and len(size) == 2 else None
+    if hw is None or hw != [height, width]:
+        return f"RLE of size {_short(size)} on a {height}x{width} image"
+    counts = segmentation["counts"]
+    if isinstance(counts, (str, bytes)):
+        try:
+            runs = decode_rle_counts(counts)
+        except ValueError as err:
+            return str(err)
+    elif isinstance(counts, list):
+        runs = []
+        for c in counts:
+            v = _whole(c)
+            if v is None or not 0 <= v < 1 << 32:
+                return f"expected RLE counts of whole numbers >= 0, got {_short(c)}"
+            runs.append(v)
+    else:
+        return f"expected RLE counts as a list or a string, got {type(counts).__name__}"
+    total = sum(runs)
+    if total != height * width:
+        return f"RLE counts add up to {total}, not {height}x{width} = {height * width}"
+    return None
 
 
 def gt_rle(segmentation: Any, height: int, width: int, mask_utils: Any) -> dict[str, Any] | None:
     """A COCO ``segmentation`` as one compressed RLE (bytes counts), or None when there is none.
 
     Polygons (a list of flat coordinate lists) are rasterised and merged as
-    pycocotools does; an RLE must be of the image's size.
+    pycocotools does; an RLE must be of the image's size. Raises ValueError
+    (``segmentation: why``) for anything :func:`segmentation_error` refuses, before
+    pycocotools sees it.
     """
-    if segmentation is None or (isinstance(segmentation, (list, dict)) and len(segmentation) == 0):
+    err = segmentation_error(segmentation, height, width)
+    if err is not None:
+        raise ValueError(f"segmentation: {err}")
+    if segmentation is None or len(segmentation) == 0:
         return None
     if isinstance(segmentation, list):
-        polys = []
-        for poly in segmentation:
-            if (
-                not isinstance(poly, list)
-                or len(poly) < 6
-                or len(poly) % 2
-                or not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in poly)
-            ):
-                raise ValueError("segmentation: expected polygons of at least 3 (x, y) points")
-            polys.append([float(v) for v in poly])
+        polys = [[float(v) for v in poly] for poly in segmentation]
         return mask_utils.merge(mask_utils.frPyObjects(polys, height, width))
-    if isinstance(segmentation, dict) and "counts" in segmentation and "size" in segmentation:
-        size = segmentation["size"]
-        if not isinstance(size, list) or [int(v) for v in size] != [height, width]:
-            raise ValueError(f"segmentation: RLE of size {size!r} on a {height}x{width} image")
-        counts = segmentation["counts"]
-        if isinstance(counts, list):
-            return mask_utils.frPyObjects(segmentation, height, width)
-        if isinstance(counts, str):
-            return {"size": [height, width], "counts": counts.encode("ascii")}
-        if isinstance(counts, bytes):
-            return {"size": [height, width], "counts": counts}
-    raise ValueError("segmentation: expected polygons or an RLE {'size', 'counts'}")
+    counts = segmentation["counts"]
+    if isinstance(counts, list):
+        clean = {"size": [height, width], "counts": [int(c) for c in counts]}
+        return mask_utils.frPyObjects(clean, height, width)
+    if isinstance(counts, str):
+        return {"size": [height, width], "counts": counts.encode("ascii")}
+    return {"size": [height, width], "counts": bytes(counts)}
