@@ -232,7 +232,7 @@ def _check_classes(masks: torch.Tensor, heights: list[int], widths: list[int], n
             raise ValueError(f"{name}: no background pixel (label GC_BGD or GC_PR_BGD) to learn from{where}")
 
 
-def _check_model(model: object, batch: int, components: int) -> torch.Tensor:
+def _check_model(model: object, batch: int, components: int, frozen: bool) -> torch.Tensor:
     if not isinstance(model, GrabCutModel):
         raise TypeError(f"model: expected a torchgrabcut.GrabCutModel, got {type(model).__name__}")
     p = model.params
@@ -244,7 +244,13 @@ def _check_model(model: object, batch: int, components: int) -> torch.Tensor:
         raise ValueError(f"model: expected a model per image ({batch}), got {p.shape[0]}")
     if not bool(torch.isfinite(p).all()):
         raise ValueError("model: expected finite parameters, got NaN or inf")
-    # A class needs a usable component: positive weight, positive definite covariance.
+    if not frozen:
+        # A class without a usable component (a result with no foreground learns an
+        # all-zero foreground mixture) is learnt again from the mask's pixels of that
+        # class in the first iteration, as cv2.grabCut's GC_EVAL does.
+        return p.contiguous()
+    # A frozen model is used as it is: each class needs a usable component (positive
+    # weight, positive definite covariance).
     cov = p[..., 4:].reshape(batch, 2, components, 3, 3)
     weight = p[..., 0].reshape(batch, 2, components)
     sym = (cov + cov.transpose(-1, -2)) / 2
@@ -252,7 +258,8 @@ def _check_model(model: object, batch: int, components: int) -> torch.Tensor:
     usable = ((weight > 0) & (eig_min > 0)).any(-1)
     if not bool(usable.all()):
         raise ValueError(
-            "model: every class needs a component with a positive weight and a positive definite covariance"
+            "model: with freeze_model, every class needs a component with a positive weight and a positive "
+            "definite covariance (without freeze_model, a class the model lacks is learnt from the mask)"
         )
     return p.contiguous()
 
@@ -379,7 +386,7 @@ def grabcut(
             _check_classes(masks, heights, widths, "mask")
         params = torch.zeros((batch, 2 * components, PARAMS_PER_COMPONENT), dtype=torch.float64, device=dev)
     else:
-        params = _check_model(model, batch, components).to(dev)
+        params = _check_model(model, batch, components, freeze_model).to(dev)
 
     sizes = [v for hw in zip(heights, widths) for v in hw] if ragged else []
     out_mask, out_model = _ops.grabcut_op(

@@ -192,3 +192,63 @@ def test_tiny_images() -> None:
             continue
         out = grabcut(img, mask, device="cpu")
         assert out.shape == (h, w) and out.flat[0] == GC_BGD
+
+
+def _no_foreground_scene() -> tuple[np.ndarray, tuple[int, int, int, int]]:
+    """Noise with a red square in the box and red along the top: the background
+    explains every colour in the box, so a box alone finds no foreground (in cv2 too)."""
+    rng = np.random.default_rng(0)
+    img = rng.integers(0, 256, (60, 80, 3), dtype=np.uint8)
+    img[22:38, 32:48] = np.clip(rng.normal((40, 40, 200), 5, (16, 16, 3)), 0, 255)
+    img[0:10, :] = np.clip(rng.normal((40, 40, 200), 40, (10, 80, 3)), 0, 255)
+    return img, (20, 15, 60, 45)
+
+
+def test_strokes_after_an_empty_foreground_are_learnt_as_cv2_does() -> None:
+    """Item 5: GC_EVAL from a model whose foreground mixture is empty learns it from the
+    strokes (cv2 assigns component 0 and relearns both mixtures) instead of raising."""
+    cv2 = pytest.importorskip("cv2")
+    img, (x0, y0, x1, y1) = _no_foreground_scene()
+    cv_mask = np.zeros(img.shape[:2], np.uint8)
+    bgd, fgd = np.zeros((1, 65)), np.zeros((1, 65))
+    cv2.grabCut(img, cv_mask, (x0, y0, x1 - x0, y1 - y0), bgd, fgd, 5, cv2.GC_INIT_WITH_RECT)
+    ours, model = grabcut(img, box=(x0, y0, x1, y1), return_model=True, device="cpu")
+    assert not (cv_mask & 1).any() and not (ours & 1).any()
+    assert not fgd[0, :5].any() and not model.foreground[:, 0].any()  # no foreground component left
+
+    for start, given in ((cv_mask, (bgd, fgd)), (ours, model.to_cv2())):
+        strokes = start.copy()
+        strokes[26:34, 36:44] = GC_FGD
+        expected, b_cv, f_cv = strokes.copy(), given[0].copy(), given[1].copy()
+        cv2.grabCut(img, expected, None, b_cv, f_cv, 3, cv2.GC_EVAL)
+        assert (expected & 1).sum() == 256  # the whole red square, not just the strokes
+
+        out, learnt = grabcut(
+            img, strokes, model=GrabCutModel.from_cv2(*given), max_iter=3, return_model=True, device="cpu"
+        )
+        assert np.array_equal(out, expected)
+        dropin, b_ours, f_ours = strokes.copy(), given[0].copy(), given[1].copy()
+        torchgrabcut.grabCut(img, dropin, None, b_ours, f_ours, 3, torchgrabcut.GC_EVAL, device="cpu")
+        assert np.array_equal(dropin, expected)
+        # The foreground learnt from the strokes: same weights, and the same mixture where
+        # weighted (cv2 leaves stale means in empty components, ours zeros).
+        assert np.allclose(f_ours[0, :5], f_cv[0, :5])
+        used = np.flatnonzero(f_cv[0, :5] > 0)
+        got, want = GrabCutModel.from_cv2(b_ours, f_ours), GrabCutModel.from_cv2(b_cv, f_cv)
+        assert np.allclose(got.foreground[used].numpy(), want.foreground[used].numpy())
+        assert torch.equal(learnt.params, got.params)
+
+        with pytest.raises(ValueError, match="with freeze_model, every class needs a component"):
+            grabcut(img, strokes, model=GrabCutModel.from_cv2(*given), freeze_model=True, device="cpu")
+
+
+def test_eval_with_no_pixel_of_an_empty_class_goes_on_as_cv2_does() -> None:
+    """No foreground in the model and none in the mask: cv2 gives an all-background
+    mask, and so does this (nothing to learn the class from, it stays empty)."""
+    cv2 = pytest.importorskip("cv2")
+    img, box = _no_foreground_scene()
+    ours, model = grabcut(img, box=box, return_model=True, device="cpu")
+    bgd, fgd = model.to_cv2()
+    expected = ours.copy()
+    cv2.grabCut(img, expected, None, bgd.copy(), fgd.copy(), 2, cv2.GC_EVAL)
+    assert np.array_equal(grabcut(img, ours, model=model, max_iter=2, device="cpu"), expected)

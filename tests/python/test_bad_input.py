@@ -85,8 +85,10 @@ def test_bad_models_raise() -> None:
         grabcut(IMG, good_mask(), model=GrabCutModel(bad), device="cpu")
     dead = model.params.clone()
     dead[5:, 0] = 0.0  # no foreground component has weight
-    with pytest.raises(ValueError, match="model: every class needs a component"):
-        grabcut(IMG, good_mask(), model=GrabCutModel(dead), device="cpu")
+    with pytest.raises(ValueError, match="model: with freeze_model, every class needs a component"):
+        grabcut(IMG, good_mask(), model=GrabCutModel(dead), freeze_model=True, device="cpu")
+    # Not frozen, the empty class is learnt from the mask (test_api: as cv2 does).
+    assert grabcut(IMG, good_mask(), model=GrabCutModel(dead), device="cpu").shape == IMG.shape[:2]
     with pytest.raises(ValueError, match="model: expected 3 components"):
         grabcut(IMG, good_mask(), model=model, components=3, device="cpu")
     with pytest.raises(ValueError, match=r"GrabCutModel.params: expected shape"):
@@ -125,8 +127,10 @@ def test_direct_op_calls_are_checked() -> None:
     bad[0, 0, 0] = 9
     with pytest.raises(ValueError, match=r"mask: expected labels 0..3"):
         op(img, bad, model, [], 1, 5, 50.0, 0, True, False)
+    m = mask.clone()
+    m[0, 1:3, 1:3] = GC_FGD
     with pytest.raises(ValueError, match="model: the background mixture has no usable component"):
-        m = mask.clone()
-        m[0, 1:3, 1:3] = GC_FGD
-        op(img, m, model, [], 1, 5, 50.0, 0, False, False)
+        op(img, m, model, [], 1, 5, 50.0, 0, False, True)  # frozen: used as it is
+    out, learnt = op(img, m, model, [], 1, 5, 50.0, 0, False, False)  # not frozen: learnt from the mask
+    assert torch.equal(out, m) and learnt[0, 0, 0] == 1.0 and learnt[0, 5, 0] == 1.0
     assert torch.all(mask == GC_BGD)

@@ -12,7 +12,7 @@ import torch
 import torchgrabcut
 from conftest import has_cuda, object_image
 from graphs import KINDS, random_graph
-from torchgrabcut import GC_PR_FGD, grabcut
+from torchgrabcut import GC_PR_FGD, GrabCutModel, grabcut
 
 pytestmark = [pytest.mark.cuda, pytest.mark.skipif(not has_cuda(), reason="no CUDA GPU")]
 
@@ -199,3 +199,35 @@ def test_batch_tensor_on_gpu_equals_cpu() -> None:
     mask = torch.zeros(3, 48, 64, dtype=torch.uint8)
     mask[:, 5:40, 5:50] = GC_PR_FGD
     assert torch.equal(grabcut(batch, mask), grabcut(batch.cuda(), mask.cuda()).cpu())
+
+
+def test_eval_relearning_an_empty_class_gpu_equals_cpu() -> None:
+    """Item 5 of issue 18: GC_EVAL from a model with an all-zero foreground mixture
+    learns it from the strokes; the GPU gives the CPU's mask and model, alone and in a
+    batch beside an image whose model is whole."""
+    rng = np.random.default_rng(0)
+    img = rng.integers(0, 256, (60, 80, 3), dtype=np.uint8)
+    img[22:38, 32:48] = np.clip(rng.normal((40, 40, 200), 5, (16, 16, 3)), 0, 255)
+    img[0:10, :] = np.clip(rng.normal((40, 40, 200), 40, (10, 80, 3)), 0, 255)
+    box = (20, 15, 60, 45)
+    empty, model = grabcut(img, box=box, return_model=True, device="cpu")
+    assert not (empty & 1).any() and not model.foreground[:, 0].any()
+    strokes = empty.copy()
+    strokes[26:34, 36:44] = torchgrabcut.GC_FGD
+    cpu_mask, cpu_model = grabcut(img, strokes, model=model, max_iter=3, return_model=True, device="cpu")
+    assert (cpu_mask & 1).sum() == 256
+    gpu_mask, gpu_model = grabcut(img, strokes, model=model, max_iter=3, return_model=True, device="cuda")
+    assert np.array_equal(gpu_mask, cpu_mask)
+    assert torch.equal(gpu_model.params.cpu(), cpu_model.params)
+
+    other = object_image(rng, 60, 80, box)
+    other_mask, other_model = grabcut(other, box=box, return_model=True, device="cpu")
+    both = GrabCutModel(torch.stack([model.params, other_model.params]))
+    t = torch.stack([torch.from_numpy(i).permute(2, 0, 1) for i in (img, other)])
+    masks = torch.stack([torch.from_numpy(strokes), torch.from_numpy(other_mask)])
+    out, out_model = grabcut(t.cuda(), masks.cuda(), model=both.to("cuda"), max_iter=3, return_model=True)
+    ref, ref_model = grabcut(t, masks, model=both, max_iter=3, return_model=True)
+    assert torch.equal(out.cpu(), ref) and torch.equal(out_model.params.cpu(), ref_model.params)
+    assert np.array_equal(ref[0].numpy(), cpu_mask)
+    with pytest.raises(ValueError, match="with freeze_model"):
+        grabcut(img, strokes, model=model, freeze_model=True, device="cuda")
