@@ -3,9 +3,10 @@
 On a GrabCut-50 image the test drags the dataset's box on the page's canvas, checks the mask
 the browser downloads against the ground truth, paints a background stroke where the mask is
 wrong, checks that the refinement changed it there and beyond, undoes it, and uploads a file
-that is not an image and one that is too large. Screenshots go to $TEST_ARTIFACTS_DIR (default test-artifacts/ at the
-repository root). Needs Debian's chromium and chromium-driver (scripts/install_system_deps.sh,
-which `make test` runs); skips without them.
+that is not an image and one that is too large. A second test plays another site: from one
+server's page it posts to and reads from a second server, which refuses. Screenshots go to
+$TEST_ARTIFACTS_DIR (default test-artifacts/ at the repository root). Needs Debian's chromium
+and chromium-driver (scripts/install_system_deps.sh, which `make test` runs); skips without them.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -25,7 +27,7 @@ from PIL import Image
 
 from conftest import ROOT
 from torchgrabcut.evaluate import load_dataset, score
-from torchgrabcut.server.app import ServerConfig, create_app
+from torchgrabcut.server.app import ServerConfig, make_server
 
 IMAGE = "209070.jpg"  # GrabCut-50: the box alone gives IoU ~0.91, one wrong blob a stroke can fix
 DISPLAY_SCALE = 1.5  # the canvas is shown at 1.5 CSS pixels per image pixel
@@ -67,14 +69,13 @@ def driver() -> Iterator[object]:
 
 
 @contextmanager
-def serving(config: ServerConfig) -> Iterator[str]:
-    from werkzeug.serving import make_server
-
-    server = make_server("127.0.0.1", 0, create_app(config), threaded=True)
+def serving(config: ServerConfig) -> Iterator[tuple[str, Any]]:
+    """The page's URL and the Flask app, served from a thread."""
+    server = make_server(config)  # 127.0.0.1, a free port; Host and token checked as by `serve`
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:
-        yield f"http://127.0.0.1:{server.server_port}/"
+        yield f"http://127.0.0.1:{server.server_port}/", server.app
     finally:
         server.shutdown()
         thread.join(10)
@@ -175,7 +176,7 @@ def test_box_stroke_undo_in_chromium(driver, grabcut50: Path) -> None:
     h, w = item.gt.shape
     config = ServerConfig(images=[grabcut50 / "images" / IMAGE], device="cpu", max_upload_mb=1)
     out = artifacts_dir()
-    with serving(config) as url:
+    with serving(config) as (url, _):
         driver.get(url)
         wait_results(driver, 1)  # the page opens the first listed image by itself
         assert (page_value(driver, "window.tgcPage.width"), page_value(driver, "window.tgcPage.height")) == (w, h)
@@ -251,3 +252,42 @@ def test_box_stroke_undo_in_chromium(driver, grabcut50: Path) -> None:
         big.unlink()
         np.testing.assert_array_equal(browser_fetch_png(driver, "/api/mask.png"), mask_box)
     print(f"browser: IoU box {iou_box:.3f}, after stroke {iou_stroke:.3f}; {changed.sum()} pixels changed; {out}")
+
+
+def test_another_origin_cannot_use_the_server(driver) -> None:
+    # Two servers on two ports are two origins: the page of the first plays the attacker's
+    # site and tries what any web page can do to the second one.
+    from torchgrabcut.bench import DEFAULT_IMAGE
+
+    attacker = ServerConfig(images=[DEFAULT_IMAGE], device="cpu")
+    with serving(attacker) as (other, _), serving(ServerConfig(device="cpu")) as (target, app):
+        driver.get(other)
+        wait_results(driver, 1)
+        results = driver.execute_async_script(
+            """
+            const target = arguments[0];
+            const done = arguments[arguments.length - 1];
+            const canvas = document.createElement("canvas");
+            canvas.width = 32; canvas.height = 24;
+            canvas.getContext("2d").fillRect(4, 4, 10, 10);
+            const outcome = (p) => p.then((r) => "answered " + r.status + (r.type === "opaque" ? " opaque" : ""),
+                                          (e) => "refused " + e.name);
+            canvas.toBlob(async (blob) => {
+              const form = new FormData();
+              form.append("image", blob, "x.png");
+              const out = {};
+              // A plain form post needs no preflight: it reaches the server, which wants the token.
+              out.upload = await outcome(fetch(target + "api/image", {method: "POST", mode: "no-cors", body: form}));
+              // With the token header the browser asks first (preflight); the server never approves.
+              out.header = await outcome(fetch(target + "api/open", {method: "POST",
+                headers: {"X-Torchgrabcut-Token": "guess", "Content-Type": "application/json"}, body: "{}"}));
+              // Reading: no CORS headers, so the answer is withheld from the page.
+              out.read = await outcome(fetch(target + "api/images"));
+              done(out);
+            }, "image/png");
+            """,
+            target,
+        )
+        store = app.extensions["torchgrabcut_sessions"]
+        assert results == {"upload": "answered 0 opaque", "header": "refused TypeError", "read": "refused TypeError"}
+        assert len(store) == 0, "a cross-origin post opened a session"
