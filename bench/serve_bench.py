@@ -44,6 +44,7 @@ def main() -> int:
 
     app = create_app(ServerConfig(device=args.device, refine_iter=args.refine_iter))
     client = app.test_client()
+    client.environ_base["HTTP_X_TORCHGRABCUT_TOKEN"] = app.config["TORCHGRABCUT_TOKEN"]  # as the page sends it
     buf = io.BytesIO()
     Image.fromarray(np.ascontiguousarray(img[:, :, ::-1])).save(buf, format="PNG")
     r = client.post("/api/image", data={"image": (io.BytesIO(buf.getvalue()), "astronaut.png")})
