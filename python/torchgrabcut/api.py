@@ -17,7 +17,17 @@ import torch
 from torchgrabcut import _ops
 from torchgrabcut.model import PARAMS_PER_COMPONENT, GrabCutModel
 
-__all__ = ["GC_BGD", "GC_FGD", "GC_PR_BGD", "GC_PR_FGD", "grabcut", "masks_from_boxes", "resolve_device"]
+__all__ = [
+    "GC_BGD",
+    "GC_FGD",
+    "GC_PR_BGD",
+    "GC_PR_FGD",
+    "choose_device",
+    "gpu_usable",
+    "grabcut",
+    "masks_from_boxes",
+    "resolve_device",
+]
 
 GC_BGD = 0
 GC_FGD = 1
@@ -28,6 +38,11 @@ ImageLike = np.ndarray | torch.Tensor
 MAX_ITER_LIMIT = 1_000_000
 
 
+def gpu_usable() -> bool:
+    """True when a CUDA GPU is present and the extension was built with its CUDA kernels."""
+    return bool(torch.cuda.is_available() and _ops.cuda_kernels_built())
+
+
 def resolve_device(device: str | torch.device | None, default: torch.device | None = None) -> torch.device:
     """The device to compute on: ``device`` if given, else ``default``, else CUDA when usable."""
     if device is not None:
@@ -35,7 +50,7 @@ def resolve_device(device: str | torch.device | None, default: torch.device | No
             dev = torch.device(device)
         except (RuntimeError, TypeError) as err:
             raise ValueError(f"device: expected 'cpu', 'cuda' or a torch.device, got {device!r}") from err
-        if dev.type == "cuda" and not (torch.cuda.is_available() and _ops.cuda_kernels_built()):
+        if dev.type == "cuda" and not gpu_usable():
             raise ValueError(
                 "device: 'cuda' was asked for, but "
                 + (
@@ -49,9 +64,35 @@ def resolve_device(device: str | torch.device | None, default: torch.device | No
         return dev
     if default is not None:
         return default
-    if torch.cuda.is_available() and _ops.cuda_kernels_built():
+    if gpu_usable():
         return torch.device("cuda", torch.cuda.current_device())
     return torch.device("cpu")
+
+
+def choose_device(images: Sequence[object], device: str | torch.device | None = None) -> torch.device:
+    """The device a call on these images (a call's image, or the entries of its list) computes on.
+
+    ``device``, when given, decides. Otherwise tensors compute where they are: every
+    tensor among the images must be on one device (a ValueError names two that
+    differ), and numpy arrays beside them follow them there. Numpy arrays alone
+    compute on the GPU when one is usable (``gpu_usable``: a CUDA GPU and the
+    extension's CUDA kernels), else on the CPU.
+    """
+    if device is not None:
+        return resolve_device(device)
+    first: tuple[int, torch.device] | None = None
+    for i, im in enumerate(images):
+        if not isinstance(im, torch.Tensor):
+            continue
+        if first is None:
+            first = (i, im.device)
+        elif im.device != first[1]:
+            where = (lambda j: f"image[{j}]") if len(images) > 1 else (lambda j: "image")
+            raise ValueError(
+                f"image: expected every tensor on one device, got {first[1]} ({where(first[0])}) and "
+                f"{im.device} ({where(i)}); move them to one, or pass device= to choose"
+            )
+    return resolve_device(None, first[1] if first is not None else None)
 
 
 def _check_int(value: object, name: str, low: int, high: int) -> int:
@@ -314,8 +355,13 @@ def grabcut(
         freeze_model: keep ``model`` as it is (GC_EVAL_FREEZE_MODEL).
         return_model: also return the final GrabCutModel.
         seed: seed of the k-means initialisation of the mixtures.
-        device: 'cpu' or 'cuda'; by default tensors compute where they are and
-            numpy arrays on the GPU when one is usable.
+        device: 'cpu' or 'cuda' (or a torch.device), which overrides the rule:
+            by default tensors compute where they are, and every tensor of a list
+            must be on one device (else ValueError); numpy arrays follow the
+            tensors of their list, and numpy arrays alone compute on the GPU when
+            one is usable (a CUDA GPU and the extension's CUDA kernels), else on
+            the CPU (``choose_device``). Numpy in, numpy out wherever it ran; a
+            list with a tensor in it gives tensors on the device used.
         gamma: smoothness weight (OpenCV's 50).
         components: Gaussian components per class (OpenCV's 5).
 
@@ -351,11 +397,7 @@ def grabcut(
     if box is not None and mask is not None:
         raise ValueError("box and mask: expected one of them, got both (a mask already holds the box)")
 
-    first = images[0]
-    default = None if kind == "numpy" else first.device
-    if kind in ("list",) and any(im.device != first.device for im in images):
-        raise ValueError("image: expected all images of the list on one device")
-    dev = resolve_device(device, default)
+    dev = choose_device(list(image) if kind == "list" else [image], device)  # type: ignore[arg-type]
 
     heights = [int(im.shape[1]) for im in images]
     widths = [int(im.shape[2]) for im in images]

@@ -231,3 +231,22 @@ def test_eval_relearning_an_empty_class_gpu_equals_cpu() -> None:
     assert np.array_equal(ref[0].numpy(), cpu_mask)
     with pytest.raises(ValueError, match="with freeze_model"):
         grabcut(img, strokes, model=model, freeze_model=True, device="cuda")
+
+
+def test_default_device_of_lists_on_a_gpu_machine() -> None:
+    """Item 1 of issue 18: numpy lists compute on the GPU by default (they ran on the
+    CPU); numpy beside a CUDA tensor follows it; CPU and CUDA tensors together raise."""
+    rng = np.random.default_rng(12)
+    arrays = [object_image(rng, h, w, (2, 2, w - 2, h - 2)) for h, w in [(40, 52), (33, 61)]]
+    boxes = [(2, 2, a.shape[1] - 2, a.shape[0] - 2) for a in arrays]
+    refs = [grabcut(a, box=b, device="cpu") for a, b in zip(arrays, boxes)]
+    masks, model = grabcut(arrays, box=boxes, return_model=True)
+    assert model.params.device.type == "cuda"  # where it ran
+    assert all(isinstance(m, np.ndarray) and np.array_equal(m, r) for m, r in zip(masks, refs))
+    on_gpu = torch.from_numpy(arrays[1]).permute(2, 0, 1).cuda()
+    mixed = grabcut([arrays[0], on_gpu], box=boxes)
+    assert all(m.device.type == "cuda" and np.array_equal(m.cpu().numpy(), r) for m, r in zip(mixed, refs))
+    on_cpu = torch.from_numpy(arrays[0]).permute(2, 0, 1)
+    with pytest.raises(ValueError, match=r"one device, got cpu \(image\[0\]\) and cuda:0 \(image\[1\]\)"):
+        grabcut([on_cpu, on_gpu], box=boxes)
+    assert [m.device.type for m in grabcut([on_cpu, on_gpu], box=boxes, device="cpu")] == ["cpu", "cpu"]
