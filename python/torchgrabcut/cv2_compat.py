@@ -89,7 +89,7 @@ def _error_types() -> tuple[type[ValueError], type[TypeError]]:
 
     def reduce(self: BaseException) -> tuple[Any, tuple[str, str]]:
         # Rebuilt by name on unpickling (a worker process's error reaches its parent).
-        return _rebuild_error, ("type" if isinstance(self, TypeError) else "value", str(self))
+        return _make_error, ("type" if isinstance(self, TypeError) else "value", str(self))
 
     value_error = type("GrabCutValueError", (base, ValueError), {"__module__": __name__, "__reduce__": reduce})
     type_error = type("GrabCutTypeError", (base, TypeError), {"__module__": __name__, "__reduce__": reduce})
@@ -108,10 +108,6 @@ def _make_error(kind: str, message: str) -> Exception:
         err.line = 0  # type: ignore[attr-defined]
         err.msg = message  # type: ignore[attr-defined]
     return err
-
-
-def _rebuild_error(kind: str, message: str) -> Exception:
-    return _make_error(kind, message)
 
 
 def _fail(message: str) -> NoReturn:
@@ -138,16 +134,9 @@ class _Mat:
     channels: int
 
     def is_(self, dtype: type, rows: int, cols: int) -> bool:
-        return (
-            not self.empty
-            and self.dtype == np.dtype(dtype)
-            and self.channels == 1
-            and (self.rows, self.cols)
-            == (
-                rows,
-                cols,
-            )
-        )
+        """Whether cv2 uses this array as it is for a one-channel Mat of this type and size."""
+        size_matches = self.rows == rows and self.cols == cols
+        return not self.empty and self.dtype == np.dtype(dtype) and self.channels == 1 and size_matches
 
 
 def _output_mat(value: object, name: str) -> _Mat:
@@ -199,14 +188,10 @@ def _output_mat(value: object, name: str) -> _Mat:
 
 
 def _scalar_as_array(value: float, name: str) -> np.ndarray:
-    try:
-        number = float(value)
-        if isinstance(value, int):
-            operator.index(np.int64(value))  # cv2 reads an int as a C long
-    except (OverflowError, TypeError) as err:
+    # cv2 reads an int as a C long (past it, it fails with a SystemError).
+    if isinstance(value, int) and not -(2**63) <= value < 2**63:
         _fail(f"{name}: expected an array, got a number out of range: {value!r}")
-        raise AssertionError from err  # unreachable: _fail raises
-    return np.array([[number], [0.0], [0.0], [0.0]])
+    return np.array([[float(value)], [0.0], [0.0], [0.0]])
 
 
 def _returned_untouched(value: object, name: str) -> object:
@@ -234,7 +219,7 @@ def _parse_rect(rect: object) -> tuple[int, int, int, int]:
     """cv2's rect argument (x, y, width, height), read in every mode; None is (0, 0, 0, 0)."""
     if rect is None:
         return 0, 0, 0, 0
-    if not isinstance(rect, (Sequence, np.ndarray)):
+    if not isinstance(rect, (Sequence, np.ndarray)) or (isinstance(rect, np.ndarray) and rect.ndim == 0):
         _fail_type(f"rect: expected a sequence of 4 integers (x, y, width, height), got {type(rect).__name__}")
     if len(rect) != 4:
         _fail(f"rect: expected 4 integers (x, y, width, height), got {len(rect)} values: {rect!r}")

@@ -365,6 +365,7 @@ RECT_VALUES: list[object] = [
     (2**31, 3, 20, 16),
     (4, 3, 20, -(2**31) - 1),
     range(4, 8),
+    np.array(5),
     5,
     None,
 ]
@@ -436,6 +437,10 @@ def mask_cases() -> dict[str, object]:
         "read-only": lambda m: readonly(m.copy()),
         "list": lambda m: m.tolist(),
         "scalar 0": lambda m: 0,
+        "scalar 2.5": lambda m: 2.5,
+        "scalar True": lambda m: True,
+        "numpy scalar": lambda m: np.int64(0),
+        "int past C long": lambda m: 2**70,
         "labels 0..4": lambda m: np.where(m == 0, 4, m).astype(np.uint8),
     }
 
