@@ -471,10 +471,11 @@ def test_many_concurrent_requests_on_one_session(image: np.ndarray) -> None:
             if op == "box":
                 r = post_box(cl, BOX)
             elif op == "strokes":
-                label = "bg" if (i + k) % 2 else "fg"
-                r = cl.post(
-                    "/api/strokes", json={"strokes": [{"label": label, "radius": 1, "points": [[15 + i % 30, 12]]}]}
-                )
+                # Foreground inside the object, background outside the box: no stroke can
+                # leave a class empty, so the only refusal a stroke can get is "no mask yet".
+                point = [22 + i % 20, 24] if (i + k) % 2 else [15 + i % 30, 44]
+                label = "fg" if (i + k) % 2 else "bg"
+                r = cl.post("/api/strokes", json={"strokes": [{"label": label, "radius": 1, "points": [point]}]})
             elif op == "undo":
                 r = cl.post("/api/undo")
             elif op == "mask":
@@ -711,10 +712,10 @@ def test_config_errors(tmp_path: Path) -> None:
         create_app(ServerConfig(device="cpu", refine_iter=0))
     inf, nan = float("inf"), float("nan")
     for field, values in {
-        "max_megapixels": (inf, nan, 0, -1),
-        "max_upload_mb": (inf, 0),
+        "max_megapixels": (inf, nan, 0, -1, 1e303, "40"),
+        "max_upload_mb": (inf, 0, 1e303),
         "session_timeout_s": (inf, 0),
-        "queue_timeout_s": (inf, -1),
+        "queue_timeout_s": (inf, -1, 1e300),
         "max_concurrent": (0, 1.5),
         "max_sessions": (0,),
     }.items():
@@ -918,13 +919,15 @@ def test_cli_serve_errors(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["--max-megapixels", "inf"], "--max-megapixels: expected a finite number > 0, got inf"),
-        (["--max-megapixels", "nan"], "--max-megapixels: expected a finite number > 0, got nan"),
-        (["--max-megapixels", "0"], "--max-megapixels: expected a finite number > 0, got 0"),
+        (["--max-megapixels", "inf"], "--max-megapixels: expected a number > 0 and <= 1e+06, got inf"),
+        (["--max-megapixels", "nan"], "--max-megapixels: expected a number > 0 and <= 1e+06, got nan"),
+        (["--max-megapixels", "0"], "--max-megapixels: expected a number > 0 and <= 1e+06, got 0"),
         (["--max-megapixels", "-5"], "--max-megapixels"),
+        (["--max-megapixels", "1e303"], "--max-megapixels"),
         (["--max-upload-mb", "inf"], "--max-upload-mb"),
+        (["--queue-timeout", "1e300"], "--queue-timeout"),
         (["--session-timeout", "0"], "--session-timeout"),
-        (["--queue-timeout", "-1"], "--queue-timeout: expected a finite number >= 0"),
+        (["--queue-timeout", "-1"], "--queue-timeout: expected a number >= 0"),
         (["--max-concurrent", "0"], "--max-concurrent: expected >= 1"),
         (["--max-sessions", "0"], "--max-sessions: expected >= 1"),
         (["--allow-host", "evil.example:80"], "allowed host"),

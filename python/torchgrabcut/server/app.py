@@ -93,6 +93,9 @@ MAX_JSON_BYTES = 1 << 20
 MAX_STROKES = 100
 MAX_STROKE_POINTS = 20_000
 MAX_RADIUS = 200
+# Upper bounds of the limits: far beyond use, below where they would overflow (pixel and byte
+# counts as integers, a lock's wait in seconds).
+LIMIT_MAX = {"max_upload_mb": 1e6, "max_megapixels": 1e6, "session_timeout_s": 1e9, "queue_timeout_s": 86400.0}
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
 WILDCARD_HOSTS = ("0.0.0.0", "::", "")
 
@@ -120,13 +123,16 @@ class ServerConfig:
         """ValueError (naming the field) for a setting the server cannot run with."""
         if self.box_iter < 1 or self.refine_iter < 1:
             raise ValueError(f"iterations: expected >= 1, got box {self.box_iter}, refine {self.refine_iter}")
-        for name in ("max_upload_mb", "max_megapixels", "session_timeout_s"):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v <= 0:
-                raise ValueError(f"{name}: expected a finite number > 0, got {v!r}")
-        v = self.queue_timeout_s
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
-            raise ValueError(f"queue_timeout_s: expected a finite number >= 0, got {v!r}")
+        for name, zero_ok in (
+            ("max_upload_mb", False),
+            ("max_megapixels", False),
+            ("session_timeout_s", False),
+            ("queue_timeout_s", True),
+        ):
+            v, top = getattr(self, name), LIMIT_MAX[name]
+            ok = not isinstance(v, bool) and isinstance(v, (int, float)) and math.isfinite(v)
+            if not ok or not (0 <= v if zero_ok else 0 < v) or v > top:
+                raise ValueError(f"{name}: expected a number {'>= 0' if zero_ok else '> 0'} and <= {top:g}, got {v!r}")
         for name in ("max_sessions", "max_concurrent"):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, int) or v < 1:

@@ -68,25 +68,23 @@ def add_parser(sub: Any) -> None:
     p.set_defaults(handler=run)
 
 
-def _positive(flag: str, value: float, allow_zero: bool = False) -> float:
-    if not math.isfinite(value) or value < 0 or (value == 0 and not allow_zero):
-        expected = ">= 0" if allow_zero else "> 0"
-        raise ValueError(f"{flag}: expected a finite number {expected}, got {value:g}")
-    return value
+def _limit(flag: str, value: float, top: float, zero_ok: bool = False) -> None:
+    if not math.isfinite(value) or value < 0 or (value == 0 and not zero_ok) or value > top:
+        raise ValueError(f"{flag}: expected a number {'>= 0' if zero_ok else '> 0'} and <= {top:g}, got {value:g}")
 
 
 def run(args: argparse.Namespace) -> int:
-    from torchgrabcut.server.app import ServerConfig, make_server
+    from torchgrabcut.server.app import LIMIT_MAX, ServerConfig, make_server
 
     if not 0 <= args.port <= 65535:
         raise ValueError(f"--port: expected 0..65535, got {args.port}")
     for flag, value in (("--max-sessions", args.max_sessions), ("--max-concurrent", args.max_concurrent)):
         if value < 1:
             raise ValueError(f"{flag}: expected >= 1, got {value}")
-    _positive("--max-upload-mb", args.max_upload_mb)
-    _positive("--max-megapixels", args.max_megapixels)
-    _positive("--session-timeout", args.session_timeout)
-    _positive("--queue-timeout", args.queue_timeout, allow_zero=True)
+    _limit("--max-upload-mb", args.max_upload_mb, LIMIT_MAX["max_upload_mb"])
+    _limit("--max-megapixels", args.max_megapixels, LIMIT_MAX["max_megapixels"])
+    _limit("--session-timeout", args.session_timeout, LIMIT_MAX["session_timeout_s"] / 60)
+    _limit("--queue-timeout", args.queue_timeout, LIMIT_MAX["queue_timeout_s"], zero_ok=True)
     if args.images:
         images = [Path(p) for p in args.images]
     else:
