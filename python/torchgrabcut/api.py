@@ -104,6 +104,22 @@ def _check_int(value: object, name: str, low: int, high: int) -> int:
     return v
 
 
+def _check_real(value: object, name: str) -> float:
+    """A finite real number (Python's or a numpy scalar's; bools are not numbers here)."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise TypeError(f"{name}: expected a number, got {type(value).__name__}")
+    v = float(value)
+    if not math.isfinite(v):
+        raise ValueError(f"{name}: expected a finite number, got {value!r}")
+    return v
+
+
+def _check_bool(value: object, name: str) -> bool:
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name}: expected bool, got {type(value).__name__}")
+    return bool(value)
+
+
 def _not_uint8(image: np.ndarray | torch.Tensor, name: str) -> TypeError:
     """The error for an image that is not uint8; float images get the conversion for each convention.
 
@@ -249,12 +265,23 @@ def _to_mask_tensor(mask: object, name: str) -> torch.Tensor:
     raise TypeError(f"{name}: expected a numpy array or a torch.Tensor, got {type(mask).__name__}")
 
 
+# torch has no min/max for its wider unsigned types: their bits are read as the signed
+# type of the same width, where 0..3 stay 0..3 and values from 2**(bits-1) turn negative.
+_SIGNED_VIEW = {torch.uint16: (torch.int16, 16), torch.uint32: (torch.int32, 32), torch.uint64: (torch.int64, 64)}
+
+
 def _check_labels(mask: torch.Tensor, name: str) -> torch.Tensor:
     """Checks labels 0..3 (one host sync for device tensors) and returns uint8."""
-    if mask.numel() > 0:
-        low, high = int(mask.min()), int(mask.max())
+    values, bits = mask, 0
+    if mask.dtype in _SIGNED_VIEW:
+        signed, bits = _SIGNED_VIEW[mask.dtype]
+        values = mask.view(signed)
+    if values.numel() > 0:
+        low, high = int(values.min()), int(values.max())
         if low < 0 or high > 3:
             bad = low if low < 0 else high
+            if bits and bad < 0:
+                bad += 1 << bits  # the unsigned value it was
             raise ValueError(f"{name}: expected labels 0..3 (GC_BGD, GC_FGD, GC_PR_BGD, GC_PR_FGD), got {bad}")
     return mask.to(torch.uint8)
 
@@ -309,6 +336,8 @@ def _split_batch(image: object) -> tuple[list[torch.Tensor], str]:
     """Images as (3, H, W) tensors and how to return the masks: 'numpy', 'tensor', 'batch' or 'list'."""
     if isinstance(image, torch.Tensor) and image.dim() == 4:
         _check_tensor_image(image, "image", batched=True)
+        if image.shape[0] == 0:  # as an empty list: there is nothing to segment or to return a model of
+            raise ValueError(f"image: expected at least one image, got an empty batch of shape {tuple(image.shape)}")
         return list(image.unbind(0)), "batch"
     if isinstance(image, (list, tuple)):
         if len(image) == 0:
@@ -342,8 +371,8 @@ def grabcut(
             Only uint8 colours 0..255 are accepted: a float image raises a
             TypeError giving the conversion for [0, 1] and for [0, 255] floats
             (neither is guessed). Never modified.
-        mask: initial labels (0 BGD, 1 FGD, 2 PR_BGD, 3 PR_FGD), (H, W) or
-            (B, H, W) or a list; without ``model`` the mixtures are learnt from it
+        mask: initial labels (0 BGD, 1 FGD, 2 PR_BGD, 3 PR_FGD) of any integer
+            or bool dtype, (H, W) or (B, H, W) or a list; without ``model`` the mixtures are learnt from it
             (GC_INIT_WITH_MASK), with ``model`` it is the mask being refined
             (GC_EVAL). Never modified.
         box: (x0, y0, x1, y1), half-open (pixels x0 <= x < x1, y0 <= y < y1), or
@@ -362,7 +391,9 @@ def grabcut(
             one is usable (a CUDA GPU and the extension's CUDA kernels), else on
             the CPU (``choose_device``). Numpy in, numpy out wherever it ran; a
             list with a tensor in it gives tensors on the device used.
-        gamma: smoothness weight (OpenCV's 50).
+        gamma: smoothness weight (OpenCV's 50), 0 < gamma <= 10000. Every
+            numeric argument also takes numpy scalars (np.float32(50),
+            np.int64(5)); bools are not numbers here.
         components: Gaussian components per class (OpenCV's 5).
 
     Returns:
@@ -384,12 +415,11 @@ def grabcut(
     max_iter = _check_int(max_iter, "max_iter", 0, MAX_ITER_LIMIT)
     components = _check_int(components, "components", 1, 16)
     seed = _check_int(seed, "seed", -(2**63), 2**63 - 1)
-    if isinstance(gamma, bool) or not isinstance(gamma, (int, float)) or not math.isfinite(gamma):
-        raise ValueError(f"gamma: expected a finite number, got {gamma!r}")
-    if not 0 < float(gamma) <= 1e4:
+    gamma = _check_real(gamma, "gamma")
+    if not 0 < gamma <= 1e4:
         raise ValueError(f"gamma: expected 0 < gamma <= 10000, got {gamma}")
-    if not isinstance(freeze_model, bool) or not isinstance(return_model, bool):
-        raise TypeError("freeze_model and return_model: expected bool")
+    freeze_model = _check_bool(freeze_model, "freeze_model")
+    return_model = _check_bool(return_model, "return_model")
     if freeze_model and model is None:
         raise ValueError("freeze_model: needs a model to keep (model=None was given)")
     if box is None and mask is None:
@@ -438,7 +468,7 @@ def grabcut(
         sizes,
         max_iter,
         components,
-        float(gamma),
+        gamma,
         seed,
         model is None,
         freeze_model,

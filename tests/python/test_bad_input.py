@@ -61,6 +61,24 @@ def good_mask() -> np.ndarray:
         ({"image": IMG, "box": BOX, "components": 0}, ValueError, "components: expected 1..16"),
         ({"image": IMG, "box": BOX, "gamma": float("inf")}, ValueError, "gamma: expected a finite"),
         ({"image": IMG, "box": BOX, "gamma": -1.0}, ValueError, "gamma: expected 0 < gamma"),
+        ({"image": IMG, "box": BOX, "gamma": np.float32(-1)}, ValueError, "gamma: expected 0 < gamma"),
+        ({"image": IMG, "box": BOX, "gamma": np.float32("nan")}, ValueError, "gamma: expected a finite"),
+        ({"image": IMG, "box": BOX, "gamma": np.float64("-inf")}, ValueError, "gamma: expected a finite"),
+        ({"image": IMG, "box": BOX, "gamma": np.int64(0)}, ValueError, "gamma: expected 0 < gamma"),
+        ({"image": IMG, "box": BOX, "gamma": np.float32(1e5)}, ValueError, "gamma: expected 0 < gamma"),
+        ({"image": IMG, "box": BOX, "gamma": True}, TypeError, "gamma: expected a number, got bool"),
+        ({"image": IMG, "box": BOX, "gamma": np.True_}, TypeError, "gamma: expected a number, got bool"),
+        ({"image": IMG, "box": BOX, "gamma": np.complex64(50)}, TypeError, "gamma: expected a number"),
+        ({"image": IMG, "box": BOX, "gamma": "50"}, TypeError, "gamma: expected a number, got str"),
+        ({"image": IMG, "box": BOX, "seed": np.uint64(2**64 - 1)}, ValueError, "seed: expected -9223372036854775808"),
+        ({"image": IMG, "box": BOX, "max_iter": np.float32(2)}, TypeError, "max_iter: expected an int"),
+        ({"image": IMG, "box": BOX, "components": np.uint8(17)}, ValueError, "components: expected 1..16"),
+        ({"image": IMG, "box": BOX, "return_model": 1}, TypeError, "return_model: expected bool, got int"),
+        (
+            {"image": torch.zeros(0, 3, 20, 30, dtype=torch.uint8), "box": BOX},
+            ValueError,
+            r"image: expected at least one image, got an empty batch of shape \(0, 3, 20, 30\)",
+        ),
         ({"image": IMG, "box": BOX, "device": "tpu"}, ValueError, "device: expected"),
         ({"image": IMG, "box": BOX, "model": "x"}, TypeError, "model: expected a torchgrabcut.GrabCutModel"),
         ({"image": IMG, "box": BOX, "freeze_model": True}, ValueError, "freeze_model: needs a model"),
@@ -75,6 +93,61 @@ def test_bad_arguments_raise(kwargs: dict, exc: type, pattern: str) -> None:
     for k, v in before.items():
         if isinstance(v, np.ndarray):
             assert np.array_equal(v, kwargs.get(k, image)), k
+
+
+def _mask_with(dtype: type, value: int) -> np.ndarray:
+    m = good_mask().astype(dtype)
+    m[0, 0] = value
+    return m
+
+
+@pytest.mark.parametrize(
+    ("dtype", "value"),
+    [
+        (np.uint16, 4),
+        (np.uint16, 2**16 - 1),
+        (np.uint32, 2**32 - 1),
+        (np.uint64, 4),
+        (np.uint64, 2**63),
+        (np.uint64, 2**64 - 1),
+        (np.int64, 2**63 - 1),
+        (np.int64, -(2**63)),
+        (np.int8, -128),
+    ],
+)
+@pytest.mark.parametrize("as_tensor", [False, True])
+def test_masks_of_every_integer_type_give_the_labels_error(dtype: type, value: int, as_tensor: bool) -> None:
+    """Wide unsigned masks (torch has no min/max for them) get the labels error naming the value."""
+    mask = _mask_with(dtype, value)
+    with pytest.raises(ValueError, match=rf"mask: expected labels 0..3 .*, got {value}$"):
+        grabcut(IMG, torch.from_numpy(mask) if as_tensor else mask, device="cpu")
+
+
+@pytest.mark.parametrize("dtype", [np.uint16, np.uint32, np.uint64, np.int64, np.int8, np.bool_])
+def test_masks_of_every_integer_type_are_read_as_labels(dtype: type) -> None:
+    mask = good_mask()
+    if dtype is np.bool_:  # False BGD, True FGD
+        mask = (mask == GC_PR_FGD).astype(np.uint8)
+    expected = grabcut(IMG, mask, device="cpu")
+    assert np.array_equal(grabcut(IMG, mask.astype(dtype), device="cpu"), expected)
+    assert np.array_equal(grabcut(IMG, torch.from_numpy(mask.astype(dtype)), device="cpu"), expected)
+
+
+def test_numpy_scalars_are_numbers_like_python_ones() -> None:
+    expected, model = grabcut(IMG, box=BOX, gamma=50.0, max_iter=2, seed=3, return_model=True, device="cpu")
+    for gamma in (np.float32(50), np.float16(50), np.int64(50), np.uint8(50), np.float64(50)):
+        out, out_model = grabcut(
+            IMG,
+            box=np.array(BOX, np.uint64),
+            gamma=gamma,
+            max_iter=np.int8(2),
+            seed=np.uint64(3),
+            components=np.int32(5),
+            return_model=np.True_,
+            freeze_model=np.False_,
+            device="cpu",
+        )
+        assert np.array_equal(out, expected) and torch.equal(out_model.params, model.params)
 
 
 def test_bad_models_raise() -> None:
