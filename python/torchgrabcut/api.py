@@ -405,6 +405,15 @@ def grabcut(
             message says how much); nothing is left allocated, so a smaller batch
             can follow at once.
 
+    Threads: on the CPU one image's per-pixel stages run on
+    ``torch.get_num_threads()`` OpenMP threads of the calling thread (set it with
+    ``torch.set_num_threads``; the max-flow is sequential); a batch or list runs its
+    images in parallel, one thread each, never threads within threads. Results are
+    the same for every thread count. On a busy or shared machine, or when several
+    Python threads call at once, ``torch.set_num_threads(1)`` avoids OpenMP's
+    spinning idle threads taking CPU from the work (3x slower at 2 threads on a
+    loaded 2-core machine).
+
     The operator runs without the GIL: calls from several Python threads run at
     once. Ctrl-C during a CPU batch raises KeyboardInterrupt once the images in
     progress are done (a single image runs to its end; a CUDA batch too); inputs
