@@ -6,8 +6,8 @@
 //
 // Properties checked:
 //   * it throws std::invalid_argument exactly when an argument is invalid
-//     (options, a label above 3, a class without pixels to learn from, a given
-//     model with a class without a usable component) and never anything else;
+//     (options, a label above 3, a class without pixels to learn from, a frozen
+//     given model with a class without a usable component) and never anything else;
 //   * the output labels are 0..3, hard labels (BGD, FGD) are kept, probable
 //     pixels stay probable; max_iter = 0 changes no label; a frozen model is kept
 //     bit for bit and runs at most one iteration; a learnt model is finite with
@@ -91,6 +91,7 @@ bool expect_throw(const std::vector<std::uint8_t>& mask, std::int64_t n, const s
     has[l & 1U] = true;
   }
   if (opt.init_model) return !(has[0] && has[1]);
+  if (!opt.freeze_model) return false;  // a class without a usable component is learnt from the mask
   const int k = opt.components;
   for (int cls = 0; cls < 2; ++cls) {
     bool any = false;

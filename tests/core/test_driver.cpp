@@ -145,9 +145,31 @@ TEST(Driver, BadArgumentsThrow) {
   EXPECT_THROW(grabcut_cpu(s.image.data(), s.h, s.w, s.mask.data(), model.data(), opt), std::invalid_argument);
   s.mask.assign(s.mask.size(), kProbBackground);
   EXPECT_THROW(grabcut_cpu(s.image.data(), s.h, s.w, s.mask.data(), model.data(), opt), std::invalid_argument);
-  opt.init_model = false;  // an all-zero model has no usable component
+  opt.init_model = false;  // an all-zero model has no usable component: an error once frozen
+  opt.freeze_model = true;
   s.mask[0] = kForeground;
   EXPECT_THROW(grabcut_cpu(s.image.data(), s.h, s.w, s.mask.data(), model.data(), opt), std::invalid_argument);
+  opt = GrabCutOptions{};
+  opt.num_threads = -1;
+  EXPECT_THROW(grabcut_cpu(s.image.data(), s.h, s.w, s.mask.data(), model.data(), opt), std::invalid_argument);
+}
+
+// GC_EVAL from a model without a usable component in a class (what a result without
+// foreground leaves) learns the class from the mask, as cv2.grabCut does: every
+// pixel takes component 0, then both mixtures are learnt.
+TEST(Driver, NotFrozenModelRelearnsAnEmptyClass) {
+  Scene s = make_scene(30, 30, 7);
+  auto learnt = empty_model(5);
+  grabcut_cpu(s.image.data(), s.h, s.w, s.mask.data(), learnt.data(), GrabCutOptions{});
+  auto model = learnt;
+  for (int j = 5; j < 10; ++j)
+    for (int i = 0; i < kParamsPerComponent; ++i) model[j * kParamsPerComponent + i] = 0.0;
+  GrabCutOptions opt;
+  opt.init_model = false;
+  opt.max_iter = 2;
+  auto mask = s.mask;
+  EXPECT_NO_THROW(grabcut_cpu(s.image.data(), s.h, s.w, mask.data(), model.data(), opt));
+  EXPECT_DOUBLE_EQ(model[5 * kParamsPerComponent], 1.0);  // every foreground pixel in component 0 first
 }
 
 TEST(Driver, EmptyAndTinyImages) {
