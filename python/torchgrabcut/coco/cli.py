@@ -14,8 +14,10 @@ Box-to-mask for a dataset: reads COCO annotations, runs GrabCut on every box
 --batch-size per call) and writes the same file with each annotation's
 'segmentation' replaced by the mask as COCO RLE and 'area' by the mask's area.
 An annotation that had a segmentation is the ground truth: its IoU is stored as
-'grabcut_iou' and the mean is reported. Crowd regions, boxes under 2 px and
-boxes outside the image are kept unchanged, marked with 'grabcut_skipped'.
+'grabcut_iou' and the mean is reported (a malformed one, such as NaN coordinates
+or RLE counts that do not add up to the image, is marked 'grabcut_gt_error' and
+not scored). Crowd regions, boxes under 2 px and boxes outside the image are
+kept unchanged, marked with 'grabcut_skipped'.
 
 Resumable: finished images go to FILE.parts/ as the run goes; a run that was
 killed continues where it stopped when started again with the same settings.
