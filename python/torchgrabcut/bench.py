@@ -7,6 +7,7 @@ around the whole call (upload, all iterations, download of the mask).
 from __future__ import annotations
 
 import functools
+import math
 import statistics
 import time
 from collections.abc import Callable
@@ -19,13 +20,14 @@ import torch
 
 from torchgrabcut.api import grabcut
 from torchgrabcut.evaluate import foreground_iou
-from torchgrabcut.imageio import read_image
+from torchgrabcut.imageio import MAX_IMAGE_PIXELS, read_image
 from torchgrabcut.opencv_reference import cv2_grabcut_box
 
-__all__ = ["BenchRow", "bench_sizes", "format_bench", "gpu_median_ms", "scaled_image"]
+__all__ = ["MIN_BENCH_MEGAPIXELS", "BenchRow", "bench_sizes", "format_bench", "gpu_median_ms", "scaled_image"]
 
 DEFAULT_IMAGE = Path(__file__).with_name("data") / "astronaut.png"
 DEFAULT_BOX_FRACTION = (0.03, 0.02, 0.72, 1.0)  # the astronaut: x0, y0, x1, y1 as fractions
+MIN_BENCH_MEGAPIXELS = 0.001  # the bundled image at 32x32: the smallest size with a box that leaves background
 
 
 @dataclass
@@ -101,6 +103,16 @@ def bench_sizes(
     with_cpu: bool = True,
     with_gpu: bool = True,
 ) -> list[BenchRow]:
+    for mp in megapixels:
+        if isinstance(mp, bool) or not isinstance(mp, (int, float)) or not math.isfinite(mp):
+            raise ValueError(f"megapixels: expected finite numbers, got {mp!r}")
+        if not MIN_BENCH_MEGAPIXELS <= mp <= MAX_IMAGE_PIXELS / 1e6:
+            raise ValueError(
+                f"megapixels: expected {MIN_BENCH_MEGAPIXELS:g}..{MAX_IMAGE_PIXELS / 1e6:.1f} "
+                f"(torchgrabcut.imageio.MAX_IMAGE_PIXELS), got {mp}"
+            )
+    if isinstance(repeats, bool) or not isinstance(repeats, int) or repeats < 1:
+        raise ValueError(f"repeats: expected a whole number >= 1, got {repeats!r}")
     base = read_image(image_path)
     rows = []
     for mp in megapixels:

@@ -21,6 +21,7 @@ from torchgrabcut.imageio import read_image
 from torchgrabcut.opencv_reference import cv2_grabcut_box
 
 __all__ = [
+    "BOX_COLUMNS",
     "DatasetItem",
     "EvalResult",
     "evaluate_dataset",
@@ -52,20 +53,72 @@ class EvalResult:
     items: list[DatasetItem] = field(default_factory=list)
 
 
+BOX_COLUMNS = ("name", "x0", "y0", "x1", "y1")
+
+
 def load_dataset(root: str | Path) -> list[DatasetItem]:
+    """The dataset's items, every row of boxes.csv checked; a bad one is a ValueError naming the file and line."""
     root = Path(root)
+    if not root.is_dir():
+        raise FileNotFoundError(f"dataset: no such folder: {root}")
     boxes_csv = root / "boxes.csv"
     if not boxes_csv.is_file():
         raise FileNotFoundError(f"dataset: expected {boxes_csv} (name,x0,y0,x1,y1 inclusive)")
     items = []
-    with boxes_csv.open(newline="") as f:
-        for row in csv.DictReader(f):
-            name = row["name"]
-            image = read_image(root / "images" / name)
-            gt = read_image(root / "gt" / (Path(name).stem + ".png"), grayscale=True)
-            x0, y0, x1, y1 = (int(row[k]) for k in ("x0", "y0", "x1", "y1"))
-            items.append(DatasetItem(name, image, gt, (x0, y0, x1 + 1, y1 + 1)))
+    try:
+        # utf-8-sig: spreadsheet programs start the file with a byte-order mark.
+        with boxes_csv.open(newline="", encoding="utf-8-sig") as f:
+            reader = csv.DictReader(f)
+            missing = [c for c in BOX_COLUMNS if c not in (reader.fieldnames or [])]
+            if missing:
+                raise ValueError(
+                    f"{boxes_csv}: expected a header line {','.join(BOX_COLUMNS)}, "
+                    f"got {','.join(reader.fieldnames or []) or 'an empty file'} (missing {', '.join(missing)})"
+                )
+            for row in reader:
+                try:
+                    items.append(_load_item(root, row))
+                except (ValueError, OSError) as err:
+                    raise ValueError(f"{boxes_csv}, line {reader.line_num}: {err}") from err
+    except UnicodeDecodeError as err:
+        raise ValueError(f"{boxes_csv}: not UTF-8 text ({err.reason} at byte {err.start})") from err
+    except csv.Error as err:
+        raise ValueError(f"{boxes_csv}: not a CSV file ({err})") from err
+    if not items:
+        raise ValueError(f"{boxes_csv}: no boxes (only a header line)")
     return items
+
+
+def _load_item(root: Path, row: dict[str | None, str | None]) -> DatasetItem:
+    """One row of boxes.csv as an item; ValueError with what is wrong (the caller adds file and line)."""
+    if None in row:  # DictReader keeps the values beyond the header under the key None
+        raise ValueError(f"more values than the header's columns: {row[None]}")
+    values = [row[c] for c in BOX_COLUMNS]
+    if any(v is None for v in values):
+        got = sum(v is not None for v in values)
+        raise ValueError(f"expected {len(BOX_COLUMNS)} values ({','.join(BOX_COLUMNS)}), got {got}")
+    name = str(row["name"]).strip()
+    if not name:
+        raise ValueError("empty name")
+    coords = []
+    for c in BOX_COLUMNS[1:]:
+        text = str(row[c])
+        try:
+            coords.append(int(text))
+        except ValueError:
+            raise ValueError(f"{c}: expected a whole number (pixel), got {text!r}") from None
+    x0, y0, x1, y1 = coords
+    image = read_image(root / "images" / name)
+    gt = read_image(root / "gt" / (Path(name).stem + ".png"), grayscale=True)
+    h, w = image.shape[:2]
+    if gt.shape != (h, w):
+        raise ValueError(f"gt/{Path(name).stem}.png is {gt.shape[0]}x{gt.shape[1]} but the image is {h}x{w}")
+    if not (0 <= x0 <= x1 < w and 0 <= y0 <= y1 < h):
+        raise ValueError(
+            f"box {x0},{y0},{x1},{y1} (inclusive) does not fit the {h}x{w} image {name}: "
+            f"expected 0 <= x0 <= x1 <= {w - 1} and 0 <= y0 <= y1 <= {h - 1}"
+        )
+    return DatasetItem(name, image, gt, (x0, y0, x1 + 1, y1 + 1))
 
 
 def score(fg: np.ndarray, gt: np.ndarray, box: tuple[int, int, int, int]) -> tuple[float, float]:

@@ -18,7 +18,7 @@ from PIL import Image, ImageDraw
 if TYPE_CHECKING:
     from torchgrabcut.bench import BenchRow
 
-__all__ = ["OUTLINE_BGR", "TRUTH_BGR", "SheetTile", "contact_sheet", "outline", "speed_plot"]
+__all__ = ["OUTLINE_BGR", "TRUTH_BGR", "SheetTile", "contact_sheet", "outline", "require_matplotlib", "speed_plot"]
 
 OUTLINE_BGR = (0, 255, 0)  # our mask's boundary: green
 TRUTH_BGR = (255, 0, 255)  # the ground truth's boundary: magenta
@@ -96,15 +96,23 @@ def contact_sheet(
     return np.ascontiguousarray(np.asarray(sheet)[:, :, ::-1])
 
 
-def speed_plot(rows: Sequence[BenchRow], path: str | Path, title: str = "GrabCut, 5 iterations") -> None:
-    """Milliseconds against megapixels, both axes logarithmic, one line per method; written to ``path``."""
+def require_matplotlib() -> None:
+    """RuntimeError with the install command when matplotlib is missing (checked before a bench runs)."""
     try:
         import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
     except ImportError as err:
         raise RuntimeError("--plot needs matplotlib: pip install torchgrabcut[plot]") from err
+    del matplotlib
+
+
+def speed_plot(rows: Sequence[BenchRow], path: str | Path, title: str = "GrabCut, 5 iterations") -> None:
+    """Milliseconds against megapixels, both axes logarithmic, one line per method; written to ``path``."""
+    require_matplotlib()
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
     if not rows:
         raise ValueError("speed plot: no measurements")
     series = {

@@ -1,35 +1,209 @@
-"""Reading and writing images and masks without OpenCV (Pillow), BGR like OpenCV."""
+"""Reading and writing images and masks without OpenCV (Pillow), BGR like OpenCV.
+
+What :func:`read_image` accepts, and how (each refusal is a one-line ``ValueError``
+or ``FileNotFoundError``, never a decoder's traceback):
+
+- any format Pillow decodes; colour, grey, palette and bilevel images become 3-channel
+  BGR, and an alpha channel is dropped, as ``cv2.imread(path, cv2.IMREAD_COLOR)`` does;
+- 16-bit images are scaled to 8 bits by dropping the low byte, as ``cv2.imread`` does;
+  with ``grayscale=True`` (label masks, ground truth) they are refused, since scaling
+  would turn labels 0..3 into 0; 32-bit integer and float images are refused;
+- the EXIF orientation is applied, as ``cv2.imread`` and image viewers do, so that a box
+  read off the picture on screen lands on the same pixels;
+- images over :data:`MAX_IMAGE_PIXELS` pixels are refused from the size in the file's
+  header, before anything is decoded (a 68-byte PNG can declare 20000x20000 pixels);
+- truncated files, empty files, folders and files that are not images are refused.
+"""
 
 from __future__ import annotations
 
+import re
+import struct
+import warnings
+import zlib
 from pathlib import Path
 
 import numpy as np
 from PIL import Image, UnidentifiedImageError
 
-__all__ = ["overlay", "read_image", "write_image"]
+__all__ = [
+    "LABEL_EXTENSIONS",
+    "MAX_IMAGE_PIXELS",
+    "check_output_path",
+    "overlay",
+    "read_image",
+    "write_image",
+]
+
+# The same number as Pillow's default refusal threshold (2 x Image.MAX_IMAGE_PIXELS), kept
+# here so that the limit is ours, stated, and does not move if other code changes Pillow's.
+# About 15 GB of GrabCut working memory on the CPU at this size.
+MAX_IMAGE_PIXELS = 178_956_970
+
+# Formats Pillow writes an 8-bit single-channel image to without loss (each is checked to
+# read back identically, by Pillow and by cv2.imread, in tests/python/test_imageio.py).
+LABEL_EXTENSIONS = (".png", ".bmp", ".tif", ".tiff", ".pgm")
+
+# EXIF orientation tag values and the transposition that shows the picture upright.
+_ORIENTATION = {
+    2: Image.Transpose.FLIP_LEFT_RIGHT,
+    3: Image.Transpose.ROTATE_180,
+    4: Image.Transpose.FLIP_TOP_BOTTOM,
+    5: Image.Transpose.TRANSPOSE,
+    6: Image.Transpose.ROTATE_270,
+    7: Image.Transpose.TRANSVERSE,
+    8: Image.Transpose.ROTATE_90,
+}
+_EXIF_ORIENTATION_TAG = 0x0112
+
+# What Pillow's decoders raise on damaged data besides OSError (truncated or corrupt
+# chunks, bad headers, impossible sizes); all of them mean "not a readable image".
+_DECODE_ERRORS = (
+    OSError,
+    SyntaxError,
+    EOFError,
+    ValueError,
+    IndexError,
+    KeyError,
+    TypeError,
+    struct.error,
+    zlib.error,
+)
+
+
+class _Refused(ValueError):
+    """A file we read but do not accept (too large, 32-bit samples): its message is final."""
+
+
+def _check_input_file(p: Path) -> None:
+    if p.is_dir():
+        raise ValueError(f"image: {p} is a folder, not an image file")
+    if not p.exists():
+        raise FileNotFoundError(f"image: no such file: {p}")
+    if not p.is_file():
+        # A FIFO or a device: opening it could block forever.
+        raise ValueError(f"image: {p} is not a regular file")
+    if p.stat().st_size == 0:
+        raise ValueError(f"image: {p} is empty (0 bytes)")
+
+
+def _too_large(p: Path, pixels: int, size: str = "") -> str:
+    return (
+        f"image: {p} is {size}{pixels / 1e6:.1f} megapixels, over the limit of "
+        f"{MAX_IMAGE_PIXELS / 1e6:.1f} (torchgrabcut.imageio.MAX_IMAGE_PIXELS)"
+    )
+
+
+def _check_size(p: Path, width: int, height: int) -> None:
+    if width * height > MAX_IMAGE_PIXELS:
+        raise _Refused(_too_large(p, width * height, f"{width}x{height} = "))
+
+
+def _bomb_message(p: Path, err: Exception) -> str:
+    """Our message for Pillow's DecompressionBombError, which Image.open raises before we see the size."""
+    found = re.search(r"\((\d+) pixels\)", str(err))  # "Image size (N pixels) exceeds limit of M pixels"
+    if found is not None and int(found.group(1)) > MAX_IMAGE_PIXELS:
+        return _too_large(p, int(found.group(1)))
+    # Pillow's limit was lowered below ours by other code in this process.
+    return f"image: {p} is too large ({err})"
+
+
+def _orientation(im: Image.Image) -> int:
+    try:
+        value = im.getexif().get(_EXIF_ORIENTATION_TAG, 1)
+    except Exception:  # a damaged EXIF block is ignored, as cv2.imread ignores it
+        return 1
+    return value if isinstance(value, int) else 1
+
+
+def _decode(im: Image.Image, p: Path, grayscale: bool) -> np.ndarray:
+    """The loaded image as (H, W) grey or (H, W, 3) RGB uint8, upright."""
+    # Pillow reads a 16-bit PGM as 32-bit mode I; every other mode I or F file has wider samples.
+    sixteen_bit = im.mode.startswith("I;16") or (im.mode == "I" and im.format == "PPM")
+    method = _ORIENTATION.get(_orientation(im))
+    if method is not None:
+        im = im.transpose(method)
+    if sixteen_bit:
+        if grayscale:
+            raise _Refused(f"image: {p} has 16-bit samples; a label mask or ground truth must be 8-bit")
+        grey = (np.asarray(im).astype(np.uint32) >> 8).astype(np.uint8)
+        return np.repeat(grey[:, :, None], 3, axis=2)
+    if im.mode in ("I", "F"):
+        raise _Refused(f"image: {p} has 32-bit {'float' if im.mode == 'F' else 'integer'} samples; expected 8-bit")
+    if grayscale:
+        return np.asarray(im.convert("L"), dtype=np.uint8).copy()
+    return np.asarray(im.convert("RGB"), dtype=np.uint8)
 
 
 def read_image(path: str | Path, grayscale: bool = False) -> np.ndarray:
-    """An image file as uint8: (H, W, 3) in BGR order (as cv2.imread), or (H, W)."""
+    """An image file as uint8: (H, W, 3) in BGR order (as cv2.imread), or (H, W).
+
+    See the module's docstring for the formats, modes and limits; every file that
+    cannot be read gives one ``ValueError`` (``FileNotFoundError`` when missing).
+    """
     p = Path(path)
-    if not p.is_file():
-        raise FileNotFoundError(f"image: no such file: {p}")
+    _check_input_file(p)
     try:
-        with Image.open(p) as im:
-            im.load()
-            if grayscale:
-                return np.asarray(im.convert("L"), dtype=np.uint8).copy()
-            rgb = np.asarray(im.convert("RGB"), dtype=np.uint8)
-    except (UnidentifiedImageError, OSError) as err:
+        # Our own limit is checked from the header below; Pillow's warning between its
+        # two thresholds would only repeat it for an image we accept. Its plugins' warnings
+        # about damaged metadata (TIFF tags, EXIF) concern files whose pixels did decode.
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", Image.DecompressionBombWarning)
+            warnings.filterwarnings("ignore", category=UserWarning, module=r"PIL\.")
+            with Image.open(p) as im:
+                _check_size(p, *im.size)
+                im.load()
+                array = _decode(im, p, grayscale)
+    except _Refused:
+        raise
+    except Image.DecompressionBombError as err:
+        raise ValueError(_bomb_message(p, err)) from err
+    except UnidentifiedImageError as err:
+        raise ValueError(f"image: {p} is not an image in a format Pillow reads") from err
+    except MemoryError as err:
+        raise ValueError(f"image: {p} does not fit in memory") from err
+    except _DECODE_ERRORS as err:
         raise ValueError(f"image: cannot read {p} as an image ({err})") from err
+    if grayscale:
+        return array
     # Channel by channel: a third of the time of copying a reversed-stride view
     # (which the dataset job's loader workers pay per image).
-    bgr = np.empty_like(rgb)
-    bgr[..., 0] = rgb[..., 2]
-    bgr[..., 1] = rgb[..., 1]
-    bgr[..., 2] = rgb[..., 0]
+    bgr = np.empty_like(array)
+    bgr[..., 0] = array[..., 2]
+    bgr[..., 1] = array[..., 1]
+    bgr[..., 2] = array[..., 0]
     return bgr
+
+
+def check_output_path(path: str | Path, what: str, labels: bool = False, extensions: tuple[str, ...] = ()) -> Path:
+    """``path`` as a Path when a file can be written there; ValueError otherwise.
+
+    Called before any work, so that a long run does not end on a bad output name.
+    ``labels``: a label mask, which only lossless formats keep (:data:`LABEL_EXTENSIONS`);
+    JPEG would turn labels 0..3 into other values. ``extensions``: the suffixes allowed,
+    when not the image formats Pillow writes.
+    """
+    p = Path(path)
+    suffix = p.suffix.lower()
+    if labels:
+        if suffix not in LABEL_EXTENSIONS:
+            raise ValueError(
+                f"{what}: {p}: a label mask needs a lossless format: {', '.join(LABEL_EXTENSIONS)} "
+                f"(got {suffix or 'no extension'})"
+            )
+    elif extensions:
+        if suffix.lstrip(".") not in extensions:
+            raise ValueError(f"{what}: {p}: expected one of .{', .'.join(extensions)} (got {suffix or 'no extension'})")
+    else:
+        writable = Image.registered_extensions()
+        if writable.get(suffix) not in Image.SAVE:
+            raise ValueError(f"{what}: {p}: not an image format Pillow writes (got {suffix or 'no extension'})")
+    if p.is_dir():
+        raise ValueError(f"{what}: {p} is a folder")
+    parent = p.parent
+    if not parent.is_dir():
+        raise ValueError(f"{what}: {p}: no such folder: {parent}")
+    return p
 
 
 def write_image(path: str | Path, image: np.ndarray) -> None:

@@ -2,13 +2,21 @@
 
 from __future__ import annotations
 
+import json
+import shutil
+import struct
 import subprocess
 import sys
+import zlib
 from pathlib import Path
 
 import numpy as np
+import pytest
+from PIL import Image
 
-from torchgrabcut.imageio import read_image, write_image
+from conftest import write_tiny_dataset
+from torchgrabcut.cli import main
+from torchgrabcut.imageio import LABEL_EXTENSIONS, read_image, write_image
 
 
 def run_cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:
@@ -76,3 +84,274 @@ def test_errors_are_one_line_without_traceback(tmp_path: Path) -> None:
     assert res.returncode == 2 and "box: expected" in res.stderr and "Traceback" not in res.stderr
     res = run_cli("segment", "ok.png", "--box", "1,x,5", cwd=tmp_path)
     assert res.returncode == 2 and "x0,y0,x1,y1" in res.stderr
+
+
+# -- in-process: every option's bad values, one line and exit 2 -----------------------------------
+
+
+def run_main(argv: list[str], capsys: pytest.CaptureFixture) -> tuple[int, str]:
+    """main(argv) in this process: (exit status, stderr); argparse's own exits count as statuses."""
+    try:
+        status = main(argv)
+    except SystemExit as exc:
+        status = exc.code if isinstance(exc.code, int) else 1
+    return status, capsys.readouterr().err
+
+
+def assert_one_line_error(status: int, err: str, command: str, needle: str) -> None:
+    assert status == 2, err
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1, err
+    assert err.startswith(f"torchgrabcut {command}: error: ") or err.startswith("torchgrabcut: error: "), err
+    assert needle in err, err
+
+
+def _png_declaring(width: int, height: int) -> bytes:
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF)
+
+    header = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
+    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(b"")) + chunk(b"IEND", b"")
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Inputs good and bad: a 40x50 image, trimaps, broken files, a tiny dataset, a folder."""
+    d = tmp_path_factory.mktemp("cli")
+    rng = np.random.default_rng(0)
+    img = np.full((40, 50, 3), 30, np.uint8) + rng.integers(0, 10, (40, 50, 3)).astype(np.uint8)
+    img[10:30, 15:35] = (40, 200, 220)
+    write_image(d / "img.png", img)
+    (d / "bomb.png").write_bytes(_png_declaring(20000, 20000))
+    (d / "empty.png").write_bytes(b"")
+    (d / "text.png").write_text("hello")
+    (d / "trunc.png").write_bytes((d / "img.png").read_bytes()[:200])
+    Image.fromarray(np.ones((40, 50), np.float32)).save(d / "float.tif")
+    Image.fromarray(np.full((40, 50), 3, np.uint16)).save(d / "mask16.png")
+    write_image(d / "mask_small.png", np.full((30, 50), 3, np.uint8))
+    write_image(d / "mask_labels.png", np.full((40, 50), 7, np.uint8))
+    (d / "folder").mkdir()
+    write_tiny_dataset(d / "ds")
+    return d
+
+
+_SEG = ["segment", "{d}/img.png", "--device", "cpu", "-o", "{d}/out_mask.png"]
+_EVAL = ["eval", "{d}/ds", "--device", "cpu", "--no-cv2"]
+_BENCH = ["bench", "--no-cv2", "--no-gpu", "--repeats", "1", "--sizes", "0.01"]
+_BIG_INT = "9" * 30
+
+BAD_VALUES: list[tuple[list[str], str]] = [
+    # segment --box: the string, then the box against the 40x50 image
+    *[
+        ([*_SEG, "--box", box], "--box")
+        for box in ("1,2,3", "a,b,c,d", "1e99,0,5,5", "1,2,3,4,5", "", "nan,0,5,5", "inf,0,5,5", "1.5,0,5,5")
+    ],
+    ([*_SEG, "--box", f"0,0,{_BIG_INT},5"], "--box"),
+    ([*_SEG, "--box", "0,0,2147483647,5"], "box: expected 0 <= x0"),
+    ([*_SEG, "--box=-1,0,5,5"], "box: expected 0 <= x0"),
+    ([*_SEG, "--box", "-1,0,5,5"], "--box"),
+    ([*_SEG, "--box", "0,0,51,40"], "box: expected 0 <= x0"),
+    ([*_SEG, "--box", "0,0,50,41"], "box: expected 0 <= x0"),
+    ([*_SEG, "--box", "5,5,1,1"], "inverted"),
+    ([*_SEG, "--box", "5,5,5,9"], "empty"),
+    ([*_SEG], "one of the arguments --box --mask is required"),
+    ([*_SEG, "--box", "1,1,5,5", "--mask", "{d}/mask16.png"], "not allowed with"),
+    # segment --max-iter and --device
+    *[
+        ([*_SEG, "--box", "1,1,5,5", "--max-iter", v], "--max-iter")
+        for v in ("-1", "nan", "inf", "1e3", "5.0", "abc", "", _BIG_INT, "1000001")
+    ],
+    *[([*_SEG, "--box", "1,1,5,5", "--device", v], "--device") for v in ("foo", "mps", "", "cuda:99")],
+    # segment outputs: checked before the image is read
+    *[
+        (["segment", "{d}/missing.png", "--box", "1,1,5,5", "-o", f"{{d}}/{name}"], "error: -o: ")
+        for name in ("m.jpg", "m.jpeg", "m.JPG", "m.webp", "m", "nodir/m.png", "folder")
+    ],
+    (["segment", "{d}/img.png", "--box", "1,1,5,5", "-o", "{d}/img.png"], "same file as IMAGE"),
+    (["segment", "{d}/img.png", "--box", "1,1,5,5", "-o", "{d}/x.png", "--overlay", "{d}/x.png"], "same file"),
+    (["segment", "{d}/img.png", "--mask", "{d}/mask16.png", "-o", "{d}/mask16.png"], "same file as --mask"),
+    ([*_SEG, "--box", "1,1,5,5", "--overlay", "{d}/o.xyz"], "--overlay"),
+    ([*_SEG, "--box", "1,1,5,5", "--overlay", "{d}/nodir/o.png"], "--overlay"),
+    # segment inputs
+    (["segment", "{d}/missing.png", "--box", "1,1,5,5", "-o", "{d}/m.png"], "no such file"),
+    (["segment", "{d}/folder", "--box", "1,1,5,5", "-o", "{d}/m.png"], "is a folder"),
+    (["segment", "{d}/empty.png", "--box", "1,1,5,5", "-o", "{d}/m.png"], "empty (0 bytes)"),
+    (["segment", "{d}/text.png", "--box", "1,1,5,5", "-o", "{d}/m.png"], "not an image"),
+    (["segment", "{d}/trunc.png", "--box", "1,1,5,5", "-o", "{d}/m.png"], "cannot read"),
+    (["segment", "{d}/bomb.png", "--box", "1,1,5,5", "-o", "{d}/m.png"], "MAX_IMAGE_PIXELS"),
+    (["segment", "{d}/float.tif", "--box", "1,1,5,5", "-o", "{d}/m.png"], "32-bit float"),
+    ([*_SEG, "--mask", "{d}/mask16.png"], "16-bit"),
+    ([*_SEG, "--mask", "{d}/mask_small.png"], "mask"),
+    ([*_SEG, "--mask", "{d}/mask_labels.png"], "labels 0..3"),
+    ([*_SEG, "--mask", "{d}/missing.png"], "no such file"),
+    # eval
+    *[([*_EVAL, "--max-iter", v], "--max-iter") for v in ("-1", "nan", _BIG_INT)],
+    *[([*_EVAL, "--cv2-seed", v], "--cv2-seed") for v in ("-1", "2147483648", "1e99", "abc", "nan", _BIG_INT)],
+    *[([*_EVAL, "--sheet-columns", v], "--sheet-columns") for v in ("0", "-1", _BIG_INT, "nan", "1.5")],
+    *[([*_EVAL, "--sheet", f"{{d}}/{v}"], "--sheet") for v in ("s.xyz", "s", "nodir/s.png", "folder")],
+    ([*_EVAL, "--device", "foo"], "--device"),
+    (["eval", "{d}/missing", "--device", "cpu"], "no such folder"),
+    (["eval", "{d}/img.png", "--device", "cpu"], "no such folder"),
+    # bench
+    *[
+        ([*_BENCH, "--sizes", v], "--sizes")
+        for v in ("-1", "0", "nan", "inf", "-inf", "1e99", "1e400", "1e-9", "abc", "", "1,,2", "0.3,-1", "180")
+    ],
+    *[([*_BENCH, "--repeats", v], "--repeats") for v in ("0", "-1", "nan", _BIG_INT, "1001", "abc", "1.5")],
+    *[([*_BENCH, "--max-iter", v], "--max-iter") for v in ("-1", "abc")],
+    *[([*_BENCH, "--plot", f"{{d}}/{v}"], "--plot") for v in ("p.xyz", "p", "nodir/p.png", "folder")],
+    ([*_BENCH, "--image", "{d}/missing.png"], "no such file"),
+    ([*_BENCH, "--image", "{d}/bomb.png"], "MAX_IMAGE_PIXELS"),
+    ([*_BENCH, "--image", "{d}/folder"], "is a folder"),
+    ([*_BENCH, "--image", "{d}/text.png"], "not an image"),
+    # demo
+    *[(["demo", "-o", "{d}/demo", "--device", v], "--device") for v in ("foo", "cuda:99", "")],
+    (["demo", "-o", "{d}/img.png", "--device", "cpu"], "not a folder"),
+    # no command, unknown command
+    ([], "command"),
+    (["frobnicate"], "invalid choice"),
+]
+
+
+@pytest.mark.parametrize(
+    ("argv", "needle"), BAD_VALUES, ids=[" ".join(a[0:1] + a[-2:]) or "none" for a, _ in BAD_VALUES]
+)
+def test_bad_option_values_are_one_line_with_exit_2(
+    files: Path, capsys: pytest.CaptureFixture, argv: list[str], needle: str
+) -> None:
+    args = [a.replace("{d}", str(files)) for a in argv]
+    status, err = run_main(args, capsys)
+    assert_one_line_error(status, err, args[0] if args else "", needle)
+    assert not (files / "out_mask.png").exists()
+
+
+@pytest.mark.parametrize("name", ["m.jpg", "m.jpeg", "m.webp", "m.gif", "m"])
+def test_lossy_mask_formats_are_refused_before_any_work(
+    files: Path, tmp_path: Path, capsys: pytest.CaptureFixture, monkeypatch: pytest.MonkeyPatch, name: str
+) -> None:
+    def no_work(*args: object, **kwargs: object) -> None:
+        raise AssertionError("GrabCut ran before the output name was checked")
+
+    monkeypatch.setattr("torchgrabcut.api.grabcut", no_work)
+    monkeypatch.setattr("torchgrabcut.imageio.read_image", no_work)
+    status, err = run_main(
+        ["segment", str(files / "img.png"), "--box", "10,5,40,35", "-o", str(tmp_path / name)], capsys
+    )
+    assert_one_line_error(status, err, "segment", ".png, .bmp, .tif, .tiff, .pgm")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_every_lossless_mask_format_holds_the_labels_and_the_overlay_may_be_jpeg(
+    files: Path, tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    cv2 = pytest.importorskip("cv2")
+    masks = {}
+    for suffix in LABEL_EXTENSIONS:
+        out = tmp_path / f"mask{suffix}"
+        argv = ["segment", str(files / "img.png"), "--box", "10,5,40,35", "--device", "cpu", "-o", str(out)]
+        status, err = run_main([*argv, "--overlay", str(tmp_path / "overlay.jpg")], capsys)
+        assert status == 0, err
+        masks[suffix] = cv2.imread(str(out), cv2.IMREAD_UNCHANGED)
+        assert np.array_equal(read_image(out, grayscale=True), masks[suffix])
+    png = masks[".png"]
+    assert set(np.unique(png)) <= {0, 1, 2, 3} and (png[12:28, 17:33] & 1).all()
+    for suffix, mask in masks.items():
+        assert np.array_equal(mask, png), suffix
+    assert read_image(tmp_path / "overlay.jpg").shape == (40, 50, 3)
+
+
+def test_help_states_the_mask_formats_and_the_limits(capsys: pytest.CaptureFixture) -> None:
+    for command in ("segment", "bench"):
+        with pytest.raises(SystemExit) as exc:
+            main([command, "--help"])
+        assert exc.value.code == 0
+        text = " ".join(capsys.readouterr().out.split())
+        if command == "segment":
+            assert ".png, .bmp, .tif, .tiff, .pgm" in text and "JPEG would change the labels" in text
+            assert "up to 179 megapixels" in text and "EXIF orientation" in text
+        else:
+            assert "each 0.001..179" in text and "1..1000" in text
+
+
+# -- a huge declared image: one line, exit 2, in every command that reads images -------------------
+
+
+def test_a_png_declaring_400_megapixels_stops_every_command_with_one_line(
+    files: Path, tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    ds = tmp_path / "ds"
+    shutil.copytree(files / "ds", ds)
+    shutil.copy(files / "bomb.png", ds / "images" / "im1.png")
+    coco = tmp_path / "coco.json"
+    coco.write_text(
+        json.dumps(
+            {
+                "images": [{"id": 1, "file_name": "bomb.png", "height": 20000, "width": 20000}],
+                "annotations": [{"id": 7, "image_id": 1, "category_id": 1, "iscrowd": 0, "bbox": [10, 10, 50, 40]}],
+                "categories": [{"id": 1, "name": "thing"}],
+            }
+        )
+    )
+    dataset = ["dataset", "--coco", str(coco), "--images", str(files), "-o", str(tmp_path / "o.json"), "--quiet"]
+    runs = {
+        "segment": ["segment", str(files / "bomb.png"), "--box", "1,1,5,5", "-o", str(tmp_path / "m.png")],
+        "eval": ["eval", str(ds), "--device", "cpu", "--no-cv2"],
+        "bench": ["bench", "--image", str(files / "bomb.png"), "--no-cv2", "--no-gpu"],
+        "dataset": [*dataset, "--device", "cpu", "--workers", "0"],
+        "dataset with a loader process": [*dataset, "--device", "cpu", "--workers", "1"],
+    }
+    for name, argv in runs.items():
+        status, err = run_main(argv, capsys)
+        assert_one_line_error(status, err, argv[0], "400.0 megapixels, over the limit of 179.0")
+        if name == "eval":
+            assert "line 3" in err  # the row of boxes.csv that names it
+
+
+# -- eval: a boxes.csv with a bad row names the file and the line ----------------------------------
+
+_GOOD_ROW = "im0.png,10,7,44,36"
+
+BAD_CSV: dict[str, tuple[str | bytes, str]] = {
+    "no y1 column": ("name,x0,y0,x1\nim0.png,10,7,44\n", "missing y1"),
+    "no header": (_GOOD_ROW + "\n", "missing name, x0, y0, x1, y1"),
+    "empty file": ("", "an empty file"),
+    "header only": ("name,x0,y0,x1,y1\n", "no boxes"),
+    "short row": ("name,x0,y0,x1,y1\nim0.png,10,7,44\n", "line 2: expected 5 values"),
+    "short second row": (f"name,x0,y0,x1,y1\n{_GOOD_ROW}\nim1.png\n", "line 3: expected 5 values"),
+    "extra value": ("name,x0,y0,x1,y1\nim0.png,10,7,44,36,9\n", "line 2: more values"),
+    "word": ("name,x0,y0,x1,y1\nim0.png,10,seven,44,36\n", "line 2: y0: expected a whole number"),
+    "fraction": ("name,x0,y0,x1,y1\nim0.png,10.5,7,44,36\n", "line 2: x0: expected a whole number"),
+    "empty value": ("name,x0,y0,x1,y1\nim0.png,10,7,,36\n", "line 2: x1: expected a whole number"),
+    "empty name": ("name,x0,y0,x1,y1\n,10,7,44,36\n", "line 2: empty name"),
+    "outside": ("name,x0,y0,x1,y1\nim0.png,10,7,80,36\n", "line 2: box 10,7,80,36 (inclusive) does not fit"),
+    "negative": ("name,x0,y0,x1,y1\nim0.png,-1,7,44,36\n", "line 2: box -1,7,44,36"),
+    "huge": (f"name,x0,y0,x1,y1\nim0.png,10,7,{_BIG_INT},36\n", "does not fit"),
+    "inverted": ("name,x0,y0,x1,y1\nim0.png,44,7,10,36\n", "line 2: box 44,7,10,36"),
+    "missing image": ("name,x0,y0,x1,y1\ngone.png,10,7,44,36\n", "line 2: image: no such file"),
+    "not utf-8": (b"name,x0,y0,x1,y1\n\xe9t\xe9.png,10,7,44,36\n", "not UTF-8 text"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_CSV))
+def test_eval_names_the_file_and_line_of_a_bad_box_row(
+    files: Path, tmp_path: Path, capsys: pytest.CaptureFixture, case: str
+) -> None:
+    shutil.copytree(files / "ds", tmp_path / "ds")
+    text, needle = BAD_CSV[case]
+    csv_path = tmp_path / "ds" / "boxes.csv"
+    if isinstance(text, bytes):
+        csv_path.write_bytes(text)
+    else:
+        csv_path.write_text(text)
+    status, err = run_main(["eval", str(tmp_path / "ds"), "--device", "cpu", "--no-cv2"], capsys)
+    assert_one_line_error(status, err, "eval", needle)
+    assert str(csv_path) in err
+
+
+def test_eval_reads_a_boxes_csv_with_a_byte_order_mark(
+    files: Path, tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    shutil.copytree(files / "ds", tmp_path / "ds")
+    csv_path = tmp_path / "ds" / "boxes.csv"
+    csv_path.write_bytes(b"\xef\xbb\xbf" + csv_path.read_bytes())  # as spreadsheet programs save it
+    status, err = run_main(["eval", str(tmp_path / "ds"), "--device", "cpu", "--no-cv2", "--max-iter", "1"], capsys)
+    assert status == 0, err
