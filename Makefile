@@ -1,7 +1,8 @@
 # Two commands for a fresh machine (see README):
 #   make demo   set everything up, build, segment the bundled image
 #   make test   set everything up, build, run every test (C++ ctest, also under ASan/UBSan, a bounded
-#               libFuzzer session, ruff, pytest with the headless-browser test)
+#               libFuzzer session, ruff, pytest with the headless-browser test, and a wheel built
+#               against the newest torch on PyPI, smoke-tested in a fresh venv without a compiler)
 SHELL := /bin/bash
 .SHELLFLAGS := -eu -o pipefail -c
 
@@ -14,12 +15,12 @@ TORCHGRABCUT_CUDA ?= $(if $(and $(NVCC),$(wildcard csrc/cuda/*.cu)),1,0)
 CMAKE_CUDA := $(if $(filter 1,$(TORCHGRABCUT_CUDA)),-DGRABCUT_CUDA=ON -DCMAKE_CUDA_COMPILER=$(NVCC),-DGRABCUT_CUDA=OFF)
 JOBS ?= $(shell nproc)
 
-.PHONY: demo test setup system-deps build cmake-test cmake-sanitize fuzz lint pytest bench eval clean
+.PHONY: demo test setup system-deps build cmake-test cmake-sanitize fuzz lint pytest install-test bench eval clean
 
 demo: build
 	$(PY) -m torchgrabcut demo -o out
 
-test: system-deps build cmake-test cmake-sanitize fuzz lint pytest
+test: system-deps build cmake-test cmake-sanitize fuzz lint pytest install-test
 
 setup: $(VENV)/.installed
 
@@ -66,6 +67,36 @@ lint: setup
 pytest: build system-deps
 	$(PY) -m pytest -q
 
+# The install as a user meets it, on the newest torch on PyPI (NEWEST_TORCH=2.15.0 picks
+# one): a wheel built against it in a copy of the tree (the development build stays as it
+# is), installed into a fresh venv holding only torch, numpy and pillow, and smoke-tested
+# there with no compiler or CUDA toolkit reachable (tests/install/smoke_installed.py);
+# its masks must equal the pinned torch's build's. WHEEL_ARCHS: the CUDA architectures.
+NEWEST_TORCH ?=
+WHEEL_ARCHS ?= 7.5;8.0;8.6;9.0;10.0;12.0+PTX
+COMPAT := build-compat
+GRABCUT50 := $(abspath ../shared/data/grabcut50)
+SMOKE := $(abspath tests/install/smoke_installed.py)
+install-test: build
+	rm -rf $(COMPAT)/src $(COMPAT)/dist $(COMPAT)/wheel-venv
+	mkdir -p $(COMPAT)/src $(COMPAT)/dist
+	git ls-files -z --cached --others --exclude-standard | tar --null --ignore-failed-read -T - -cf - | tar -xf - -C $(COMPAT)/src
+	test -x $(COMPAT)/venv/bin/python || python3 -m venv $(COMPAT)/venv
+	$(COMPAT)/venv/bin/python -m pip install -q --upgrade pip "torch$(if $(NEWEST_TORCH),==$(NEWEST_TORCH))" \
+	  numpy pillow setuptools wheel ninja
+	cd $(COMPAT)/src && CUDA_HOME=$(if $(NVCC),$(patsubst %/bin/nvcc,%,$(NVCC)),) TORCHGRABCUT_CUDA=$(TORCHGRABCUT_CUDA) \
+	  TORCH_CUDA_ARCH_LIST="$(WHEEL_ARCHS)" MAX_JOBS=$(JOBS) ../venv/bin/python -m pip wheel -v --no-build-isolation \
+	  --no-deps -w ../dist . > ../wheel.log 2>&1 || { tail -50 ../wheel.log; exit 1; }
+	@grep -E "torchgrabcut: " $(COMPAT)/wheel.log | sed 's/^ *//'
+	@ls -l $(COMPAT)/dist/*.whl
+	python3 -m venv $(COMPAT)/wheel-venv
+	$(COMPAT)/wheel-venv/bin/python -m pip install -q --upgrade pip \
+	  "torch==$$($(COMPAT)/venv/bin/python -c 'import torch; print(torch.__version__.split("+")[0])')" numpy pillow
+	$(COMPAT)/wheel-venv/bin/python -m pip install -q $(COMPAT)/dist/torchgrabcut-*.whl
+	cd $(COMPAT) && $(abspath $(PY)) $(SMOKE) --grabcut50 $(GRABCUT50) --write reference.npz
+	cd $(COMPAT) && env -i HOME="$$HOME" PATH="$(abspath $(COMPAT)/wheel-venv/bin)" \
+	  $(abspath $(COMPAT)/wheel-venv/bin/python) $(SMOKE) --no-toolchain --grabcut50 $(GRABCUT50) --reference reference.npz
+
 eval: build
 	$(PY) -m torchgrabcut eval ../shared/data/grabcut50
 
@@ -73,4 +104,5 @@ bench: build
 	$(PY) -m torchgrabcut bench
 
 clean:
-	rm -rf build build-cmake build-asan build-fuzz build-ext.log out test-artifacts python/torchgrabcut/*.so
+	rm -rf build build-cmake build-asan build-fuzz build-compat build-ext.log out test-artifacts python/torchgrabcut/*.so \
+	  python/torchgrabcut/_build_info.py

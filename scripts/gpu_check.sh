@@ -13,6 +13,10 @@
 #                                 SCALE_REPEATS times, default 1; SCALE_NPROCS
 #                                 picks the process counts, SCALE_DEFAULT_THREADS=1
 #                                 adds one process with torch's default threads)
+#   wheel                         the wheel as a user gets it: built for this machine's torch
+#                                 and Python with every architecture of the README's wheel line,
+#                                 installed into a fresh venv, its CUDA kernels load and give the
+#                                 CPU's masks and the in-place build's (tests/install/smoke_installed.py)
 #   oomcrash                      a batch larger than the device must raise, not crash;
 #                                 a crash prints its native frames (see bench/RESULTS.md)
 #
@@ -26,12 +30,13 @@
 # committed) and .gtest (a copy of /usr/src/googletest, git-ignored).
 set -uo pipefail
 cd "$(dirname "$0")/.."
-export PYTHONUNBUFFERED=1 TORCH_CUDA_ARCH_LIST=9.0 TORCHGRABCUT_CUDA=1 MAX_JOBS=16
+# Debug information kept: the oomcrash step names native frames with addr2line.
+export PYTHONUNBUFFERED=1 TORCH_CUDA_ARCH_LIST=9.0 TORCHGRABCUT_CUDA=1 MAX_JOBS=16 TORCHGRABCUT_DEBUG_INFO=1
 export TORCHGRABCUT_GRABCUT50=$PWD/data/grabcut50
 OUT=${OUT:-/tmp/gpu_out}
 LOGS=/tmp/gpu_logs
 mkdir -p "$OUT" "$LOGS"
-STEPS=${STEPS:-build cmake sanitize pytest cppbench bench robust coco serve pictures scaling oomcrash}
+STEPS=${STEPS:-build cmake sanitize pytest cppbench bench robust coco serve pictures scaling wheel oomcrash}
 status=0
 started=$SECONDS
 bundle_logs() { tar czf "$OUT/logs.tgz" -C /tmp gpu_logs 2>/dev/null || true; }
@@ -186,6 +191,30 @@ p = m('$set_dir', $n_images, seed=1); r(p, p, $repeats)" > "$LOGS/scale_gen.log"
     fi
   done
 fi
+if [[ " $STEPS " == *" wheel "* ]]; then
+  step "wheel: built for this torch and Python, installed into a fresh venv, run on the GPU"
+  # In a copy of the tree: the wheel's build writes its own _build_info and objects.
+  repo=$PWD
+  rm -rf /tmp/wheel_src /tmp/wheel_dist /tmp/wheel_venv
+  mkdir -p /tmp/wheel_src
+  git ls-files -z --cached --others --exclude-standard | tar --null --ignore-failed-read -T - -cf - | tar -xf - -C /tmp/wheel_src
+  (cd /tmp/wheel_src && TORCH_CUDA_ARCH_LIST="7.5;8.0;8.6;9.0;10.0;12.0+PTX" TORCHGRABCUT_DEBUG_INFO=0 \
+    python3 -m pip wheel -v --no-build-isolation --no-deps -w /tmp/wheel_dist . > "$LOGS/wheel.log" 2>&1) \
+    || { tail -30 "$LOGS/wheel.log"; status=1; }
+  grep -E "torchgrabcut: " "$LOGS/wheel.log" | sed 's/^ *//'
+  ls -l /tmp/wheel_dist/*.whl
+  # No network here: the venv sees the machine's torch and numpy (--system-site-packages).
+  python3 -m venv --system-site-packages /tmp/wheel_venv
+  /tmp/wheel_venv/bin/python -m pip install -q --no-index --no-deps /tmp/wheel_dist/torchgrabcut-*.whl \
+    > "$LOGS/wheel_install.log" 2>&1 || { tail -10 "$LOGS/wheel_install.log"; status=1; }
+  (cd /tmp && python3 "$repo/tests/install/smoke_installed.py" --grabcut50 "$TORCHGRABCUT_GRABCUT50" \
+    --write /tmp/wheel_reference.npz > "$LOGS/wheel_smoke.log" 2>&1) || status=1
+  (cd /tmp && env -u PYTHONPATH /tmp/wheel_venv/bin/python "$repo/tests/install/smoke_installed.py" --cuda \
+    --grabcut50 "$TORCHGRABCUT_GRABCUT50" --reference /tmp/wheel_reference.npz >> "$LOGS/wheel_smoke.log" 2>&1) \
+    || status=1
+  grep "smoke:" "$LOGS/wheel_smoke.log"
+fi
+
 if [[ " $STEPS " == *" oomcrash "* ]]; then
   step "a batch larger than the whole device raises OutOfMemoryError (native frames if it crashes)"
   cc -shared -fPIC -O1 -g -o /tmp/segv_backtrace.so scripts/segv_backtrace.c
