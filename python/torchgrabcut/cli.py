@@ -120,8 +120,8 @@ def _build_parser() -> argparse.ArgumentParser:
     seg = sub.add_parser(
         "segment",
         help="segment one image from a box or a trimap",
-        description="Images: any format Pillow reads, up to "
-        f"{MAX_IMAGE_PIXELS / 1e6:.0f} megapixels; grey, palette and RGBA images are read as colour (alpha "
+        description=f"Images: any format Pillow reads, up to {MAX_IMAGE_PIXELS:,} pixels "
+        f"({MAX_IMAGE_PIXELS / 1e6:.0f} megapixels); grey, palette and RGBA images are read as colour (alpha "
         "dropped), 16-bit ones scaled to 8 bits, the EXIF orientation applied, as cv2.imread does.",
     )
     seg.add_argument("image", help="image file (any format Pillow reads)")
@@ -174,7 +174,7 @@ def _build_parser() -> argparse.ArgumentParser:
         "--sizes",
         type=float_list(MIN_BENCH_MEGAPIXELS, max_mp, "megapixels"),
         default=(0.3, 1.0, 4.0),
-        help=f"megapixels, comma-separated, each {MIN_BENCH_MEGAPIXELS:g}..{max_mp:.0f} (default 0.3,1,4)",
+        help=f"megapixels, comma-separated, each {MIN_BENCH_MEGAPIXELS:g}..{max_mp:g} (default 0.3,1,4)",
     )
     be.add_argument(
         "--repeats",

@@ -90,7 +90,7 @@ def _check_input_file(p: Path) -> None:
 def _too_large(p: Path, pixels: int, size: str = "") -> str:
     return (
         f"image: {p} is {size}{pixels / 1e6:.1f} megapixels, over the limit of "
-        f"{MAX_IMAGE_PIXELS / 1e6:.1f} (torchgrabcut.imageio.MAX_IMAGE_PIXELS)"
+        f"{MAX_IMAGE_PIXELS:,} pixels (torchgrabcut.imageio.MAX_IMAGE_PIXELS)"
     )
 
 

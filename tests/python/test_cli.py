@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import shutil
 import struct
 import subprocess
@@ -267,9 +268,9 @@ def test_help_states_the_mask_formats_and_the_limits(capsys: pytest.CaptureFixtu
         text = " ".join(capsys.readouterr().out.split())
         if command == "segment":
             assert ".png, .bmp, .tif, .tiff, .pgm" in text and "JPEG would change the labels" in text
-            assert "up to 179 megapixels" in text and "EXIF orientation" in text
+            assert "up to 178,956,970 pixels (179 megapixels)" in text and "EXIF orientation" in text
         else:
-            assert "each 0.001..179" in text and "1..1000" in text
+            assert "each 0.001..178.957" in text and "1..1000" in text
 
 
 # -- a huge declared image: one line, exit 2, in every command that reads images -------------------
@@ -301,7 +302,7 @@ def test_a_png_declaring_400_megapixels_stops_every_command_with_one_line(
     }
     for name, argv in runs.items():
         status, err = run_main(argv, capsys)
-        assert_one_line_error(status, err, argv[0], "400.0 megapixels, over the limit of 179.0")
+        assert_one_line_error(status, err, argv[0], "400.0 megapixels, over the limit of 178,956,970 pixels")
         if name == "eval":
             assert "line 3" in err  # the row of boxes.csv that names it
 
@@ -355,3 +356,13 @@ def test_eval_reads_a_boxes_csv_with_a_byte_order_mark(
     csv_path.write_bytes(b"\xef\xbb\xbf" + csv_path.read_bytes())  # as spreadsheet programs save it
     status, err = run_main(["eval", str(tmp_path / "ds"), "--device", "cpu", "--no-cv2", "--max-iter", "1"], capsys)
     assert status == 0, err
+
+
+@pytest.mark.parametrize("megapixels", [-1.0, 0.0, math.nan, math.inf, 1e99, 1e-9, 180.0])
+def test_bench_sizes_checks_its_sizes_before_reading_the_image(tmp_path: Path, megapixels: float) -> None:
+    from torchgrabcut.bench import bench_sizes
+
+    with pytest.raises(ValueError, match=r"megapixels: expected"):
+        bench_sizes(tmp_path / "not_read.png", (0.3, megapixels))
+    with pytest.raises(ValueError, match=r"repeats: expected a whole number >= 1"):
+        bench_sizes(tmp_path / "not_read.png", (0.3,), repeats=0)
