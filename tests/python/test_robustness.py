@@ -300,79 +300,104 @@ def test_model_reuse_across_calls_is_stable() -> None:
 # ---------------------------------------------------------------- Ctrl-C
 
 INTERRUPT_SCRIPT = """
-import os, signal, sys, threading, time
+import dis, os, signal, sys, time
 import numpy as np
 import torch
 sys.path.insert(0, sys.argv[1])
 from conftest import object_image
-from torchgrabcut import grabcut
+from torchgrabcut import _ops, grabcut
+
+# Between two images the operator's poll runs Python's signal handlers with the frame that
+# called it: torch's OpOverload.__call__, stopped at its call into the operator. A handler
+# that sees that frame runs inside the batch, so a signal it sends or an exception it raises
+# lands there whatever the speed or load of the machine; a timer could not promise that.
+CALL = getattr(type(_ops.grabcut_op).__call__, "__code__", None)
+assert CALL is not None, "torch's OpOverload.__call__ is no longer Python: find the caller's frame anew"
+CALL_AT = [i.offset for i in dis.get_instructions(CALL) if i.opname.startswith("CALL")][-1]
+
+def in_batch(frame):
+    return frame is not None and frame.f_code is CALL and frame.f_lasti == CALL_AT
+
+def ticking(handler):
+    signal.signal(signal.SIGALRM, handler)
+    signal.setitimer(signal.ITIMER_REAL, 0.005, 0.005)  # several ticks between two polls (20 ms)
+
+def stop_ticking():
+    signal.setitimer(signal.ITIMER_REAL, 0)
+    signal.signal(signal.SIGALRM, signal.SIG_IGN)
 
 rng = np.random.default_rng(11)
 box = (40, 30, 260, 170)
-images = [object_image(rng, 200, 300, box) for _ in range(48)]
+# 16 images per thread: the calling thread, the one that polls, has many polls in its share.
+base = [object_image(rng, 200, 300, box) for _ in range(8)]
+images = [base[i % 8].copy() for i in range(16 * torch.get_num_threads())]
 copies = [im.copy() for im in images]
 batch = torch.from_numpy(np.stack(images)).permute(0, 3, 1, 2)
 batch_copy = batch.clone()
-expected = grabcut(images[:4], box=box, max_iter=10, device="cpu")
-
-# The longest Ctrl-C should wait: about one image per thread.
-t0 = time.perf_counter()
-grabcut(images[0], box=box, max_iter=10, device="cpu")
-image_s = time.perf_counter() - t0
+expected = grabcut(images[:8], box=box, max_iter=10, device="cpu")
 
 def check_intact():
     assert all(np.array_equal(a, b) for a, b in zip(images, copies)), "input modified"
     assert torch.equal(batch, batch_copy), "input modified"
-    again = grabcut(images[:4], box=box, max_iter=10, device="cpu")
+    again = grabcut(images[:8], box=box, max_iter=10, device="cpu")
     assert all(np.array_equal(a, b) for a, b in zip(again, expected)), "wrong result after"
 
+# Ctrl-C: a real SIGINT, sent from inside the batch, raises KeyboardInterrupt out of the call.
 for what in ("list", "batch"):
     arg = images if what == "list" else batch
-    timer = threading.Timer(1.0, os.kill, (os.getpid(), signal.SIGINT))
-    t0 = time.perf_counter()
-    timer.start()
+    sent = []
+    def send_sigint(signum, frame):
+        if in_batch(frame) and not sent:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            sent.append(time.perf_counter())
+            os.kill(os.getpid(), signal.SIGINT)
+    ticking(send_sigint)
     try:
         grabcut(arg, box=box, max_iter=10, device="cpu")
-        sys.exit(what + ": the batch finished")
+        sys.exit(what + ": the batch finished" + ("" if sent else " and no poll ran a handler"))
     except KeyboardInterrupt:
-        latency = time.perf_counter() - t0 - 1.0
-    print(what, "latency", round(latency, 3), "one image", round(image_s, 3))
-    assert latency < 2 * image_s + 0.5, (latency, image_s)
+        print(what, "stopped", round(time.perf_counter() - sent[0], 3), "s after SIGINT")
+    finally:
+        stop_ticking()
     check_intact()
 
-# Any Python signal handler runs during the batch; one that raises stops it with its exception.
+# Any Python signal handler runs during the batch (at several polls: not only once the call
+# has returned), and the batch's result is the usual one.
+ran = []
+ticking(lambda signum, frame: ran.append(in_batch(frame)))
+masks = grabcut(images, box=box, max_iter=10, device="cpu")
+stop_ticking()
+print("handler calls inside the batch", sum(ran), "of", len(ran))
+assert sum(ran) >= 2, ran
+assert all(np.array_equal(a, b) for a, b in zip(masks[:8], expected))
+
+# One that raises stops the batch with its exception.
 class Stop(Exception):
     pass
 
-ran = []
-def note(signum, frame):
-    ran.append(time.perf_counter())
-signal.signal(signal.SIGUSR1, note)
-threading.Timer(0.5, os.kill, (os.getpid(), signal.SIGUSR1)).start()
-t0 = time.perf_counter()
-masks = grabcut(images, box=box, max_iter=10, device="cpu")
-t1 = time.perf_counter()
-print("handler at", round(ran[0] - t0, 3), "batch", round(t1 - t0, 3))
-assert t1 - t0 > 1.5, "batch too short for the test"
-assert len(ran) == 1 and ran[0] - t0 < 0.5 + 2 * image_s + 0.2, (ran, t0, t1)
-assert all(np.array_equal(a, b) for a, b in zip(masks[:4], expected))
-
 def stop(signum, frame):
-    raise Stop("from the handler")
-signal.signal(signal.SIGUSR1, stop)
-threading.Timer(1.0, os.kill, (os.getpid(), signal.SIGUSR1)).start()
+    if in_batch(frame):
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        raise Stop("from the handler")
+ticking(stop)
 try:
     grabcut(images, box=box, max_iter=10, device="cpu")
-    sys.exit("SIGUSR1: the batch finished")
+    sys.exit("SIGALRM: the batch finished")
 except Stop as err:
     assert str(err) == "from the handler"
+finally:
+    stop_ticking()
 check_intact()
 print("ok")
 """
 
 
 def test_ctrl_c_during_a_long_batch() -> None:
-    """SIGINT 1 s into 48 images: KeyboardInterrupt within about an image; inputs intact; next call right."""
+    """A SIGINT that arrives during a CPU batch raises KeyboardInterrupt; inputs intact; the next call right.
+
+    The signal is sent from inside the batch (see the script), so the test does not
+    depend on how fast the machine is or how busy.
+    """
     proc = subprocess.run(
         [sys.executable, "-c", INTERRUPT_SCRIPT, str(HERE)], capture_output=True, text=True, timeout=600
     )
