@@ -2,13 +2,19 @@
 
 It owns the conversions (numpy <-> torch, boxes to masks, padding a list of
 images into one batch) and checks every argument, so that the operators below
-only ever see well-formed tensors.
+only ever see well-formed tensors. A call goes in four steps, in this order in
+the file after ``grabcut``: read and check the arguments, before any image is
+moved; build the operator's padded batch on the device chosen (and check that a
+mask gives both classes pixels, on the batch: one host sync for all images);
+call the operator; give the results back in the form the images came in.
 """
 
 from __future__ import annotations
 
+import enum
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -95,258 +101,6 @@ def choose_device(images: Sequence[object], device: str | torch.device | None = 
     return resolve_device(None, first[1] if first is not None else None)
 
 
-def _check_int(value: object, name: str, low: int, high: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-        raise TypeError(f"{name}: expected an int, got {type(value).__name__}")
-    v = int(value)
-    if not low <= v <= high:
-        raise ValueError(f"{name}: expected {low}..{high}, got {v}")
-    return v
-
-
-def _check_real(value: object, name: str) -> float:
-    """A finite real number (Python's or a numpy scalar's; bools are not numbers here)."""
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
-        raise TypeError(f"{name}: expected a number, got {type(value).__name__}")
-    v = float(value)
-    if not math.isfinite(v):
-        raise ValueError(f"{name}: expected a finite number, got {value!r}")
-    return v
-
-
-def _check_bool(value: object, name: str) -> bool:
-    if not isinstance(value, (bool, np.bool_)):
-        raise TypeError(f"{name}: expected bool, got {type(value).__name__}")
-    return bool(value)
-
-
-def _not_uint8(image: np.ndarray | torch.Tensor, name: str) -> TypeError:
-    """The error for an image that is not uint8; float images get the conversion for each convention.
-
-    Floats are never guessed at: [0, 1] (torchvision) and [0, 255] (OpenCV after
-    convertTo) are both common, and a dark [0, 255] image can look like a [0, 1] one.
-    """
-    is_numpy = isinstance(image, np.ndarray)
-    expected = "uint8" if is_numpy else "torch.uint8"
-    message = f"{name}: expected dtype {expected} (colours 0..255), got {image.dtype}"
-    floating = np.issubdtype(image.dtype, np.floating) if is_numpy else image.dtype.is_floating_point
-    if floating:
-        to_uint8 = ".round().clip(0, 255).astype(np.uint8)" if is_numpy else ".round().clamp(0, 255).to(torch.uint8)"
-        message += (
-            f"; float images are not accepted: convert one in [0, 1] with (image * 255){to_uint8}, "
-            f"one in [0, 255] with image{to_uint8}"
-        )
-        finite = bool(np.isfinite(image).all()) if is_numpy else bool(torch.isfinite(image).all())
-        if not finite:
-            message += " (this one also holds NaN or inf, which no conversion makes a colour)"
-    return TypeError(message)
-
-
-def _from_numpy(array: np.ndarray) -> torch.Tensor:
-    """A tensor over the array's memory (a crop view of a larger image too), else over a copy.
-
-    Copied: negative or zero strides (a flipped or broadcast array), which torch cannot
-    view, and read-only arrays (np.asarray of a PIL image, a memory map), which torch
-    would view only with a warning about writing to them; inputs are only ever read.
-    """
-    if array.flags.writeable and all(s > 0 for s in array.strides):
-        return torch.from_numpy(array)
-    return torch.from_numpy(array.copy(order="C"))
-
-
-def _image_to_chw(image: object, name: str) -> tuple[torch.Tensor, bool]:
-    """One image as a uint8 (3, H, W) tensor; True when it came as a numpy array."""
-    if isinstance(image, np.ndarray):
-        if image.dtype != np.uint8:
-            raise _not_uint8(image, name)
-        if image.ndim != 3 or image.shape[2] != 3:
-            raise ValueError(f"{name}: expected a numpy array of shape (H, W, 3), got {image.shape}")
-        if image.shape[0] == 0 or image.shape[1] == 0:
-            raise ValueError(f"{name}: expected a non-empty image, got shape {image.shape}")
-        return _from_numpy(image).permute(2, 0, 1), True
-    if isinstance(image, torch.Tensor):
-        _check_tensor_image(image, name, batched=False)
-        return image, False
-    raise TypeError(f"{name}: expected a numpy array or a torch.Tensor, got {type(image).__name__}")
-
-
-def _check_tensor_image(image: torch.Tensor, name: str, batched: bool) -> None:
-    if image.dtype != torch.uint8:
-        raise _not_uint8(image, name)
-    shape = "(B, 3, H, W)" if batched else "(3, H, W)"
-    if image.dim() != (4 if batched else 3) or image.shape[-3] != 3:
-        raise ValueError(f"{name}: expected a tensor of shape {shape}, got {tuple(image.shape)}")
-    if image.shape[-1] == 0 or image.shape[-2] == 0:
-        raise ValueError(f"{name}: expected a non-empty image, got shape {tuple(image.shape)}")
-    if image.device.type not in ("cpu", "cuda"):
-        raise ValueError(f"{name}: expected a CPU or CUDA tensor, got device {image.device}")
-
-
-def _parse_box(box: object, height: int, width: int, name: str) -> tuple[int, int, int, int]:
-    if isinstance(box, torch.Tensor):
-        box = box.detach().cpu().tolist()
-    elif isinstance(box, np.ndarray):
-        box = box.tolist()
-    if isinstance(box, (str, bytes)) or not isinstance(box, Sequence) or len(box) != 4:
-        raise ValueError(f"{name}: expected 4 numbers (x0, y0, x1, y1), got {box!r}")
-    values: list[int] = []
-    for v in box:
-        if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)):
-            raise TypeError(f"{name}: expected numbers (x0, y0, x1, y1), got {box!r}")
-        f = float(v)
-        if not math.isfinite(f) or f != math.floor(f):
-            raise ValueError(f"{name}: expected whole, finite pixel coordinates (x0, y0, x1, y1), got {box!r}")
-        values.append(int(f))
-    x0, y0, x1, y1 = values
-    if x1 <= x0 or y1 <= y0:
-        raise ValueError(
-            f"{name}: expected x0 < x1 and y0 < y1 (half-open, pixels x0 <= x < x1), got {tuple(values)}: "
-            + ("empty" if x1 == x0 or y1 == y0 else "inverted")
-        )
-    if x0 < 0 or y0 < 0 or x1 > width or y1 > height:
-        raise ValueError(
-            f"{name}: expected 0 <= x0 < x1 <= {width} and 0 <= y0 < y1 <= {height} for a {height}x{width} image, "
-            f"got {tuple(values)}"
-        )
-    return x0, y0, x1, y1
-
-
-def _batch_grid(
-    heights: list[int], widths: list[int], ph: int, pw: int, device: torch.device
-) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
-    """Broadcastable (B, 1, 1) image heights and widths, and (1, ph, 1) rows and (1, 1, pw) columns."""
-    h = torch.tensor(heights, dtype=torch.int64, device=device)[:, None, None]
-    w = torch.tensor(widths, dtype=torch.int64, device=device)[:, None, None]
-    ys = torch.arange(ph, device=device)[None, :, None]
-    xs = torch.arange(pw, device=device)[None, None, :]
-    return h, w, ys, xs
-
-
-def masks_from_boxes(
-    boxes: list[tuple[int, int, int, int]],
-    heights: list[int],
-    widths: list[int],
-    ph: int,
-    pw: int,
-    device: torch.device,
-) -> torch.Tensor:
-    """Initial masks of boxes, (B, ph, pw): PR_FGD inside each box (half-open), BGD outside.
-
-    A box that leaves no pixel outside it leaves nothing to learn the background
-    from (``cv2.grabCut`` raises there); the one-pixel image border is then taken
-    as background (BGD) instead, on images at least 3 pixels high and wide.
-    """
-    b = torch.tensor(boxes, dtype=torch.int64, device=device).reshape(-1, 4)
-    h, w, ys, xs = _batch_grid(heights, widths, ph, pw, device)
-    x0, y0, x1, y1 = (b[:, i, None, None] for i in range(4))
-    inside = (ys >= y0) & (ys < y1) & (xs >= x0) & (xs < x1)
-    whole = (x0 == 0) & (y0 == 0) & (x1 == w) & (y1 == h) & (h >= 3) & (w >= 3)
-    border = (ys == 0) | (ys == h - 1) | (xs == 0) | (xs == w - 1)
-    inside = inside & ~(whole & border)
-    # uint8 all the way: a where() on Python scalars would make an int64 temporary (8 B/px).
-    return inside.to(torch.uint8) * GC_PR_FGD  # GC_BGD == 0 elsewhere
-
-
-def _valid_pixels(heights: list[int], widths: list[int], ph: int, pw: int, device: torch.device) -> torch.Tensor:
-    """(B, ph, pw) bool: True on the pixels of each image of a padded batch."""
-    h, w, ys, xs = _batch_grid(heights, widths, ph, pw, device)
-    return (ys < h) & (xs < w)
-
-
-def _to_mask_tensor(mask: object, name: str) -> torch.Tensor:
-    if isinstance(mask, np.ndarray):
-        if not (np.issubdtype(mask.dtype, np.integer) or mask.dtype == np.bool_):
-            raise TypeError(f"{name}: expected an integer array of labels 0..3, got dtype {mask.dtype}")
-        return _from_numpy(mask)
-    if isinstance(mask, torch.Tensor):
-        if mask.dtype.is_floating_point or mask.dtype.is_complex:
-            raise TypeError(f"{name}: expected an integer tensor of labels 0..3, got dtype {mask.dtype}")
-        return mask
-    raise TypeError(f"{name}: expected a numpy array or a torch.Tensor, got {type(mask).__name__}")
-
-
-# torch has no min/max for its wider unsigned types: their bits are read as the signed
-# type of the same width, where 0..3 stay 0..3 and values from 2**(bits-1) turn negative.
-_SIGNED_VIEW = {torch.uint16: (torch.int16, 16), torch.uint32: (torch.int32, 32), torch.uint64: (torch.int64, 64)}
-
-
-def _check_labels(mask: torch.Tensor, name: str) -> torch.Tensor:
-    """Checks labels 0..3 (one host sync for device tensors) and returns uint8."""
-    values, bits = mask, 0
-    if mask.dtype in _SIGNED_VIEW:
-        signed, bits = _SIGNED_VIEW[mask.dtype]
-        values = mask.view(signed)
-    if values.numel() > 0:
-        low, high = int(values.min()), int(values.max())
-        if low < 0 or high > 3:
-            bad = low if low < 0 else high
-            if bits and bad < 0:
-                bad += 1 << bits  # the unsigned value it was
-            raise ValueError(f"{name}: expected labels 0..3 (GC_BGD, GC_FGD, GC_PR_BGD, GC_PR_FGD), got {bad}")
-    return mask.to(torch.uint8)
-
-
-def _check_classes(masks: torch.Tensor, heights: list[int], widths: list[int], name: str) -> None:
-    """Both classes must have a pixel to learn from in every image (one host sync)."""
-    fg = (masks & 1).bool()
-    valid = _valid_pixels(heights, widths, masks.shape[1], masks.shape[2], masks.device)
-    has_fg = (fg & valid).flatten(1).any(1).cpu().tolist()
-    has_bg = (~fg & valid).flatten(1).any(1).cpu().tolist()
-    for b in range(len(heights)):
-        where = f" (image {b} of the batch)" if len(heights) > 1 else ""
-        if not has_fg[b]:
-            raise ValueError(f"{name}: no foreground pixel (label GC_FGD or GC_PR_FGD) to learn from{where}")
-        if not has_bg[b]:
-            raise ValueError(f"{name}: no background pixel (label GC_BGD or GC_PR_BGD) to learn from{where}")
-
-
-def _check_model(model: object, batch: int, components: int, frozen: bool) -> torch.Tensor:
-    if not isinstance(model, GrabCutModel):
-        raise TypeError(f"model: expected a torchgrabcut.GrabCutModel, got {type(model).__name__}")
-    p = model.params
-    if model.components != components:
-        raise ValueError(f"model: expected {components} components per class, got {model.components}")
-    if p.dim() == 2:
-        p = p.unsqueeze(0).expand(batch, -1, -1)
-    if p.shape[0] != batch:
-        raise ValueError(f"model: expected a model per image ({batch}), got {p.shape[0]}")
-    if not bool(torch.isfinite(p).all()):
-        raise ValueError("model: expected finite parameters, got NaN or inf")
-    if not frozen:
-        # A class without a usable component (a result with no foreground learns an
-        # all-zero foreground mixture) is learnt again from the mask's pixels of that
-        # class in the first iteration, as cv2.grabCut's GC_EVAL does.
-        return p.contiguous()
-    # A frozen model is used as it is: each class needs a usable component (positive
-    # weight, positive definite covariance).
-    cov = p[..., 4:].reshape(batch, 2, components, 3, 3)
-    weight = p[..., 0].reshape(batch, 2, components)
-    sym = (cov + cov.transpose(-1, -2)) / 2
-    eig_min = torch.linalg.eigvalsh(sym.cpu()).amin(-1).to(p.device)
-    usable = ((weight > 0) & (eig_min > 0)).any(-1)
-    if not bool(usable.all()):
-        raise ValueError(
-            "model: with freeze_model, every class needs a component with a positive weight and a positive "
-            "definite covariance (without freeze_model, a class the model lacks is learnt from the mask)"
-        )
-    return p.contiguous()
-
-
-def _split_batch(image: object) -> tuple[list[torch.Tensor], str]:
-    """Images as (3, H, W) tensors and how to return the masks: 'numpy', 'tensor', 'batch' or 'list'."""
-    if isinstance(image, torch.Tensor) and image.dim() == 4:
-        _check_tensor_image(image, "image", batched=True)
-        if image.shape[0] == 0:  # as an empty list: there is nothing to segment or to return a model of
-            raise ValueError(f"image: expected at least one image, got an empty batch of shape {tuple(image.shape)}")
-        return list(image.unbind(0)), "batch"
-    if isinstance(image, (list, tuple)):
-        if len(image) == 0:
-            raise ValueError("image: expected at least one image, got an empty list")
-        return [_image_to_chw(im, f"image[{i}]")[0] for i, im in enumerate(image)], "list"
-    chw, was_numpy = _image_to_chw(image, "image")
-    return [chw], ("numpy" if was_numpy else "tensor")
-
-
 def grabcut(
     image: ImageLike | Sequence[ImageLike],
     mask: Any = None,
@@ -419,16 +173,221 @@ def grabcut(
     progress are done (a single image runs to its end; a CUDA batch too); inputs
     are never written, so they are intact, and the next call works as usual.
     """
-    images, kind = _split_batch(image)
-    batch = len(images)
-    max_iter = _check_int(max_iter, "max_iter", 0, MAX_ITER_LIMIT)
-    components = _check_int(components, "components", 1, 16)
-    seed = _check_int(seed, "seed", -(2**63), 2**63 - 1)
-    gamma = _check_real(gamma, "gamma")
+    images = _read_images(image)
+    settings = _check_settings(max_iter, components, seed, gamma, freeze_model, return_model)
+    _check_box_mask_model(box, mask, model, settings.freeze_model)
+    dev = choose_device(images.given, device)
+    start = _read_boxes(box, images.layout) if box is not None else _read_masks(mask, images)
+    params = _check_model(model, images.layout.batch, settings.components, settings.freeze_model)
+
+    batch = _make_batch(images, start, params, settings.components, dev)
+    if start.masks is not None and params is None:  # a box always leaves pixels of both classes
+        _check_classes(batch.masks, images.layout, "mask")
+
+    out_mask, out_model = _run_op(batch, settings)
+    return _results(images, out_mask, out_model, settings.return_model)
+
+
+# Step 1: reading and checking the arguments. Nothing here moves or pads an image;
+# every wrong argument is reported before any work.
+
+
+class _Form(enum.Enum):
+    """The form the images came in, which is the form the results go back in."""
+
+    NUMPY = enum.auto()  # one (H, W, 3) array: an (H, W) array, the model on the CPU
+    TENSOR = enum.auto()  # one (3, H, W) tensor: an (H, W) tensor where it ran
+    BATCH = enum.auto()  # a (B, 3, H, W) tensor: a (B, H, W) tensor, a batched model
+    NUMPY_LIST = enum.auto()  # a list of arrays: a list of (H, W) arrays, a batched model
+    LIST = enum.auto()  # a list with a tensor in it: a list of (H, W) tensors, a batched model
+
+    @property
+    def batched(self) -> bool:
+        """True when several images may have come (a batch or a list): the model is batched."""
+        return self in (_Form.BATCH, _Form.NUMPY_LIST, _Form.LIST)
+
+
+@dataclass(frozen=True)
+class _Layout:
+    """The images' sizes; each lies in the top-left corner of a zero-padded batch."""
+
+    heights: list[int]
+    widths: list[int]
+
+    @property
+    def batch(self) -> int:
+        return len(self.heights)
+
+    @property
+    def padded(self) -> tuple[int, int]:
+        """(ph, pw): the padded batch's height and width."""
+        return max(self.heights), max(self.widths)
+
+    @property
+    def ragged(self) -> bool:
+        ph, pw = self.padded
+        return any(h != ph or w != pw for h, w in zip(self.heights, self.widths))
+
+    @property
+    def sizes(self) -> list[int]:
+        """[h0, w0, h1, w1, ...]: the operators' description of a batch of several sizes."""
+        return [v for hw in zip(self.heights, self.widths) for v in hw]
+
+
+@dataclass(frozen=True)
+class _Images:
+    """A call's images as uint8 (3, H, W) tensors, and how they came."""
+
+    chw: list[torch.Tensor]
+    form: _Form
+    given: list[object]  # the caller's images (a list's entries, else the one argument): for choose_device
+    whole: torch.Tensor | None  # the (B, 3, H, W) tensor of a batch, which needs no padding
+    layout: _Layout
+
+
+def _read_images(image: object) -> _Images:
+    """Checks the ``image`` argument: one image, a (B, 3, H, W) batch, or a non-empty list of images."""
+    if isinstance(image, torch.Tensor) and image.dim() == 4:
+        _check_tensor_image(image, "image", batched=True)
+        if image.shape[0] == 0:  # as an empty list: there is nothing to segment or to return a model of
+            raise ValueError(f"image: expected at least one image, got an empty batch of shape {tuple(image.shape)}")
+        return _images(list(image.unbind(0)), _Form.BATCH, [image], whole=image)
+    if isinstance(image, (list, tuple)):
+        if len(image) == 0:
+            raise ValueError("image: expected at least one image, got an empty list")
+        read = [_image_to_chw(im, f"image[{i}]") for i, im in enumerate(image)]
+        form = _Form.NUMPY_LIST if all(was_numpy for _, was_numpy in read) else _Form.LIST
+        return _images([chw for chw, _ in read], form, list(image))
+    chw, was_numpy = _image_to_chw(image, "image")
+    return _images([chw], _Form.NUMPY if was_numpy else _Form.TENSOR, [image])
+
+
+def _images(chw: list[torch.Tensor], form: _Form, given: list[object], whole: torch.Tensor | None = None) -> _Images:
+    layout = _Layout([int(im.shape[1]) for im in chw], [int(im.shape[2]) for im in chw])
+    return _Images(chw, form, given, whole, layout)
+
+
+def _image_to_chw(image: object, name: str) -> tuple[torch.Tensor, bool]:
+    """One image as a uint8 (3, H, W) tensor; True when it came as a numpy array."""
+    if isinstance(image, np.ndarray):
+        if image.dtype != np.uint8:
+            raise _not_uint8(image, name)
+        if image.ndim != 3 or image.shape[2] != 3:
+            raise ValueError(f"{name}: expected a numpy array of shape (H, W, 3), got {image.shape}")
+        if image.shape[0] == 0 or image.shape[1] == 0:
+            raise ValueError(f"{name}: expected a non-empty image, got shape {image.shape}")
+        return _from_numpy(image).permute(2, 0, 1), True
+    if isinstance(image, torch.Tensor):
+        _check_tensor_image(image, name, batched=False)
+        return image, False
+    raise TypeError(f"{name}: expected a numpy array or a torch.Tensor, got {type(image).__name__}")
+
+
+def _check_tensor_image(image: torch.Tensor, name: str, batched: bool) -> None:
+    if image.dtype != torch.uint8:
+        raise _not_uint8(image, name)
+    shape = "(B, 3, H, W)" if batched else "(3, H, W)"
+    if image.dim() != (4 if batched else 3) or image.shape[-3] != 3:
+        raise ValueError(f"{name}: expected a tensor of shape {shape}, got {tuple(image.shape)}")
+    if image.shape[-1] == 0 or image.shape[-2] == 0:
+        raise ValueError(f"{name}: expected a non-empty image, got shape {tuple(image.shape)}")
+    if image.device.type not in ("cpu", "cuda"):
+        raise ValueError(f"{name}: expected a CPU or CUDA tensor, got device {image.device}")
+
+
+def _not_uint8(image: np.ndarray | torch.Tensor, name: str) -> TypeError:
+    """The error for an image that is not uint8; float images get the conversion for each convention.
+
+    Floats are never guessed at: [0, 1] (torchvision) and [0, 255] (OpenCV after
+    convertTo) are both common, and a dark [0, 255] image can look like a [0, 1] one.
+    """
+    is_numpy = isinstance(image, np.ndarray)
+    expected = "uint8" if is_numpy else "torch.uint8"
+    message = f"{name}: expected dtype {expected} (colours 0..255), got {image.dtype}"
+    floating = np.issubdtype(image.dtype, np.floating) if is_numpy else image.dtype.is_floating_point
+    if floating:
+        to_uint8 = ".round().clip(0, 255).astype(np.uint8)" if is_numpy else ".round().clamp(0, 255).to(torch.uint8)"
+        message += (
+            f"; float images are not accepted: convert one in [0, 1] with (image * 255){to_uint8}, "
+            f"one in [0, 255] with image{to_uint8}"
+        )
+        finite = bool(np.isfinite(image).all()) if is_numpy else bool(torch.isfinite(image).all())
+        if not finite:
+            message += " (this one also holds NaN or inf, which no conversion makes a colour)"
+    return TypeError(message)
+
+
+def _from_numpy(array: np.ndarray) -> torch.Tensor:
+    """A tensor over the array's memory (a crop view of a larger image too), else over a copy.
+
+    Copied: negative or zero strides (a flipped or broadcast array), which torch cannot
+    view, and read-only arrays (np.asarray of a PIL image, a memory map), which torch
+    would view only with a warning about writing to them; inputs are only ever read.
+    """
+    if array.flags.writeable and all(s > 0 for s in array.strides):
+        return torch.from_numpy(array)
+    return torch.from_numpy(array.copy(order="C"))
+
+
+@dataclass(frozen=True)
+class _Settings:
+    """The numeric and boolean arguments, checked."""
+
+    max_iter: int
+    components: int
+    seed: int
+    gamma: float
+    freeze_model: bool
+    return_model: bool
+
+
+def _check_settings(
+    max_iter: object, components: object, seed: object, gamma: object, freeze_model: object, return_model: object
+) -> _Settings:
+    return _Settings(
+        max_iter=_check_int(max_iter, "max_iter", 0, MAX_ITER_LIMIT),
+        components=_check_int(components, "components", 1, 16),
+        seed=_check_int(seed, "seed", -(2**63), 2**63 - 1),
+        gamma=_check_gamma(gamma),
+        freeze_model=_check_bool(freeze_model, "freeze_model"),
+        return_model=_check_bool(return_model, "return_model"),
+    )
+
+
+def _check_int(value: object, name: str, low: int, high: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"{name}: expected an int, got {type(value).__name__}")
+    v = int(value)
+    if not low <= v <= high:
+        raise ValueError(f"{name}: expected {low}..{high}, got {v}")
+    return v
+
+
+def _check_real(value: object, name: str) -> float:
+    """A finite real number (Python's or a numpy scalar's; bools are not numbers here)."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise TypeError(f"{name}: expected a number, got {type(value).__name__}")
+    v = float(value)
+    if not math.isfinite(v):
+        raise ValueError(f"{name}: expected a finite number, got {value!r}")
+    return v
+
+
+def _check_gamma(value: object) -> float:
+    gamma = _check_real(value, "gamma")
     if not 0 < gamma <= 1e4:
         raise ValueError(f"gamma: expected 0 < gamma <= 10000, got {gamma}")
-    freeze_model = _check_bool(freeze_model, "freeze_model")
-    return_model = _check_bool(return_model, "return_model")
+    return gamma
+
+
+def _check_bool(value: object, name: str) -> bool:
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name}: expected bool, got {type(value).__name__}")
+    return bool(value)
+
+
+def _check_box_mask_model(box: object, mask: object, model: object, freeze_model: bool) -> None:
+    """Exactly one of ``box`` and ``mask`` says where the object is; only a given model can be frozen."""
     if freeze_model and model is None:
         raise ValueError("freeze_model: needs a model to keep (model=None was given)")
     if box is None and mask is None:
@@ -436,111 +395,30 @@ def grabcut(
     if box is not None and mask is not None:
         raise ValueError("box and mask: expected one of them, got both (a mask already holds the box)")
 
-    dev = choose_device(list(image) if kind == "list" else [image], device)  # type: ignore[arg-type]
 
-    heights = [int(im.shape[1]) for im in images]
-    widths = [int(im.shape[2]) for im in images]
-    ph, pw = max(heights), max(widths)
-    ragged = any(h != ph or w != pw for h, w in zip(heights, widths))
-    if kind == "batch":
-        batch_image = image.to(dev)  # type: ignore[union-attr]
-    else:
-        batch_image = _padded_batch(images, heights, widths, ph, pw, dev)
-
-    if box is not None:
-        boxes = _boxes_per_image(box, batch)
-        parsed = [
-            _parse_box(boxes[b], heights[b], widths[b], "box" if batch == 1 else f"box[{b}]") for b in range(batch)
-        ]
-        for b, (x0, y0, x1, y1) in enumerate(parsed):
-            if (x0, y0, x1, y1) == (0, 0, widths[b], heights[b]) and min(heights[b], widths[b]) < 3:
-                raise ValueError(
-                    f"box: covers the whole {heights[b]}x{widths[b]} image, leaving no background to learn from"
-                )
-        masks = masks_from_boxes(parsed, heights, widths, ph, pw, dev)
-    else:
-        masks = torch.zeros((batch, ph, pw), dtype=torch.uint8, device=dev)
-        _fill_masks(mask, masks, heights, widths, kind)
-
-    if model is None:
-        if box is None:  # (a box always leaves pixels of both classes, as checked above)
-            _check_classes(masks, heights, widths, "mask")
-        params = torch.zeros((batch, 2 * components, PARAMS_PER_COMPONENT), dtype=torch.float64, device=dev)
-    else:
-        params = _check_model(model, batch, components, freeze_model).to(dev)
-
-    sizes = [v for hw in zip(heights, widths) for v in hw] if ragged else []
-    out_mask, out_model = _ops.grabcut_op(
-        batch_image,
-        masks,
-        params,
-        sizes,
-        max_iter,
-        components,
-        gamma,
-        seed,
-        model is None,
-        freeze_model,
-    )
-    result_mask: Any
-    if kind == "numpy":
-        result_mask = out_mask[0].cpu().numpy()
-    elif kind == "tensor":
-        result_mask = out_mask[0]
-    elif kind == "batch":
-        result_mask = out_mask
-    else:
-        all_numpy = all(isinstance(im, np.ndarray) for im in image)  # type: ignore[union-attr]
-        if all_numpy:
-            result_mask = _masks_to_numpy(out_mask, heights, widths)
-        else:
-            result_mask = [out_mask[b, : heights[b], : widths[b]] for b in range(batch)]
-    if not return_model:
-        return result_mask
-    result_model = GrabCutModel(out_model if kind in ("batch", "list") else out_model[0])
-    if kind == "numpy":
-        result_model = result_model.to("cpu")
-    return result_mask, result_model
+_Box = tuple[int, int, int, int]
 
 
-def _padded_batch(
-    images: list[torch.Tensor], heights: list[int], widths: list[int], ph: int, pw: int, dev: torch.device
-) -> torch.Tensor:
-    """The images as one zero-padded uint8 (B, 3, ph, pw) batch on ``dev``.
+@dataclass(frozen=True)
+class _Start:
+    """Where the object is, checked: one box per image, or one mask of labels 0..3 per image."""
 
-    Host images bound for a GPU go in one operator call (upload_images_op): packed
-    into one pinned buffer in C++, one transfer, one kernel to spread them out,
-    rows of numpy's (H, W, 3) layout copied as they are. Per image in Python, that
-    took a few tensor operations each (~0.1 ms per image on an idle host, several
-    times that while other Python threads of the dataset job wanted the GIL).
-    """
-    batch = torch.zeros((len(images), 3, ph, pw), dtype=torch.uint8, device=dev)
-    if dev.type == "cuda" and all(im.device.type == "cpu" for im in images):
-        _ops.upload_images_op(batch, images)
-        return batch
-    for b, im in enumerate(images):
-        batch[b, :, : heights[b], : widths[b]] = im.to(dev)
-    return batch
+    boxes: list[_Box] | None = None
+    masks: list[torch.Tensor] | None = None  # each (H, W) of its image, in the caller's dtype and device
 
 
-def _masks_to_numpy(masks: torch.Tensor, heights: list[int], widths: list[int]) -> list[np.ndarray]:
-    """Each image's (H, W) mask from a padded (B, ph, pw) batch, as numpy arrays.
-
-    From a GPU, the masks are gathered there and cross in one copy of their own
-    pixels (the padded batch can be several times larger for crops of mixed sizes),
-    in one operator call (download_masks_op); each mask is a view of one array.
-    """
-    if masks.device.type == "cpu":
-        host = masks.numpy()
-        return [np.ascontiguousarray(host[b, : heights[b], : widths[b]]) for b in range(len(heights))]
-    sizes = [v for hw in zip(heights, widths) for v in hw]
-    flat = _ops.download_masks_op(masks.contiguous(), sizes).numpy()
-    out = []
-    at = 0
-    for h, w in zip(heights, widths):
-        out.append(flat[at : at + h * w].reshape(h, w))
-        at += h * w
-    return out
+def _read_boxes(box: object, layout: _Layout) -> _Start:
+    """One box for every image, or a box per image ((B, 4)); each inside its image and leaving background."""
+    batch = layout.batch
+    boxes = _boxes_per_image(box, batch)
+    parsed = [
+        _parse_box(boxes[b], layout.heights[b], layout.widths[b], "box" if batch == 1 else f"box[{b}]")
+        for b in range(batch)
+    ]
+    for (x0, y0, x1, y1), h, w in zip(parsed, layout.heights, layout.widths):
+        if (x0, y0, x1, y1) == (0, 0, w, h) and min(h, w) < 3:
+            raise ValueError(f"box: covers the whole {h}x{w} image, leaving no background to learn from")
+    return _Start(boxes=parsed)
 
 
 def _boxes_per_image(box: object, batch: int) -> list[object]:
@@ -559,26 +437,305 @@ def _boxes_per_image(box: object, batch: int) -> list[object]:
     return [box] * batch
 
 
-def _fill_masks(mask: object, masks: torch.Tensor, heights: list[int], widths: list[int], kind: str) -> None:
-    batch = len(heights)
+def _parse_box(box: object, height: int, width: int, name: str) -> _Box:
+    if isinstance(box, torch.Tensor):
+        box = box.detach().cpu().tolist()
+    elif isinstance(box, np.ndarray):
+        box = box.tolist()
+    if isinstance(box, (str, bytes)) or not isinstance(box, Sequence) or len(box) != 4:
+        raise ValueError(f"{name}: expected 4 numbers (x0, y0, x1, y1), got {box!r}")
+    values: list[int] = []
+    for v in box:
+        if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)):
+            raise TypeError(f"{name}: expected numbers (x0, y0, x1, y1), got {box!r}")
+        f = float(v)
+        if not math.isfinite(f) or f != math.floor(f):
+            raise ValueError(f"{name}: expected whole, finite pixel coordinates (x0, y0, x1, y1), got {box!r}")
+        values.append(int(f))
+    x0, y0, x1, y1 = values
+    if x1 <= x0 or y1 <= y0:
+        raise ValueError(
+            f"{name}: expected x0 < x1 and y0 < y1 (half-open, pixels x0 <= x < x1), got {tuple(values)}: "
+            + ("empty" if x1 == x0 or y1 == y0 else "inverted")
+        )
+    if x0 < 0 or y0 < 0 or x1 > width or y1 > height:
+        raise ValueError(
+            f"{name}: expected 0 <= x0 < x1 <= {width} and 0 <= y0 < y1 <= {height} for a {height}x{width} image, "
+            f"got {tuple(values)}"
+        )
+    return x0, y0, x1, y1
+
+
+def _read_masks(mask: object, images: _Images) -> _Start:
+    """A mask per image: a list, a (B, H, W) array, or one (H, W) mask (for every image of a batch tensor)."""
+    batch = images.layout.batch
+    per_image = _masks_per_image(mask, batch, images.form)
+    for b, m in enumerate(per_image):
+        name = "mask" if batch == 1 else f"mask[{b}]"
+        h, w = images.layout.heights[b], images.layout.widths[b]
+        if tuple(m.shape) != (h, w):
+            raise ValueError(f"{name}: expected the image's size ({h}, {w}), got {tuple(m.shape)}")
+        _check_labels(m, name)
+    return _Start(masks=per_image)
+
+
+def _masks_per_image(mask: object, batch: int, form: _Form) -> list[torch.Tensor]:
     if isinstance(mask, (list, tuple)):
         if len(mask) != batch:
             raise ValueError(f"mask: expected one mask per image ({batch}), got {len(mask)}")
-        per_image = [_to_mask_tensor(m, f"mask[{b}]") for b, m in enumerate(mask)]
+        return [_to_mask_tensor(m, f"mask[{b}]") for b, m in enumerate(mask)]
+    t = _to_mask_tensor(mask, "mask")
+    if t.dim() == 3:
+        if t.shape[0] != batch:
+            raise ValueError(f"mask: expected {batch} masks, got shape {tuple(t.shape)}")
+        return list(t.unbind(0))
+    if t.dim() == 2:
+        per_image = [t] * batch if form is _Form.BATCH else [t]
+        if len(per_image) != batch:
+            raise ValueError(f"mask: expected one mask per image ({batch}), got one")
+        return per_image
+    raise ValueError(f"mask: expected shape (H, W) or (B, H, W), got {tuple(t.shape)}")
+
+
+def _to_mask_tensor(mask: object, name: str) -> torch.Tensor:
+    if isinstance(mask, np.ndarray):
+        if not (np.issubdtype(mask.dtype, np.integer) or mask.dtype == np.bool_):
+            raise TypeError(f"{name}: expected an integer array of labels 0..3, got dtype {mask.dtype}")
+        return _from_numpy(mask)
+    if isinstance(mask, torch.Tensor):
+        if mask.dtype.is_floating_point or mask.dtype.is_complex:
+            raise TypeError(f"{name}: expected an integer tensor of labels 0..3, got dtype {mask.dtype}")
+        return mask
+    raise TypeError(f"{name}: expected a numpy array or a torch.Tensor, got {type(mask).__name__}")
+
+
+# torch has no min/max for its wider unsigned types: their bits are read as the signed
+# type of the same width, where 0..3 stay 0..3 and values from 2**(bits-1) turn negative.
+_SIGNED_VIEW = {torch.uint16: (torch.int16, 16), torch.uint32: (torch.int32, 32), torch.uint64: (torch.int64, 64)}
+
+
+def _check_labels(mask: torch.Tensor, name: str) -> None:
+    """Checks labels 0..3 (one host sync for device tensors)."""
+    values, bits = mask, 0
+    if mask.dtype in _SIGNED_VIEW:
+        signed, bits = _SIGNED_VIEW[mask.dtype]
+        values = mask.view(signed)
+    if values.numel() > 0:
+        low, high = int(values.min()), int(values.max())
+        if low < 0 or high > 3:
+            bad = low if low < 0 else high
+            if bits and bad < 0:
+                bad += 1 << bits  # the unsigned value it was
+            raise ValueError(f"{name}: expected labels 0..3 (GC_BGD, GC_FGD, GC_PR_BGD, GC_PR_FGD), got {bad}")
+
+
+def _check_model(model: object, batch: int, components: int, frozen: bool) -> torch.Tensor | None:
+    """The model's parameters, (B, 2K, 13) float64 (from a model per image, or one for every image);
+    None without a model, which is then learnt from the masks."""
+    if model is None:
+        return None
+    if not isinstance(model, GrabCutModel):
+        raise TypeError(f"model: expected a torchgrabcut.GrabCutModel, got {type(model).__name__}")
+    p = model.params
+    if model.components != components:
+        raise ValueError(f"model: expected {components} components per class, got {model.components}")
+    if p.dim() == 2:
+        p = p.unsqueeze(0).expand(batch, -1, -1)
+    if p.shape[0] != batch:
+        raise ValueError(f"model: expected a model per image ({batch}), got {p.shape[0]}")
+    if not bool(torch.isfinite(p).all()):
+        raise ValueError("model: expected finite parameters, got NaN or inf")
+    if frozen:
+        _check_usable_classes(p, batch, components)
+    # Without freeze_model, a class without a usable component (a result with no
+    # foreground learns an all-zero foreground mixture) is learnt again from the
+    # mask's pixels of that class in the first iteration, as cv2.grabCut's GC_EVAL does.
+    return p.contiguous()
+
+
+def _check_usable_classes(params: torch.Tensor, batch: int, components: int) -> None:
+    """A frozen model is used as it is: each class needs a component with a positive weight and a
+    positive definite covariance."""
+    cov = params[..., 4:].reshape(batch, 2, components, 3, 3)
+    weight = params[..., 0].reshape(batch, 2, components)
+    sym = (cov + cov.transpose(-1, -2)) / 2
+    eig_min = torch.linalg.eigvalsh(sym.cpu()).amin(-1).to(params.device)
+    usable = ((weight > 0) & (eig_min > 0)).any(-1)
+    if not bool(usable.all()):
+        raise ValueError(
+            "model: with freeze_model, every class needs a component with a positive weight and a positive "
+            "definite covariance (without freeze_model, a class the model lacks is learnt from the mask)"
+        )
+
+
+# Step 2: the operator's inputs, on the device it runs on: images and masks padded
+# to one size, a model per image.
+
+
+@dataclass(frozen=True)
+class _Batch:
+    images: torch.Tensor  # (B, 3, ph, pw) uint8
+    masks: torch.Tensor  # (B, ph, pw) uint8
+    params: torch.Tensor  # (B, 2K, 13) float64; zeros when the model is learnt from the masks
+    learn_model: bool
+    sizes: list[int]  # [h0, w0, h1, w1, ...] when the images' sizes differ, else []
+
+
+def _make_batch(
+    images: _Images, start: _Start, params: torch.Tensor | None, components: int, dev: torch.device
+) -> _Batch:
+    layout = images.layout
+    batch_images = images.whole.to(dev) if images.whole is not None else _padded_batch(images.chw, layout, dev)
+    if start.boxes is not None:
+        masks = masks_from_boxes(start.boxes, layout.heights, layout.widths, *layout.padded, dev)
     else:
-        t = _to_mask_tensor(mask, "mask")
-        if t.dim() == 3:
-            if t.shape[0] != batch:
-                raise ValueError(f"mask: expected {batch} masks, got shape {tuple(t.shape)}")
-            per_image = list(t.unbind(0))
-        elif t.dim() == 2:
-            per_image = [t] * batch if kind == "batch" else [t]
-            if len(per_image) != batch:
-                raise ValueError(f"mask: expected one mask per image ({batch}), got one")
-        else:
-            raise ValueError(f"mask: expected shape (H, W) or (B, H, W), got {tuple(t.shape)}")
-    for b, m in enumerate(per_image):
-        name = "mask" if batch == 1 else f"mask[{b}]"
-        if tuple(m.shape) != (heights[b], widths[b]):
-            raise ValueError(f"{name}: expected the image's size ({heights[b]}, {widths[b]}), got {tuple(m.shape)}")
-        masks[b, : heights[b], : widths[b]] = _check_labels(m, name).to(masks.device)
+        assert start.masks is not None
+        masks = _padded_masks(start.masks, layout, dev)
+    if params is None:
+        params = torch.zeros((layout.batch, 2 * components, PARAMS_PER_COMPONENT), dtype=torch.float64, device=dev)
+        learn_model = True
+    else:
+        params, learn_model = params.to(dev), False
+    return _Batch(batch_images, masks, params, learn_model, layout.sizes if layout.ragged else [])
+
+
+def _padded_batch(images: list[torch.Tensor], layout: _Layout, dev: torch.device) -> torch.Tensor:
+    """The images as one zero-padded uint8 (B, 3, ph, pw) batch on ``dev``.
+
+    Host images bound for a GPU go in one operator call (upload_images_op): packed
+    into one pinned buffer in C++, one transfer, one kernel to spread them out,
+    rows of numpy's (H, W, 3) layout copied as they are. Copying them one by one
+    would take a few tensor operations per image, each holding the GIL, which the
+    other Python threads of a caller (the dataset job's) are waiting for.
+    """
+    batch = torch.zeros((layout.batch, 3, *layout.padded), dtype=torch.uint8, device=dev)
+    if dev.type == "cuda" and all(im.device.type == "cpu" for im in images):
+        _ops.upload_images_op(batch, images)
+        return batch
+    for b, im in enumerate(images):
+        batch[b, :, : layout.heights[b], : layout.widths[b]] = im.to(dev)
+    return batch
+
+
+def _padded_masks(masks: list[torch.Tensor], layout: _Layout, dev: torch.device) -> torch.Tensor:
+    """The masks as one zero-padded uint8 (B, ph, pw) batch on ``dev`` (converted before they move)."""
+    batch = torch.zeros((layout.batch, *layout.padded), dtype=torch.uint8, device=dev)
+    for b, m in enumerate(masks):
+        batch[b, : layout.heights[b], : layout.widths[b]] = m.to(torch.uint8).to(dev)
+    return batch
+
+
+def _batch_grid(
+    heights: list[int], widths: list[int], ph: int, pw: int, device: torch.device
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Broadcastable (B, 1, 1) image heights and widths, and (1, ph, 1) rows and (1, 1, pw) columns."""
+    h = torch.tensor(heights, dtype=torch.int64, device=device)[:, None, None]
+    w = torch.tensor(widths, dtype=torch.int64, device=device)[:, None, None]
+    ys = torch.arange(ph, device=device)[None, :, None]
+    xs = torch.arange(pw, device=device)[None, None, :]
+    return h, w, ys, xs
+
+
+def masks_from_boxes(
+    boxes: list[tuple[int, int, int, int]],
+    heights: list[int],
+    widths: list[int],
+    ph: int,
+    pw: int,
+    device: torch.device,
+) -> torch.Tensor:
+    """Initial masks of boxes, (B, ph, pw): PR_FGD inside each box (half-open), BGD outside.
+
+    A box that leaves no pixel outside it leaves nothing to learn the background
+    from (``cv2.grabCut`` raises there); the one-pixel image border is then taken
+    as background (BGD) instead, on images at least 3 pixels high and wide.
+    """
+    b = torch.tensor(boxes, dtype=torch.int64, device=device).reshape(-1, 4)
+    h, w, ys, xs = _batch_grid(heights, widths, ph, pw, device)
+    x0, y0, x1, y1 = (b[:, i, None, None] for i in range(4))
+    inside = (ys >= y0) & (ys < y1) & (xs >= x0) & (xs < x1)
+    whole = (x0 == 0) & (y0 == 0) & (x1 == w) & (y1 == h) & (h >= 3) & (w >= 3)
+    border = (ys == 0) | (ys == h - 1) | (xs == 0) | (xs == w - 1)
+    inside = inside & ~(whole & border)
+    # uint8 all the way: a where() on Python scalars would make an int64 temporary (8 B/px).
+    return inside.to(torch.uint8) * GC_PR_FGD  # GC_BGD == 0 elsewhere
+
+
+def _check_classes(masks: torch.Tensor, layout: _Layout, name: str) -> None:
+    """Both classes must have a pixel to learn from in every image.
+
+    Checked on the padded batch, so that masks on a GPU cost one host sync for all images.
+    """
+    fg = (masks & 1).bool()
+    h, w, ys, xs = _batch_grid(layout.heights, layout.widths, masks.shape[1], masks.shape[2], masks.device)
+    valid = (ys < h) & (xs < w)
+    has_fg = (fg & valid).flatten(1).any(1).cpu().tolist()
+    has_bg = (~fg & valid).flatten(1).any(1).cpu().tolist()
+    for b in range(layout.batch):
+        where = f" (image {b} of the batch)" if layout.batch > 1 else ""
+        if not has_fg[b]:
+            raise ValueError(f"{name}: no foreground pixel (label GC_FGD or GC_PR_FGD) to learn from{where}")
+        if not has_bg[b]:
+            raise ValueError(f"{name}: no background pixel (label GC_BGD or GC_PR_BGD) to learn from{where}")
+
+
+# Step 3: the call.
+
+
+def _run_op(batch: _Batch, settings: _Settings) -> tuple[torch.Tensor, torch.Tensor]:
+    """(masks (B, ph, pw), model parameters (B, 2K, 13)) from the operator."""
+    return _ops.grabcut_op(
+        batch.images,
+        batch.masks,
+        batch.params,
+        batch.sizes,
+        settings.max_iter,
+        settings.components,
+        settings.gamma,
+        settings.seed,
+        batch.learn_model,
+        settings.freeze_model,
+    )
+
+
+# Step 4: the results, in the form the images came in.
+
+
+def _results(images: _Images, out_mask: torch.Tensor, out_model: torch.Tensor, return_model: bool) -> Any:
+    masks = _masks_in_form(out_mask, images)
+    if not return_model:
+        return masks
+    model = GrabCutModel(out_model if images.form.batched else out_model[0])
+    return masks, (model.to("cpu") if images.form is _Form.NUMPY else model)
+
+
+def _masks_in_form(masks: torch.Tensor, images: _Images) -> Any:
+    layout = images.layout
+    if images.form is _Form.NUMPY:
+        return masks[0].cpu().numpy()
+    if images.form is _Form.TENSOR:
+        return masks[0]
+    if images.form is _Form.BATCH:
+        return masks
+    if images.form is _Form.NUMPY_LIST:
+        return _masks_to_numpy(masks, layout)
+    return [masks[b, : layout.heights[b], : layout.widths[b]] for b in range(layout.batch)]
+
+
+def _masks_to_numpy(masks: torch.Tensor, layout: _Layout) -> list[np.ndarray]:
+    """Each image's (H, W) mask from a padded (B, ph, pw) batch, as numpy arrays.
+
+    From a GPU, the masks are gathered there and cross in one copy of their own
+    pixels (the padded batch can be several times larger for crops of mixed sizes),
+    in one operator call (download_masks_op); each mask is a view of one array.
+    """
+    if masks.device.type == "cpu":
+        host = masks.numpy()
+        return [np.ascontiguousarray(host[b, :h, :w]) for b, (h, w) in enumerate(zip(layout.heights, layout.widths))]
+    flat = _ops.download_masks_op(masks.contiguous(), layout.sizes).numpy()
+    out = []
+    at = 0
+    for h, w in zip(layout.heights, layout.widths):
+        out.append(flat[at : at + h * w].reshape(h, w))
+        at += h * w
+    return out
