@@ -20,7 +20,8 @@ from PIL import Image
 
 from torchgrabcut.bench import DEFAULT_BOX_FRACTION, DEFAULT_IMAGE, scaled_image
 from torchgrabcut.imageio import read_image
-from torchgrabcut.server.app import ServerConfig, create_app
+from torchgrabcut.server.app import create_app
+from torchgrabcut.server.config import ServerConfig
 
 
 def main() -> int:

@@ -27,7 +27,8 @@ from PIL import Image
 
 from conftest import ROOT
 from torchgrabcut.evaluate import load_dataset, score
-from torchgrabcut.server.app import ServerConfig, make_server
+from torchgrabcut.server.app import make_server
+from torchgrabcut.server.config import ServerConfig
 
 IMAGE = "209070.jpg"  # GrabCut-50: the box alone gives IoU ~0.91, one wrong blob a stroke can fix
 DISPLAY_SCALE = 1.5  # the canvas is shown at 1.5 CSS pixels per image pixel

@@ -26,18 +26,13 @@ from PIL import Image
 from conftest import object_image, requires_cuda
 from torchgrabcut.api import GC_BGD, GC_FGD, GC_PR_BGD, GC_PR_FGD, grabcut
 from torchgrabcut.imageio import write_image
-from torchgrabcut.server.app import (
-    COOKIE,
-    TOKEN_HEADER,
-    ServerConfig,
-    create_app,
-    decode_image,
-    make_server,
-    paint_strokes,
-    rle_encode,
-    split_host,
-)
+from torchgrabcut.server.access import TOKEN_HEADER, split_host
+from torchgrabcut.server.app import create_app, make_server
+from torchgrabcut.server.config import ServerConfig
+from torchgrabcut.server.images import decode_image, rle_encode
+from torchgrabcut.server.routes import COOKIE
 from torchgrabcut.server.sessions import SessionsFull, SessionStore
+from torchgrabcut.server.strokes import paint_strokes
 
 BOX = (12, 8, 52, 40)
 
@@ -693,6 +688,27 @@ def test_bad_requests(image: np.ndarray, tmp_path: Path) -> None:
     assert c.get("/api/state").get_json()["action"] == "box"  # still there
 
 
+class BrokenSlots:
+    def acquire(self, timeout: float | None = None) -> bool:
+        raise RuntimeError("slot table broken")
+
+
+def test_unexpected_errors_answer_500_and_pages_answer_text(image: np.ndarray) -> None:
+    app, c = make_client()
+    assert upload(c, png_bytes(image)).status_code == 200
+    slots = app.extensions["torchgrabcut_slots"]
+    app.extensions["torchgrabcut_slots"] = BrokenSlots()
+    r = post_box(c, BOX)
+    assert r.status_code == 500 and r.get_json() == {"error": "internal error: RuntimeError: slot table broken"}
+    app.extensions["torchgrabcut_slots"] = slots
+    assert post_box(c, BOX).status_code == 200  # the server keeps serving
+    # Outside /api/ the answer is text for people, not JSON.
+    r = c.get("/nothing")
+    assert r.status_code == 404 and r.mimetype == "text/plain" and r.data.startswith(b"Not Found: ")
+    r = c.post("/")
+    assert r.status_code == 405 and r.mimetype == "text/plain"
+
+
 def test_page_and_static_files() -> None:
     _, c = make_client()
     page = c.get("/")
@@ -729,6 +745,14 @@ def test_config_errors(tmp_path: Path) -> None:
 
 def test_import_stays_light() -> None:
     code = "import sys, torchgrabcut, torchgrabcut.cli; assert 'flask' not in sys.modules, 'flask imported'"
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
+
+
+def test_the_library_does_not_import_the_server() -> None:
+    code = (
+        "import sys, torchgrabcut, torchgrabcut.api, torchgrabcut.model, torchgrabcut.cv2_compat, "
+        "torchgrabcut.imageio; assert not [m for m in sys.modules if m.startswith('torchgrabcut.server')]"
+    )
     subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
 
 

@@ -6,7 +6,10 @@ import argparse
 import math
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from torchgrabcut.server.config import ServerConfig
 
 __all__ = ["add_parser", "run"]
 
@@ -40,6 +43,12 @@ def add_parser(sub: Any) -> None:
     p.add_argument(
         "--refine-iter", type=int, default=1, help="iterations from the kept model after strokes (default 1)"
     )
+    _add_limit_options(p)
+    p.set_defaults(handler=run)
+
+
+def _add_limit_options(p: argparse.ArgumentParser) -> None:
+    """What one request, one browser and all of them together may cost the server."""
     p.add_argument("--max-upload-mb", type=float, default=64.0, help="largest upload in MB (default 64)")
     p.add_argument(
         "--max-megapixels",
@@ -65,7 +74,6 @@ def add_parser(sub: Any) -> None:
         metavar="SECONDS",
         help="how long a request waits for a GrabCut slot before it gets 503 (default 30)",
     )
-    p.set_defaults(handler=run)
 
 
 def _limit(flag: str, value: float, top: float, zero_ok: bool = False) -> None:
@@ -73,8 +81,10 @@ def _limit(flag: str, value: float, top: float, zero_ok: bool = False) -> None:
         raise ValueError(f"{flag}: expected a number {'>= 0' if zero_ok else '> 0'} and <= {top:g}, got {value:g}")
 
 
-def run(args: argparse.Namespace) -> int:
-    from torchgrabcut.server.app import LIMIT_MAX, ServerConfig, make_server
+def _config_from_args(args: argparse.Namespace) -> ServerConfig:
+    """The server's settings from the command line; ValueError naming the flag of a bad value
+    (checked here, before anything starts, so that the message names the flag, not the field)."""
+    from torchgrabcut.server.config import LIMIT_MAX, ServerConfig
 
     if not 0 <= args.port <= 65535:
         raise ValueError(f"--port: expected 0..65535, got {args.port}")
@@ -91,7 +101,7 @@ def run(args: argparse.Namespace) -> int:
         from torchgrabcut.bench import DEFAULT_IMAGE
 
         images = [DEFAULT_IMAGE]
-    config = ServerConfig(
+    return ServerConfig(
         images=images,
         device=args.device,
         box_iter=args.box_iter,
@@ -106,11 +116,18 @@ def run(args: argparse.Namespace) -> int:
         max_concurrent=args.max_concurrent,
         queue_timeout_s=args.queue_timeout,
     )
+
+
+def run(args: argparse.Namespace) -> int:
+    from torchgrabcut.server.app import make_server
+
+    config = _config_from_args(args)
     server = make_server(config)
-    app = server.app
     host = f"[{args.host}]" if ":" in args.host else args.host
-    device = app.config["TORCHGRABCUT_DEVICE"]
-    print(f"torchgrabcut serve: http://{host}:{server.server_port}/ ({len(images)} image(s), GrabCut on {device})")
+    device = server.app.config["TORCHGRABCUT_DEVICE"]
+    print(
+        f"torchgrabcut serve: http://{host}:{server.server_port}/ ({len(config.images)} image(s), GrabCut on {device})"
+    )
     if args.host not in ("127.0.0.1", "localhost", "::1"):
         print(f"torchgrabcut serve: warning: bound to {args.host}, reachable from other machines", file=sys.stderr)
     print("Press Ctrl+C to stop.", flush=True)
