@@ -1,6 +1,6 @@
 """Throughput of `torchgrabcut dataset` (boxes per second) on a generated COCO-like set.
 
-The set (torchgrabcut.coco.synthetic, no download, the same every time): N
+The set (tests/python/synthetic_coco.py, no download, the same every time): N
 JPEG images of 640x480 with 5..15 objects each, boxes of 50..400 px, polygon or
 RLE ground truth. It is generated once into --workdir and reused. The job runs
 as the CLI runs it (DataLoader workers decoding, batches on the device, RLE and
@@ -43,7 +43,10 @@ from torchgrabcut import grabcut
 from torchgrabcut.api import resolve_device
 from torchgrabcut.coco.job import DatasetOptions, run_dataset, time_covered
 from torchgrabcut.coco.parts import parts_dir
-from torchgrabcut.coco.synthetic import make_synthetic_coco
+
+# The set is the tests' generator (tests/python/synthetic_coco.py): the benchmark runs on what the tests check.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "python"))
+from synthetic_coco import make_synthetic_coco
 
 
 def _box_masks(crops: list[np.ndarray], box: list[tuple[int, int, int, int]], **_: object) -> list[np.ndarray]:

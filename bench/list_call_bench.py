@@ -50,12 +50,16 @@ def _sorted_by_shape(
 
 def _coco_crops(images: int, count: int) -> tuple[list[np.ndarray], list[tuple[int, int, int, int]]]:
     """Crops and boxes of the dataset job on a generated set, sorted as the job sorts them."""
+    import sys
     import tempfile
     from pathlib import Path
 
     from torchgrabcut.coco.plan import box_crop
-    from torchgrabcut.coco.synthetic import make_synthetic_coco
     from torchgrabcut.imageio import read_image
+
+    # The dataset job's tests generate the same set (tests/python/synthetic_coco.py).
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "python"))
+    from synthetic_coco import make_synthetic_coco
 
     crops, boxes = [], []
     with tempfile.TemporaryDirectory() as tmp:

@@ -18,10 +18,11 @@ import statistics
 import numpy as np
 from PIL import Image
 
-from torchgrabcut.bench import DEFAULT_BOX_FRACTION, DEFAULT_IMAGE, scaled_image
+from torchgrabcut.data import BUNDLED_BOX_FRACTION, BUNDLED_IMAGE
 from torchgrabcut.imageio import read_image
 from torchgrabcut.server.app import create_app
 from torchgrabcut.server.config import ServerConfig
+from torchgrabcut.tools.bench import scaled_image
 
 
 def main() -> int:
@@ -32,9 +33,9 @@ def main() -> int:
     parser.add_argument("--refine-iter", type=int, default=1, help="iterations per refinement (default 1)")
     args = parser.parse_args()
 
-    img = scaled_image(read_image(DEFAULT_IMAGE), args.megapixels)
+    img = scaled_image(read_image(BUNDLED_IMAGE), args.megapixels)
     h, w = img.shape[:2]
-    fx0, fy0, fx1, fy1 = DEFAULT_BOX_FRACTION
+    fx0, fy0, fx1, fy1 = BUNDLED_BOX_FRACTION
     box = {"x0": int(fx0 * w), "y0": int(fy0 * h), "x1": int(fx1 * w), "y1": int(fy1 * h)}
     # A background stroke across the flag, left of the astronaut's shoulder (inside the box).
     stroke = {

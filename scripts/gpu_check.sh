@@ -165,7 +165,7 @@ if [[ " $STEPS " == *" scaling "* ]]; then
   set_dir=/tmp/scale_set
   # Generating takes ~60 ms an image; a set big enough to keep 4 GPUs busy for 20 s
   # (~90k boxes) lists a generated one several times instead (repeat_coco).
-  python3 -c "from torchgrabcut.coco.synthetic import make_synthetic_coco as m, repeat_coco as r
+  PYTHONPATH="$PYTHONPATH:$PWD/tests/python" python3 -c "from synthetic_coco import make_synthetic_coco as m, repeat_coco as r
 p = m('$set_dir', $n_images, seed=1); r(p, p, $repeats)" > "$LOGS/scale_gen.log" 2>&1 \
     || { tail -5 "$LOGS/scale_gen.log"; status=1; }
   # Every process count runs with OMP_NUM_THREADS=1, which torchrun sets by itself for two

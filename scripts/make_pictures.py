@@ -19,6 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
+from torchgrabcut.data import BUNDLED_IMAGE
 from torchgrabcut.imageio import overlay, read_image, write_image
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -89,7 +90,7 @@ def main() -> int:
         )
     demo = Path(tempfile.mkdtemp())
     subprocess.run([*cli, "demo", "-o", str(demo)], check=True)
-    image = read_image(ROOT / "python" / "torchgrabcut" / "data" / "astronaut.png")
+    image = read_image(BUNDLED_IMAGE)
     mask = read_image(demo / "mask.png", grayscale=True)
     write_image(OUT / "demo_overlay.png", overlay(image, mask))
     return 0

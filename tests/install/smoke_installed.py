@@ -45,11 +45,10 @@ def grabcut50_case(root: Path) -> tuple[np.ndarray, tuple[int, int, int, int]]:
 
 def masks(device: str | None, grabcut50: Path | None) -> dict[str, np.ndarray]:
     import torchgrabcut
-    from torchgrabcut.cli import DEMO_BOX
+    from torchgrabcut.data import BUNDLED_BOX, BUNDLED_IMAGE
     from torchgrabcut.imageio import read_image
 
-    bundled = Path(torchgrabcut.__file__).with_name("data") / "astronaut.png"
-    out = {"bundled": np.asarray(torchgrabcut.grabcut(read_image(bundled), box=DEMO_BOX, device=device))}
+    out = {"bundled": np.asarray(torchgrabcut.grabcut(read_image(BUNDLED_IMAGE), box=BUNDLED_BOX, device=device))}
     if grabcut50 is not None:
         image, box = grabcut50_case(grabcut50)
         out["grabcut50"] = np.asarray(torchgrabcut.grabcut(image, box=box, device=device))

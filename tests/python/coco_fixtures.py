@@ -13,8 +13,7 @@ from typing import Any
 import numpy as np
 from PIL import Image
 from pycocotools import mask as mask_utils
-
-from torchgrabcut.coco.synthetic import make_synthetic_coco
+from synthetic_coco import make_synthetic_coco
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -37,7 +37,7 @@ def grabcut50() -> Path:
 
 @pytest.fixture(scope="session")
 def dataset_items(grabcut50: Path) -> list:
-    from torchgrabcut.evaluate import load_dataset
+    from torchgrabcut.tools.evaluate import load_dataset
 
     return load_dataset(grabcut50)
 

@@ -26,9 +26,9 @@ import pytest
 from PIL import Image
 
 from conftest import ROOT
-from torchgrabcut.evaluate import load_dataset, score
 from torchgrabcut.server.app import make_server
 from torchgrabcut.server.config import ServerConfig
+from torchgrabcut.tools.evaluate import load_dataset, score
 
 IMAGE = "209070.jpg"  # GrabCut-50: the box alone gives IoU ~0.91, one wrong blob a stroke can fix
 DISPLAY_SCALE = 1.5  # the canvas is shown at 1.5 CSS pixels per image pixel
@@ -258,9 +258,9 @@ def test_box_stroke_undo_in_chromium(driver, grabcut50: Path) -> None:
 def test_another_origin_cannot_use_the_server(driver) -> None:
     # Two servers on two ports are two origins: the page of the first plays the attacker's
     # site and tries what any web page can do to the second one.
-    from torchgrabcut.bench import DEFAULT_IMAGE
+    from torchgrabcut.data import BUNDLED_IMAGE
 
-    attacker = ServerConfig(images=[DEFAULT_IMAGE], device="cpu")
+    attacker = ServerConfig(images=[BUNDLED_IMAGE], device="cpu")
     with serving(attacker) as (other, _), serving(ServerConfig(device="cpu")) as (target, app):
         driver.get(other)
         wait_results(driver, 1)

@@ -29,6 +29,7 @@ from coco_fixtures import (
 )
 from PIL import Image
 from pycocotools import mask as mask_utils
+from synthetic_coco import repeat_coco
 
 from conftest import requires_cuda
 from torchgrabcut import grabcut
@@ -55,8 +56,7 @@ from torchgrabcut.coco.plan import (
     gt_rle,
     segmentation_error,
 )
-from torchgrabcut.coco.synthetic import repeat_coco
-from torchgrabcut.evaluate import evaluate_dataset, load_dataset, score
+from torchgrabcut.tools.evaluate import evaluate_dataset, load_dataset, score
 
 
 @pytest.fixture(scope="module")

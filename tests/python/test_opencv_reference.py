@@ -8,16 +8,16 @@ import numpy as np
 import pytest
 
 from conftest import write_tiny_dataset
-from torchgrabcut.evaluate import evaluate_dataset
+from torchgrabcut.data import BUNDLED_IMAGE
 from torchgrabcut.imageio import read_image
-from torchgrabcut.opencv_reference import cv2_grabcut_box
+from torchgrabcut.tools.evaluate import evaluate_dataset
+from torchgrabcut.tools.opencv_reference import cv2_grabcut_box
 
 cv2 = pytest.importorskip("cv2")
-BUNDLED = Path(__file__).resolve().parents[2] / "python" / "torchgrabcut" / "data" / "astronaut.png"
 
 
 def test_a_seeded_call_ignores_what_ran_before() -> None:
-    img = cv2.resize(read_image(BUNDLED), (400, 400), interpolation=cv2.INTER_AREA)
+    img = cv2.resize(read_image(BUNDLED_IMAGE), (400, 400), interpolation=cv2.INTER_AREA)
     box = (50, 50, 300, 300)
     first = cv2_grabcut_box(cv2, img, box, 3, seed=7)
     for _ in range(2):  # unseeded calls move OpenCV's generator on

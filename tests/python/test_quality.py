@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from torchgrabcut.evaluate import evaluate_dataset, format_eval
+from torchgrabcut.tools.evaluate import evaluate_dataset, format_eval
 
 
 @pytest.mark.slow

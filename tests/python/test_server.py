@@ -970,12 +970,13 @@ def test_cli_serve_refuses_bad_limits(args: list[str], message: str, capsys: pyt
 
 @requires_cuda
 def test_cuda_server_matches_cpu_and_reports_time() -> None:
-    from torchgrabcut.bench import DEFAULT_BOX_FRACTION, DEFAULT_IMAGE, scaled_image
+    from torchgrabcut.data import BUNDLED_BOX_FRACTION, BUNDLED_IMAGE
     from torchgrabcut.imageio import read_image
+    from torchgrabcut.tools.bench import scaled_image
 
-    img = scaled_image(read_image(DEFAULT_IMAGE), 1.0)
+    img = scaled_image(read_image(BUNDLED_IMAGE), 1.0)
     h, w = img.shape[:2]
-    box = tuple(int(f * s) for f, s in zip(DEFAULT_BOX_FRACTION, (w, h, w, h)))
+    box = tuple(int(f * s) for f, s in zip(BUNDLED_BOX_FRACTION, (w, h, w, h)))
     strokes = [{"label": "bg", "radius": 6, "points": [[int(0.6 * w), int(0.3 * h)], [int(0.65 * w), int(0.35 * h)]]}]
     masks = {}
     for device in ("cpu", "cuda"):

@@ -6,9 +6,8 @@ written back with each annotation's ``segmentation`` as COCO RLE.
 
 Modules: :mod:`.plan` (reading the file, boxes, crops, skips, ground truth),
 :mod:`.job` (the pipeline, torch.distributed, the summary), :mod:`.parts`
-(resumable part files and the merge), :mod:`.synthetic` (a generated COCO-like
-set for tests and the benchmark), :mod:`.cli` (the subcommand). pycocotools and
-tqdm are imported only when the job runs (``pip install torchgrabcut[dataset]``).
+(resumable part files and the merge), :mod:`.cli` (the subcommand). pycocotools
+and tqdm are imported only when the job runs (``pip install torchgrabcut[dataset]``).
 """
 
 from __future__ import annotations

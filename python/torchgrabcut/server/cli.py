@@ -98,9 +98,9 @@ def _config_from_args(args: argparse.Namespace) -> ServerConfig:
     if args.images:
         images = [Path(p) for p in args.images]
     else:
-        from torchgrabcut.bench import DEFAULT_IMAGE
+        from torchgrabcut.data import BUNDLED_IMAGE
 
-        images = [DEFAULT_IMAGE]
+        images = [BUNDLED_IMAGE]
     return ServerConfig(
         images=images,
         device=args.device,

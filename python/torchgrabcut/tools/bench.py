@@ -19,14 +19,13 @@ import numpy as np
 import torch
 
 from torchgrabcut.api import grabcut
-from torchgrabcut.evaluate import foreground_iou
+from torchgrabcut.data import BUNDLED_BOX_FRACTION, BUNDLED_IMAGE
 from torchgrabcut.imageio import MAX_IMAGE_PIXELS, read_image
-from torchgrabcut.opencv_reference import cv2_grabcut_box
+from torchgrabcut.tools.evaluate import foreground_iou
+from torchgrabcut.tools.opencv_reference import cv2_grabcut_box
 
 __all__ = ["MIN_BENCH_MEGAPIXELS", "BenchRow", "bench_sizes", "format_bench", "gpu_median_ms", "scaled_image"]
 
-DEFAULT_IMAGE = Path(__file__).with_name("data") / "astronaut.png"
-DEFAULT_BOX_FRACTION = (0.03, 0.02, 0.72, 1.0)  # the astronaut: x0, y0, x1, y1 as fractions
 MIN_BENCH_MEGAPIXELS = 0.001  # the bundled image at 32x32: the smallest size with a box that leaves background
 
 
@@ -95,7 +94,7 @@ def _run_cv2(img: np.ndarray, box: tuple[int, int, int, int], max_iter: int) -> 
 
 
 def bench_sizes(
-    image_path: str | Path = DEFAULT_IMAGE,
+    image_path: str | Path = BUNDLED_IMAGE,
     megapixels: tuple[float, ...] = (0.3, 1.0, 4.0),
     max_iter: int = 5,
     repeats: int = 3,
@@ -118,7 +117,7 @@ def bench_sizes(
     for mp in megapixels:
         img = scaled_image(base, mp)
         h, w = img.shape[:2]
-        fx0, fy0, fx1, fy1 = DEFAULT_BOX_FRACTION
+        fx0, fy0, fx1, fy1 = BUNDLED_BOX_FRACTION
         box = (int(fx0 * w), int(fy0 * h), int(fx1 * w), int(fy1 * h))
         cv2_ms = cpu_ms = gpu_ms = agree = None
         cv2_mask = cpu_mask = None

@@ -16,9 +16,8 @@ from pathlib import Path
 import numpy as np
 
 from torchgrabcut.api import grabcut
-from torchgrabcut.figures import SheetTile
 from torchgrabcut.imageio import read_image
-from torchgrabcut.opencv_reference import cv2_grabcut_box
+from torchgrabcut.tools.opencv_reference import cv2_grabcut_box
 
 __all__ = [
     "BOX_COLUMNS",
@@ -29,7 +28,6 @@ __all__ = [
     "format_eval",
     "load_dataset",
     "score",
-    "sheet_tiles",
 ]
 
 
@@ -214,14 +212,3 @@ def format_eval(res: EvalResult) -> str:
         lines.append("cv2.grabCut raised on " + ", ".join(res.cv2_failures) + " (scored as whole box foreground)")
     lines.append(f"{len(res.names)} images")
     return "\n".join(lines)
-
-
-def sheet_tiles(res: EvalResult, method: str = "torchgrabcut") -> list[SheetTile]:
-    """Contact-sheet tiles: each image with ``method``'s foreground and the ground truth outlined."""
-    tiles = []
-    for i, it in enumerate(res.items):
-        caption = f"{Path(it.name).stem[:18]} IoU {res.iou[method][i]:.2f}"
-        if "cv2.grabCut" in res.iou and method != "cv2.grabCut":
-            caption += f" (cv2 {res.iou['cv2.grabCut'][i]:.2f})"
-        tiles.append(SheetTile(it.image, res.foregrounds[method][i], caption, truth=it.gt > 128))
-    return tiles

@@ -16,9 +16,19 @@ import numpy as np
 from PIL import Image, ImageDraw
 
 if TYPE_CHECKING:
-    from torchgrabcut.bench import BenchRow
+    from torchgrabcut.tools.bench import BenchRow
+    from torchgrabcut.tools.evaluate import EvalResult
 
-__all__ = ["OUTLINE_BGR", "TRUTH_BGR", "SheetTile", "contact_sheet", "outline", "require_matplotlib", "speed_plot"]
+__all__ = [
+    "OUTLINE_BGR",
+    "TRUTH_BGR",
+    "SheetTile",
+    "contact_sheet",
+    "outline",
+    "require_matplotlib",
+    "sheet_tiles",
+    "speed_plot",
+]
 
 OUTLINE_BGR = (0, 255, 0)  # our mask's boundary: green
 TRUTH_BGR = (255, 0, 255)  # the ground truth's boundary: magenta
@@ -94,6 +104,17 @@ def contact_sheet(
         sheet.paste(Image.fromarray(_tile(tile, tile_width, tile_height)), (x, y))
         draw.text((x + 2, y + tile_height + 2), tile.caption, fill=(0, 0, 0))
     return np.ascontiguousarray(np.asarray(sheet)[:, :, ::-1])
+
+
+def sheet_tiles(res: EvalResult, method: str = "torchgrabcut") -> list[SheetTile]:
+    """Contact-sheet tiles of an evaluation: each image with ``method``'s foreground and the ground truth outlined."""
+    tiles = []
+    for i, it in enumerate(res.items):
+        caption = f"{Path(it.name).stem[:18]} IoU {res.iou[method][i]:.2f}"
+        if "cv2.grabCut" in res.iou and method != "cv2.grabCut":
+            caption += f" (cv2 {res.iou['cv2.grabCut'][i]:.2f})"
+        tiles.append(SheetTile(it.image, res.foregrounds[method][i], caption, truth=it.gt > 128))
+    return tiles
 
 
 def require_matplotlib() -> None:
