@@ -276,12 +276,12 @@ def strokes() -> Any:
     t = time.perf_counter()
     server = _server()
     iterations = server.config.refine_iter
-    strokes = read_json_object(request).get("strokes")
+    given = read_json_object(request).get("strokes")
     with locked_session() as session:
         image = open_image(session)
         state = current_state(session)
         with grabcut_slot(), bad_values_as_400():
-            painted = paint_strokes(state.mask, strokes)
+            painted = paint_strokes(state.mask, given)
             mask, model, ms = server.segmenter.run(image, painted, model=state.model, max_iter=iterations)
         session.push(State(mask, model, "strokes", state.box))
         out = session_json(session, image, grabcut_ms=ms, iterations=iterations)
