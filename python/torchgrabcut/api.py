@@ -188,8 +188,7 @@ def grabcut(
     return _results(images, out_mask, out_model, settings.return_model)
 
 
-# Step 1: reading and checking the arguments. Nothing here moves or pads an image;
-# every wrong argument is reported before any work.
+# Step 1: reading and checking the arguments. Nothing here moves or pads an image.
 
 
 class _Form(enum.Enum):
@@ -244,6 +243,13 @@ class _Images:
     whole: torch.Tensor | None  # the (B, 3, H, W) tensor of a batch, which needs no padding
     layout: _Layout
 
+    @classmethod
+    def of(
+        cls, chw: list[torch.Tensor], form: _Form, given: list[object], whole: torch.Tensor | None = None
+    ) -> _Images:
+        layout = _Layout([int(im.shape[1]) for im in chw], [int(im.shape[2]) for im in chw])
+        return cls(chw, form, given, whole, layout)
+
 
 def _read_images(image: object) -> _Images:
     """Checks the ``image`` argument: one image, a (B, 3, H, W) batch, or a non-empty list of images."""
@@ -251,20 +257,15 @@ def _read_images(image: object) -> _Images:
         _check_tensor_image(image, "image", batched=True)
         if image.shape[0] == 0:  # as an empty list: there is nothing to segment or to return a model of
             raise ValueError(f"image: expected at least one image, got an empty batch of shape {tuple(image.shape)}")
-        return _images(list(image.unbind(0)), _Form.BATCH, [image], whole=image)
+        return _Images.of(list(image.unbind(0)), _Form.BATCH, [image], whole=image)
     if isinstance(image, (list, tuple)):
         if len(image) == 0:
             raise ValueError("image: expected at least one image, got an empty list")
         read = [_image_to_chw(im, f"image[{i}]") for i, im in enumerate(image)]
         form = _Form.NUMPY_LIST if all(was_numpy for _, was_numpy in read) else _Form.LIST
-        return _images([chw for chw, _ in read], form, list(image))
+        return _Images.of([chw for chw, _ in read], form, list(image))
     chw, was_numpy = _image_to_chw(image, "image")
-    return _images([chw], _Form.NUMPY if was_numpy else _Form.TENSOR, [image])
-
-
-def _images(chw: list[torch.Tensor], form: _Form, given: list[object], whole: torch.Tensor | None = None) -> _Images:
-    layout = _Layout([int(im.shape[1]) for im in chw], [int(im.shape[2]) for im in chw])
-    return _Images(chw, form, given, whole, layout)
+    return _Images.of([chw], _Form.NUMPY if was_numpy else _Form.TENSOR, [image])
 
 
 def _image_to_chw(image: object, name: str) -> tuple[torch.Tensor, bool]:
