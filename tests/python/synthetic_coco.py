@@ -1,4 +1,4 @@
-"""A generated COCO-like set (no download): for the tests and for ``bench/coco_bench.py``.
+"""A generated COCO-like set (no download): for the tests and for the dataset benchmarks in bench/.
 
 Each image is a smooth colour field with noise and a few clutter bars; on it,
 objects are filled polygons (5 to 12 vertices around the centre of a box of the

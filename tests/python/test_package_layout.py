@@ -175,3 +175,17 @@ def test_every_module_imports_in_a_fresh_process() -> None:
     assert result["failed"] == {}
     # `import torchgrabcut` loads the library alone.
     assert [m for m in result["library"] if layer(m) != "library"] == []
+
+
+def test_every_subcommand_registers_the_same_way() -> None:
+    import argparse
+
+    from torchgrabcut.cli import SUBCOMMANDS, build_parser
+
+    parser = build_parser()
+    (sub,) = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    assert list(sub.choices) == ["demo", "segment", "eval", "bench", "dataset", "serve"]
+    # One module per subcommand, in that order, each with add_parser and the run it registers.
+    for (name, subparser), module in zip(sub.choices.items(), SUBCOMMANDS, strict=True):
+        assert callable(module.add_parser), name
+        assert subparser.get_default("handler") is module.run, name
