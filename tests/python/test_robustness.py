@@ -300,7 +300,8 @@ def test_model_reuse_across_calls_is_stable() -> None:
 # ---------------------------------------------------------------- Ctrl-C
 
 INTERRUPT_SCRIPT = """
-import dis, os, signal, sys, time
+import dis, faulthandler, os, signal, sys, time
+faulthandler.dump_traceback_later(540, exit=True)  # a hang fails with every thread's stack
 import numpy as np
 import torch
 sys.path.insert(0, sys.argv[1])
