@@ -16,7 +16,7 @@ sets it (README, "Install"). TORCHGRABCUT_DEBUG_INFO=1 keeps debug information i
 the library (22 MB of a 23 MB build; the Makefile's development build keeps it).
 
 Checked before anything is compiled, each with a message that says what to change:
-torch is importable; the C++ compiler compiles C++20 (torch 2.12 and later require it;
+torch is importable; the C++ compiler compiles C++20 (torch 2.14 and later require it;
 we build every torch-facing file as C++20); nvcc's CUDA major version equals
 torch.version.cuda's (a minor difference is allowed, as torch's own check allows it).
 
@@ -130,7 +130,7 @@ def want_cuda() -> str | None:
 
 
 def check_cxx_compiler() -> None:
-    """The compiler torch's build uses must compile C++20 (torch's headers need it from 2.12 on)."""
+    """The compiler torch's build uses must compile C++20 (torch's headers need it from 2.14 on)."""
     cxx = os.environ.get("CXX", "c++")
     probe = "#if __cplusplus < 202002L\n#error not C++20\n#endif\n#include <concepts>\nint main() { return 0; }\n"
     with tempfile.TemporaryDirectory() as tmp:
