@@ -34,15 +34,9 @@ from synthetic_coco import repeat_coco
 from conftest import requires_cuda
 from torchgrabcut import grabcut
 from torchgrabcut.cli import main
-from torchgrabcut.coco.job import (
-    BLOCK_AFTER_ENV,
-    EXIT_AFTER_ENV,
-    PHASES,
-    DatasetOptions,
-    _Calls,
-    run_dataset,
-    time_covered,
-)
+from torchgrabcut.coco.calls import GrabCutCalls
+from torchgrabcut.coco.hooks_for_tests import BLOCK_AFTER_ENV, EXIT_AFTER_ENV
+from torchgrabcut.coco.job import DatasetOptions, run_dataset
 from torchgrabcut.coco.parts import OutputShare, parts_dir, rewrite_annotation, write_output
 from torchgrabcut.coco.plan import (
     SKIP_CROWD,
@@ -56,6 +50,7 @@ from torchgrabcut.coco.plan import (
     gt_rle,
     segmentation_error,
 )
+from torchgrabcut.coco.timing import PHASES, time_covered
 from torchgrabcut.tools.evaluate import evaluate_dataset, load_dataset, score
 
 
@@ -352,11 +347,11 @@ class _RecordingPost:
         self.items.append(item)
 
 
-def _calls_with(run: object, tmp_path: Path) -> tuple[_Calls, _RecordingPost]:
+def _calls_with(run: object, tmp_path: Path) -> tuple[GrabCutCalls, _RecordingPost]:
     post = _RecordingPost()
     stages = {"wait_images": 0.0, "wait_calls": 0.0, "wait_post": 0.0}
     opts = DatasetOptions(tmp_path, tmp_path, tmp_path / "out.json", device="cpu")
-    calls = _Calls(opts, torch.device("cpu"), post, stages, threads=2)
+    calls = GrabCutCalls(opts, torch.device("cpu"), post, stages, threads=2)
     calls._run = run  # type: ignore[method-assign]
     return calls, post
 
@@ -400,7 +395,7 @@ def test_calls_reach_post_in_order_when_they_finish_out_of_order(tmp_path: Path)
 def test_time_covered_is_the_union_of_spans() -> None:
     assert time_covered([]) == 0.0
     assert time_covered([(5.0, 6.0), (0.0, 2.0), (1.0, 3.0), (5.5, 5.7)]) == pytest.approx(4.0)
-    calls = _Calls(_opts(Path("x.json"), Path("out.json")), torch.device("cpu"), None, {})
+    calls = GrabCutCalls(_opts(Path("x.json"), Path("out.json")), torch.device("cpu"), None, {})
     calls.spans = [(1.0, 2.0), (1.5, 4.0), (6.0, 7.0)]
     assert calls.timeline(0.5, 8.0) == pytest.approx(
         {"before_calls": 0.5, "calls_running": 4.0, "in_calls": 4.5, "after_calls": 1.0}
@@ -779,16 +774,19 @@ def test_group_waits_a_day_not_nccl_ten_minutes(monkeypatch: pytest.MonkeyPatch)
     """Processes that finish far apart must not hit the collective's default timeout."""
     import torch.distributed as dist
 
-    from torchgrabcut.coco import job
+    from torchgrabcut.coco import distributed
 
     seen: list[tuple[str, dict[str, object]]] = []
     monkeypatch.setattr(dist, "init_process_group", lambda backend, **kw: seen.append((backend, kw)))
     monkeypatch.setenv("WORLD_SIZE", "2")
     monkeypatch.setenv("RANK", "1")
     monkeypatch.setenv("MASTER_ADDR", "localhost")
-    d, dev = job._setup("cpu")
-    assert (d.rank, d.world, d.group, dev.type) == (1, 2, True, "cpu")
-    assert seen == [("gloo", {"timeout": job.GROUP_TIMEOUT})] and job.GROUP_TIMEOUT.total_seconds() >= 86400
+    d, dev = distributed.join_group("cpu")
+    assert (d.rank, d.world, d.joined_group, dev.type) == (1, 2, True, "cpu")
+    assert (
+        seen == [("gloo", {"timeout": distributed.GROUP_TIMEOUT})]
+        and distributed.GROUP_TIMEOUT.total_seconds() >= 86400
+    )
 
 
 def test_resume_shares_out_what_is_left(clean: Path, reference: tuple[Path, object], tmp_path: Path) -> None:

@@ -4,10 +4,14 @@ Detector or annotated boxes in, instance masks out: every box of a COCO
 annotation file is segmented with GrabCut on a crop around it, and the file is
 written back with each annotation's ``segmentation`` as COCO RLE.
 
-Modules: :mod:`.plan` (reading the file, boxes, crops, skips, ground truth),
-:mod:`.job` (the pipeline, torch.distributed, the summary), :mod:`.parts`
-(resumable part files and the merge), :mod:`.cli` (the subcommand). pycocotools
-and tqdm are imported only when the job runs (``pip install torchgrabcut[dataset]``).
+Modules: :mod:`.job` (the run as a sequence of steps), :mod:`.options` (the
+settings and their checks), :mod:`.plan` (reading the file, boxes, crops,
+skips, ground truth), :mod:`.pipeline` and :mod:`.calls` (reading, segmenting
+and post-processing a rank's images), :mod:`.distributed` (the torchrun
+group), :mod:`.parts` (resumable part files and the merge), :mod:`.summary` and
+:mod:`.timing` (what rank 0 prints), :mod:`.hooks_for_tests` (stopping a run at
+a known point), :mod:`.cli` (the subcommand). pycocotools and tqdm are imported
+only when the job runs (``pip install torchgrabcut[dataset]``).
 """
 
 from __future__ import annotations

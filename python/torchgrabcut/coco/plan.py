@@ -25,7 +25,7 @@ pycocotools trusts its input (NaN or huge polygon coordinates make it allocate
 without bound or crash; RLE counts that do not add up to the image's pixels make
 it loop forever, holding the GIL), so every value is checked here first
 (:func:`segmentation_error`) and a malformed one never reaches it: the job then
-segments the box as usual but does not score it (see :mod:`.job`).
+segments the box as usual but does not score it (see :mod:`.pipeline`).
 
 Ids. Image ``id`` and annotation ``image_id`` are JSON integers (not ``true``,
 not ``1.0``, not ``"1"``: Python would take 1, 1.0 and true as one key), and

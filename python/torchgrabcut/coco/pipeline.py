@@ -1,0 +1,250 @@
+"""A rank's images through GrabCut: read, batch, segment, post-process, write.
+
+1. DataLoader workers (``workers`` processes, torch's own) read the rank's
+   images with Pillow (:class:`ImageReader`); each decoded image travels as one
+   tensor in shared memory, and the main thread cuts a crop per box from it
+   (see :mod:`.plan`).
+2. The main thread gathers whole images into a chunk of about
+   ``CHUNK_BATCHES * batch_size`` boxes, sorts the chunk's crops by shape
+   (:func:`crop_shape_key`) so that crops of like size share a padded batch, and
+   calls :func:`torchgrabcut.grabcut` on ``batch_size`` crops at a time
+   (:mod:`.calls`). A crop's mask does not depend on the other crops of its call,
+   so the sort changes the speed, never the result.
+3. A post-processing thread (:class:`PostProcessor`) pastes each crop's
+   foreground into an empty mask of the image's size, encodes it as COCO RLE
+   (pycocotools), computes the IoU with the annotation's ground-truth
+   segmentation when it has one, and when a chunk is complete appends its images
+   to the rank's part file (flushed and fsynced, see :mod:`.parts`) and their
+   annotations' output texts to the rank's :class:`~.parts.OutputShare`. It
+   overlaps the next chunk's GPU work.
+
+Malformed ground truth (a segmentation that :func:`~.plan.segmentation_error`
+refuses) never reaches pycocotools: the box is segmented as usual, the
+annotation gets ``grabcut_gt_error`` (the reason) instead of ``grabcut_iou``.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from torchgrabcut.coco.calls import GrabCutCalls
+from torchgrabcut.coco.options import DatasetOptions
+from torchgrabcut.coco.parts import OutputShare, PartWriter
+from torchgrabcut.coco.plan import ImagePlan, gt_rle, replan_with_size
+from torchgrabcut.coco.timing import waited
+
+__all__ = ["CHUNK_BATCHES", "ImageReader", "PostProcessor", "crop_shape_key", "segment_share"]
+
+CHUNK_BATCHES = 4  # a chunk (the unit of sorting and of durable progress) is this many batches of boxes
+
+
+def _identity(x: Any) -> Any:
+    return x
+
+
+class ImageReader(torch.utils.data.Dataset):
+    """Item i: (plan, the decoded image as an (H, W, 3) uint8 tensor or None, error message or None).
+
+    The whole image travels (one shared-memory block per image, not one per
+    crop); the main thread cuts the crops as views.
+    """
+
+    def __init__(
+        self, root: Path, plans: list[ImagePlan], coco: dict[str, Any], margin: float, min_margin: int
+    ) -> None:
+        self.root, self.plans, self.coco = root, plans, coco
+        self.margin, self.min_margin = margin, min_margin
+
+    def __len__(self) -> int:
+        return len(self.plans)
+
+    def __getitem__(self, i: int) -> tuple[ImagePlan, torch.Tensor | None, str | None]:
+        from torchgrabcut.imageio import read_image
+
+        plan = self.plans[i]
+        if not plan.needs_image():
+            return plan, None, None  # every annotation skipped: no need to read the image
+        try:
+            image = read_image(self.root / plan.file_name)
+            h, w = image.shape[:2]
+            if plan.height is None or plan.width is None:
+                replan_with_size(plan, self.coco, h, w, self.margin, self.min_margin)
+            elif (h, w) != (plan.height, plan.width):
+                raise ValueError(f"{plan.file_name} is {h}x{w} but the annotation file says {plan.height}x{plan.width}")
+            return plan, torch.from_numpy(image), None
+        except (OSError, ValueError) as err:  # a one-line message, not a worker traceback
+            return plan, None, str(err)
+
+
+class PostProcessor:
+    """The post-processing thread: RLE, IoU, part lines, the rank's output share.
+
+    It takes ``("masks", [(plan, k, mask), ...])`` and ``("chunk", plans)`` items
+    through :meth:`put`; after writing a chunk it calls ``on_chunk(images, boxes)``.
+    Its errors come back to the main thread through :meth:`check`.
+    """
+
+    def __init__(
+        self,
+        coco: dict[str, Any],
+        writer: PartWriter,
+        mask_utils: Any,
+        on_chunk: Callable[[int, int], None],
+        share: OutputShare,
+        keep_gt: bool,
+    ) -> None:
+        self.coco, self.writer, self.mu, self.on_chunk = coco, writer, mask_utils, on_chunk
+        self.share, self.keep_gt = share, keep_gt
+        self.queue: queue.Queue[tuple[str, Any] | None] = queue.Queue(maxsize=2 * CHUNK_BATCHES)
+        self.error: BaseException | None = None
+        self.results: dict[int, dict[int, dict[str, Any]]] = {}
+        self.thread = threading.Thread(target=self._loop, name="torchgrabcut-dataset-post", daemon=True)
+        self.thread.start()
+
+    def put(self, item: tuple[str, Any] | None) -> None:
+        # A short timeout, so that an error of the thread reaches the main thread
+        # instead of leaving it waiting on a full queue.
+        while True:
+            self.check()
+            try:
+                self.queue.put(item, timeout=0.5)
+                return
+            except queue.Full:
+                continue
+
+    def check(self) -> None:
+        if self.error is not None:
+            raise self.error
+        if not self.thread.is_alive():
+            raise RuntimeError("the post-processing thread stopped")
+
+    def finish(self) -> None:
+        self.put(None)
+        self.thread.join()
+        if self.error is not None:
+            raise self.error
+
+    def _loop(self) -> None:
+        try:
+            while True:
+                item = self.queue.get()
+                if item is None:
+                    return
+                kind, payload = item
+                if kind == "masks":
+                    for plan, k, mask in payload:
+                        self.results[plan.image][plan.boxes[k].ann] = self._record(plan, k, mask)
+                else:
+                    self._write_chunk(payload)
+        except BaseException as err:  # handed to the main thread
+            self.error = err
+
+    def _record(self, plan: ImagePlan, k: int, mask: np.ndarray) -> dict[str, Any]:
+        b = plan.boxes[k]
+        assert plan.height is not None and plan.width is not None
+        full = np.zeros((plan.height, plan.width), dtype=np.uint8, order="F")
+        x0, y0, x1, y1 = b.crop
+        full[y0:y1, x0:x1] = mask & 1
+        rle = self.mu.encode(full)
+        rec: dict[str, Any] = {"a": b.ann, "counts": rle["counts"].decode("ascii"), "area": int(self.mu.area(rle))}
+        ann = self.coco["annotations"][b.ann]
+        try:
+            gt = gt_rle(ann.get("segmentation"), plan.height, plan.width, self.mu)
+        except ValueError as err:  # malformed ground truth: segmented, not scored (see the module docs)
+            rec["gt_error"] = str(err)
+            return rec
+        if gt is not None:
+            rec["iou"] = float(self.mu.iou([rle], [gt], [0])[0][0])
+        return rec
+
+    def _write_chunk(self, plans: list[ImagePlan]) -> None:
+        lines = []
+        boxes = 0
+        for plan in plans:
+            done = self.results.pop(plan.image, {})
+            for a, reason in plan.skipped.items():
+                done[a] = {"a": a, "skip": reason}
+            boxes += len(plan.boxes)
+            assert len(done) == len(plan.anns), "every annotation of a finished image has a record"
+            lines.append(
+                {"image": plan.image, "size": [plan.height, plan.width], "results": [done[a] for a in plan.anns]}
+            )
+        self.writer.write(lines)
+        for line in lines:  # the output's texts now, while the device works, not in the merge
+            self.share.add(self.coco, line, self.keep_gt)
+        self.on_chunk(len(plans), boxes)
+
+
+def crop_shape_key(crop: tuple[int, int, int, int]) -> tuple[bool, int, int]:
+    """Orientation, then the longer side, then the shorter: crops of like size end up side by side."""
+    x0, y0, x1, y1 = crop
+    h, w = y1 - y0, x1 - x0
+    return h >= w, max(h, w), min(h, w)
+
+
+def segment_share(
+    plans: list[ImagePlan],
+    opts: DatasetOptions,
+    coco: dict[str, Any],
+    dev: torch.device,
+    post: PostProcessor,
+) -> dict[str, float]:
+    """Runs the rank's images through the pipeline; returns the main thread's seconds per stage."""
+    data = ImageReader(Path(opts.images), plans, coco, opts.margin, opts.min_margin)
+    loader = torch.utils.data.DataLoader(
+        data,
+        batch_size=None,
+        shuffle=False,
+        num_workers=opts.workers,
+        collate_fn=_identity,
+        prefetch_factor=8 if opts.workers > 0 else None,
+    )
+    # The first chunk is one batch, so the device starts after a batch's images are read
+    # rather than a whole chunk's; later ones are CHUNK_BATCHES batches.
+    chunk_boxes = opts.batch_size
+    chunk: list[tuple[ImagePlan, np.ndarray | None]] = []
+    n_boxes = 0
+    stages = {"wait_images": 0.0, "wait_calls": 0.0, "wait_post": 0.0}
+    calls = GrabCutCalls(opts, dev, post, stages)
+
+    def submit_chunk() -> None:
+        items = [(plan, k, image) for plan, image in chunk for k in range(len(plan.boxes))]
+        items.sort(key=lambda it: crop_shape_key(it[0].boxes[it[1]].crop))  # stable: ties keep file order
+        for s in range(0, len(items), opts.batch_size):
+            calls.submit(items[s : s + opts.batch_size])
+        calls.end_chunk([plan for plan, _ in chunk])
+
+    t_begin = time.perf_counter()
+    try:
+        images = iter(loader)
+        while True:
+            with waited(stages, "wait_images"):
+                item = next(images, None)
+            if item is None:
+                break
+            plan, image, error = item
+            if error is not None:
+                raise ValueError(error)
+            post.results[plan.image] = {}
+            chunk.append((plan, None if image is None else image.numpy()))
+            n_boxes += len(plan.boxes)
+            if n_boxes >= chunk_boxes:
+                submit_chunk()
+                chunk, n_boxes = [], 0
+                chunk_boxes = opts.batch_size * CHUNK_BATCHES
+        if chunk:
+            submit_chunk()
+        calls.finish()
+    except BaseException:
+        calls.abandon()
+        raise
+    stages.update(calls.timeline(t_begin, time.perf_counter()))
+    return stages
