@@ -58,7 +58,7 @@ def run_dataset(opts: DatasetOptions) -> DatasetSummary | None:
     mask_utils, tqdm = require_dataset_deps()
     check_options(opts)
     clock = PhaseClock()
-    rank, dev = join_group(opts.device)
+    me, dev = join_group(opts.device)
     clock.end_phase()  # set-up
     frozen_by_caller = gc.get_freeze_count() > 0  # then the freeze below is left as it is
     try:
@@ -71,38 +71,42 @@ def run_dataset(opts: DatasetOptions) -> DatasetSummary | None:
         plans = index_images(coco)
         out = Path(opts.out)
         done = read_parts(parts_dir(out))  # an earlier run's, used only once its settings are checked
-        todo = _plan_rank_share(plans, done, coco, opts, rank)
+        todo = _plan_rank_share(plans, done, coco, opts, me)
         created = _check_resumable(parts_dir(out), digest, opts, done)
-        if rank.rank == 0 and not opts.quiet:
+        if me.rank == 0 and not opts.quiet:
             print(
                 f"dataset: {len(plans)} images with annotations, {sum(1 for p in plans if p.image in done)} already "
-                f"done; {rank.world} process{'es' if rank.world > 1 else ''} on {dev}",
+                f"done; {me.world} process{'es' if me.world > 1 else ''} on {dev}",
                 flush=True,
             )
         share = OutputShare()
-        stages = _segment(todo, opts, coco, dev, rank, share, created, mask_utils, tqdm, clock)
-        for p in rank_share([p for p in plans if p.image in done], rank):  # its share of earlier runs' images
+        stages = _segment(todo, opts, coco, dev, me, share, created, mask_utils, tqdm, clock)
+        for p in rank_share([p for p in plans if p.image in done], me):  # its share of earlier runs' images
             share.add(coco, done[p.image], opts.keep_gt)
         clock.end_phase()  # segmenting
-        shares = gather_shares(rank, share)
-        if rank.rank != 0:
+        shares = gather_shares(me, share)
+        if me.rank != 0:
             return None
         clock.end_phase()  # waiting for other processes
-        return _merge(out, coco, plans, shares, opts, clock, rank, dev, stages)
+        summary = _merge(out, coco, plans, shares, opts)
+        clock.end_phase()  # merge
+        summary.seconds, summary.phases = clock.seconds(), clock.phases()
+        summary.world_size, summary.device, summary.stages = me.world, str(dev), stages
+        return summary
     finally:
         if not frozen_by_caller:
             gc.unfreeze()
-        leave_group(rank)
+        leave_group(me)
 
 
 def _plan_rank_share(
-    plans: list[ImagePlan], done: dict[int, Any], coco: dict[str, Any], opts: DatasetOptions, rank: Rank
+    plans: list[ImagePlan], done: dict[int, Any], coco: dict[str, Any], opts: DatasetOptions, me: Rank
 ) -> list[ImagePlan]:
     """The rank's share of the images still to do, their boxes planned and their files checked."""
     # The images still to do are shared out, not the whole list: after an uneven stop (a
     # rank that finished its half, one that did not) every rank still gets an equal share,
     # and none waits in the gather for hours (NCCL's watchdog ends a wait after minutes).
-    todo = rank_share([p for p in plans if p.image not in done], rank)
+    todo = rank_share([p for p in plans if p.image not in done], me)
     for p in todo:  # its share only: planning is one of the steps more processes would not shorten
         plan_boxes(p, coco, opts.margin, opts.min_margin)
     missing = [p.file_name for p in todo if p.needs_image() and not (Path(opts.images) / p.file_name).is_file()]
@@ -133,7 +137,7 @@ def _segment(
     opts: DatasetOptions,
     coco: dict[str, Any],
     dev: torch.device,
-    rank: Rank,
+    me: Rank,
     share: OutputShare,
     created: bool,
     mask_utils: Any,
@@ -142,8 +146,8 @@ def _segment(
 ) -> dict[str, float]:
     """Segments the rank's images into its part file and share; the main thread's seconds per stage."""
     pdir = parts_dir(Path(opts.out))
-    writer = PartWriter(pdir / f"rank{rank.rank}.jsonl")
-    bar = tqdm(total=len(todo), unit="img", disable=opts.quiet or rank.rank != 0, dynamic_ncols=True)
+    writer = PartWriter(pdir / f"rank{me.rank}.jsonl")
+    bar = tqdm(total=len(todo), unit="img", disable=opts.quiet or me.rank != 0, dynamic_ncols=True)
     counts = {"images": 0, "boxes": 0, "chunks": 0}
     hooks = ChunkTestHooks.from_env()
     clock.end_phase()  # reading the input
@@ -164,7 +168,7 @@ def _segment(
         post.finish()
         stages["wait_post"] += time.perf_counter() - t
     except BaseException:
-        if created and rank.world == 1 and not writer.wrote:
+        if created and me.world == 1 and not writer.wrote:
             writer.close()
             remove_parts(pdir)  # failed before its first chunk: nothing to resume, nothing left behind
         raise
@@ -176,26 +180,13 @@ def _segment(
 
 
 def _merge(
-    out: Path,
-    coco: dict[str, Any],
-    plans: list[ImagePlan],
-    shares: list[OutputShare],
-    opts: DatasetOptions,
-    clock: PhaseClock,
-    rank: Rank,
-    dev: torch.device,
-    stages: dict[str, float],
+    out: Path, coco: dict[str, Any], plans: list[ImagePlan], shares: list[OutputShare], opts: DatasetOptions
 ) -> DatasetSummary:
-    """Rank 0: the output from every rank's share, the parts folder removed, the summary."""
+    """Rank 0: the output from every rank's share, the parts folder removed, the summary's counts."""
     write_output(out, coco, shares, [p.image for p in plans])
     if not opts.keep_parts:
         remove_parts(parts_dir(out))
     summary = summarise(out, plans, shares)
     if summary.gt_errors:  # printed even with --quiet: the mean IoU leaves these annotations out
         print(f"dataset: {summary.gt_warning()}", file=sys.stderr, flush=True)
-    clock.end_phase()  # merge
-    summary.seconds = clock.seconds()
-    summary.phases = clock.phases()
-    summary.world_size, summary.device = rank.world, str(dev)
-    summary.stages = stages
     return summary
