@@ -177,7 +177,7 @@ def write_build_info(cuda_archs: str | None) -> None:
 
 def extension():  # type: ignore[no-untyped-def]
     check_cxx_compiler()
-    sources = rel("csrc/core/*.cpp") + ["csrc/torch/ops.cpp"]
+    sources = rel("csrc/core/*.cpp") + [p for p in rel("csrc/bindings/*.cpp") if not p.endswith("_cuda.cpp")]
     debug = ["-g"] if os.environ.get("TORCHGRABCUT_DEBUG_INFO") == "1" else ["-g0"]
     # Our own code builds warning-free; -Wno-unused-parameter keeps torch's headers quiet.
     cxx = [
@@ -204,7 +204,7 @@ def extension():  # type: ignore[no-untyped-def]
             f"(CUDA {torch.version.cuda}, nvcc {nvcc_release(nvcc)}, TORCH_CUDA_ARCH_LIST={archs}, {CXX_STANDARD})"
         )
         write_build_info(archs)
-        sources += rel("csrc/cuda/*.cu") + rel("csrc/torch/*_cuda.cpp")
+        sources += rel("csrc/cuda/*.cu") + rel("csrc/bindings/*_cuda.cpp")
         nvcc_flags = [
             "-O3",
             f"-std={CXX_STANDARD}",

@@ -10,6 +10,7 @@
 #include "core/energy.h"
 #include "core/gmm.h"
 #include "core/graph_region.h"
+#include "core/limits.h"
 #include "core/maxflow.h"
 
 namespace grabcut {
@@ -64,14 +65,16 @@ class ScopedOmpThreads {
 }  // namespace
 
 void validate_options(const GrabCutOptions& options) {
-  if (options.max_iter < 0)
-    throw std::invalid_argument("max_iter: expected >= 0, got " + std::to_string(options.max_iter));
+  if (options.max_iter < 0 || options.max_iter > kMaxIterations)
+    throw std::invalid_argument("max_iter: expected 0.." + std::to_string(kMaxIterations) + ", got " +
+                                std::to_string(options.max_iter));
   if (options.components < 1 || options.components > kMaxComponents)
     throw std::invalid_argument("components: expected 1.." + std::to_string(kMaxComponents) + ", got " +
                                 std::to_string(options.components));
-  // gamma <= 1e4 keeps lambda * kCapacityScale (and so every capacity) inside int32.
-  if (!(options.gamma > 0.0) || !(options.gamma <= 1e4) || !std::isfinite(options.gamma))
-    throw std::invalid_argument("gamma: expected a finite value in (0, 10000], got " + std::to_string(options.gamma));
+  if (!(options.gamma > 0.0) || !(options.gamma <= kMaxGamma) || !std::isfinite(options.gamma))
+    throw std::invalid_argument("gamma: expected a finite value in (0, " +
+                                std::to_string(static_cast<long long>(kMaxGamma)) + "], got " +
+                                std::to_string(options.gamma));
   if (options.num_threads < 0)
     throw std::invalid_argument("num_threads: expected >= 0, got " + std::to_string(options.num_threads));
 }

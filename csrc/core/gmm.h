@@ -14,11 +14,11 @@
 #include <vector>
 
 #include "core/common.h"
+#include "core/limits.h"
 #include "core/portable_math.h"
 
 namespace grabcut {
 
-constexpr int kMaxComponents = 16;
 // Added to the diagonal of a covariance whose determinant is not positive enough
 // (a flat-colour component), as OpenCV does.
 constexpr double kCovarianceRegularisation = 0.01;

@@ -41,7 +41,7 @@ GC_PR_BGD = 2
 GC_PR_FGD = 3
 
 ImageLike = np.ndarray | torch.Tensor
-MAX_ITER_LIMIT = 1_000_000
+MAX_ITER_LIMIT = _ops.MAX_ITER_LIMIT
 
 
 def gpu_usable() -> bool:
@@ -347,7 +347,7 @@ def _check_settings(
 ) -> _Settings:
     return _Settings(
         max_iter=_check_int(max_iter, "max_iter", 0, MAX_ITER_LIMIT),
-        components=_check_int(components, "components", 1, 16),
+        components=_check_int(components, "components", 1, _ops.MAX_COMPONENTS),
         seed=_check_int(seed, "seed", -(2**63), 2**63 - 1),
         gamma=_check_gamma(gamma),
         freeze_model=_check_bool(freeze_model, "freeze_model"),
@@ -376,8 +376,8 @@ def _check_real(value: object, name: str) -> float:
 
 def _check_gamma(value: object) -> float:
     gamma = _check_real(value, "gamma")
-    if not 0 < gamma <= 1e4:
-        raise ValueError(f"gamma: expected 0 < gamma <= 10000, got {gamma}")
+    if not 0 < gamma <= _ops.MAX_GAMMA:
+        raise ValueError(f"gamma: expected 0 < gamma <= {_ops.MAX_GAMMA:g}, got {gamma}")
     return gamma
 
 

@@ -1,6 +1,7 @@
 // CUDA kernels of the torchgrabcut operators: same schemas and checks as the CPU
-// kernels in ops.cpp; each runs on the current stream of the input's device, with
-// its scratch memory taken from PyTorch's caching allocator.
+// kernels in grabcut_op.cpp and maxflow_grid_op.cpp; each runs on the current
+// stream of the input's device, with its scratch memory taken from PyTorch's
+// caching allocator.
 #include <ATen/cuda/CUDAContext.h>
 #include <c10/cuda/CUDAException.h>
 #include <c10/cuda/CUDAGuard.h>
@@ -12,7 +13,7 @@
 
 #include "cuda/driver_cuda.h"
 #include "cuda/maxflow_cuda.h"
-#include "torch/op_checks.h"
+#include "bindings/op_checks.h"
 
 namespace torchgrabcut {
 namespace {

@@ -10,6 +10,7 @@
 
 #include "core/driver.h"
 #include "core/gmm.h"
+#include "core/limits.h"
 
 namespace torchgrabcut {
 
@@ -41,7 +42,8 @@ inline GrabCutArgs check_grabcut_args(const at::Tensor& image, const at::Tensor&
   TORCH_CHECK_VALUE(mask.device() == image.device() && model.device() == image.device(),
                     "image, mask and model: expected one device, got ", image.device(), ", ", mask.device(), ", ",
                     model.device());
-  TORCH_CHECK_VALUE(max_iter >= 0 && max_iter <= 1000000, "max_iter: expected 0..1000000, got ", max_iter);
+  TORCH_CHECK_VALUE(max_iter >= 0 && max_iter <= grabcut::kMaxIterations, "max_iter: expected 0..",
+                    grabcut::kMaxIterations, ", got ", max_iter);
   // A given model is read: NaN or inf would turn into meaningless capacities.
   if (!init_model && model.numel() > 0) {
     TORCH_CHECK_VALUE(at::isfinite(model).all().item<bool>(), "model: expected finite parameters, got NaN or inf");

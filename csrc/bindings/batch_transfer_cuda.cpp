@@ -1,9 +1,9 @@
 // The operators that move a list of host images into a padded GPU batch and the
 // masks back (torchgrabcut.grabcut on a list of numpy images bound for a GPU; see
 // cuda/batch_copy.h). Each call packs everything into one pinned buffer and makes
-// one transfer, in C++ and without the GIL: done in Python, the same work took a
-// handful of tensor operations per image, each a trip through the dispatcher and a
-// chance for another Python thread to keep the caller waiting for the GIL.
+// one transfer, in C++ and without the GIL, so that the cost does not grow with a
+// few tensor operations per image: each would be a trip through the dispatcher
+// and a chance for another Python thread to hold the GIL the caller needs next.
 #include <ATen/cuda/CUDAContext.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <torch/library.h>
