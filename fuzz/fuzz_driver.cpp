@@ -30,6 +30,7 @@
 
 #include "core/common.h"
 #include "core/driver.h"
+#include "core/limits.h"
 #include "core/energy.h"
 #include "core/gmm.h"
 #include "core/maxflow.h"
@@ -83,7 +84,7 @@ bool usable(const double* p) {
 bool expect_throw(const std::vector<std::uint8_t>& mask, std::int64_t n, const std::vector<double>& model,
                   const grabcut::GrabCutOptions& opt) {
   if (opt.max_iter < 0 || opt.components < 1 || opt.components > grabcut::kMaxComponents) return true;
-  if (!(opt.gamma > 0.0 && opt.gamma <= 1e4)) return true;
+  if (!(opt.gamma > 0.0 && opt.gamma <= grabcut::kMaxGamma)) return true;
   if (n == 0) return false;
   bool has[2] = {false, false};
   for (std::uint8_t l : mask) {
@@ -176,7 +177,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const bool bad_options = (flags & 0xF0U) == 0xF0U;  // 1 in 16: out-of-range options
   opt.max_iter = in.u8() % 5;
   opt.components = 1 + in.u8() % grabcut::kMaxComponents;
-  const double gammas[] = {50.0, 1e-300, 1e-3, 1.0, 1e4, 0.25 + in.u16()};
+  const double gammas[] = {50.0, 1e-300, 1e-3, 1.0, grabcut::kMaxGamma, 0.25 + in.u16()};
   opt.gamma = gammas[in.u8() % 6];
   opt.seed = in.u64();
   if (bad_options) {
@@ -200,7 +201,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         opt.gamma = std::numeric_limits<double>::infinity();
         break;
       default:
-        opt.gamma = 1e4 * (1 + 1e-15) + in.u8();
+        opt.gamma = grabcut::kMaxGamma * (1 + 1e-15) + in.u8();
         break;
     }
   }

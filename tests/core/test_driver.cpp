@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/driver.h"
+#include "core/limits.h"
 #include "core/gmm.h"
 
 namespace grabcut {
@@ -136,6 +137,14 @@ TEST(Driver, BadArgumentsThrow) {
   auto model = empty_model(5);
   GrabCutOptions opt;
   opt.max_iter = -1;
+  EXPECT_THROW(grabcut_cpu(s.image.data(), s.h, s.w, s.mask.data(), model.data(), opt), std::invalid_argument);
+  opt.max_iter = kMaxIterations + 1;  // core/limits.h, the one bound every layer reads
+  EXPECT_THROW(grabcut_cpu(s.image.data(), s.h, s.w, s.mask.data(), model.data(), opt), std::invalid_argument);
+  opt = GrabCutOptions{};
+  opt.components = kMaxComponents + 1;
+  EXPECT_THROW(grabcut_cpu(s.image.data(), s.h, s.w, s.mask.data(), model.data(), opt), std::invalid_argument);
+  opt = GrabCutOptions{};
+  opt.gamma = kMaxGamma * (1 + 1e-15);
   EXPECT_THROW(grabcut_cpu(s.image.data(), s.h, s.w, s.mask.data(), model.data(), opt), std::invalid_argument);
   opt = GrabCutOptions{};
   opt.components = 0;
