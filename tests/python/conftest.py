@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import os
+import signal
 from pathlib import Path
 
 import numpy as np
@@ -95,3 +96,14 @@ def write_tiny_dataset(root: Path) -> None:
         w = csv.writer(f)
         w.writerow(["name", "x0", "y0", "x1", "y1"])
         w.writerows(rows)
+
+
+def ctrl_c_as_in_a_terminal() -> None:
+    """preexec_fn for a child that a test interrupts: SIGINT back to its default action.
+
+    A process started in the background of a non-interactive shell (`make test &`, a CI
+    runner, nohup) inherits SIGINT ignored, and Python then installs no KeyboardInterrupt
+    handler in its children: Ctrl-C tests would fail there for a reason that is not the
+    code's. A user pressing Ctrl-C in a terminal has the default action; so does the child.
+    """
+    signal.signal(signal.SIGINT, signal.SIG_DFL)

@@ -31,7 +31,7 @@ from PIL import Image
 from pycocotools import mask as mask_utils
 from synthetic_coco import repeat_coco
 
-from conftest import requires_cuda
+from conftest import ctrl_c_as_in_a_terminal, requires_cuda
 from torchgrabcut import grabcut
 from torchgrabcut.cli import main
 from torchgrabcut.coco.calls import GrabCutCalls
@@ -695,7 +695,12 @@ def test_ctrl_c_stops_a_cpu_job_with_one_line_and_it_resumes(
     part = parts_dir(out) / "rank0.jsonl"
     env = {**os.environ, BLOCK_AFTER_ENV: "1"}
     proc = subprocess.Popen(
-        [sys.executable, *args], cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env
+        [sys.executable, *args],
+        cwd=tmp_path,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        env=env,
+        preexec_fn=ctrl_c_as_in_a_terminal,
     )
     try:
         deadline = time.monotonic() + 120
