@@ -78,10 +78,10 @@ COMPAT := build-compat
 GRABCUT50 := $(abspath ../shared/data/grabcut50)
 SMOKE := $(abspath tests/install/smoke_installed.py)
 install-test: build
-	rm -rf $(COMPAT)/src $(COMPAT)/dist $(COMPAT)/wheel-venv
+	rm -rf $(COMPAT)
 	mkdir -p $(COMPAT)/src $(COMPAT)/dist
 	git ls-files -z --cached --others --exclude-standard | tar --null --ignore-failed-read -T - -cf - | tar -xf - -C $(COMPAT)/src
-	test -x $(COMPAT)/venv/bin/python || python3 -m venv $(COMPAT)/venv
+	python3 -m venv $(COMPAT)/venv
 	$(COMPAT)/venv/bin/python -m pip install -q --upgrade pip "torch$(if $(NEWEST_TORCH),==$(NEWEST_TORCH))" \
 	  numpy pillow setuptools wheel ninja
 	cd $(COMPAT)/src && CUDA_HOME=$(if $(NVCC),$(patsubst %/bin/nvcc,%,$(NVCC)),) TORCHGRABCUT_CUDA=$(TORCHGRABCUT_CUDA) \
@@ -89,13 +89,16 @@ install-test: build
 	  --no-deps -w ../dist . > ../wheel.log 2>&1 || { tail -50 ../wheel.log; exit 1; }
 	@grep -E "torchgrabcut: " $(COMPAT)/wheel.log | sed 's/^ *//'
 	@ls -l $(COMPAT)/dist/*.whl
+	$(COMPAT)/venv/bin/python -c 'import torch; print(torch.__version__.split("+")[0])' > $(COMPAT)/torch-version
+	@# Each venv holds ~5 GB of torch and its CUDA libraries: one at a time (pip's cache has the wheels).
+	rm -rf $(COMPAT)/venv
 	python3 -m venv $(COMPAT)/wheel-venv
-	$(COMPAT)/wheel-venv/bin/python -m pip install -q --upgrade pip \
-	  "torch==$$($(COMPAT)/venv/bin/python -c 'import torch; print(torch.__version__.split("+")[0])')" numpy pillow
+	$(COMPAT)/wheel-venv/bin/python -m pip install -q --upgrade pip "torch==$$(cat $(COMPAT)/torch-version)" numpy pillow
 	$(COMPAT)/wheel-venv/bin/python -m pip install -q $(COMPAT)/dist/torchgrabcut-*.whl
 	cd $(COMPAT) && $(abspath $(PY)) $(SMOKE) --grabcut50 $(GRABCUT50) --write reference.npz
 	cd $(COMPAT) && env -i HOME="$$HOME" PATH="$(abspath $(COMPAT)/wheel-venv/bin)" \
 	  $(abspath $(COMPAT)/wheel-venv/bin/python) $(SMOKE) --no-toolchain --grabcut50 $(GRABCUT50) --reference reference.npz
+	rm -rf $(COMPAT)/wheel-venv
 
 eval: build
 	$(PY) -m torchgrabcut eval ../shared/data/grabcut50
