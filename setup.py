@@ -27,6 +27,7 @@ another torch says which torch it was built for instead of failing on a missing 
 
 from __future__ import annotations
 
+import functools
 import glob
 import os
 import re
@@ -74,6 +75,7 @@ def find_nvcc() -> str | None:
     return candidate if os.path.exists(candidate) else shutil.which("nvcc")
 
 
+@functools.cache  # asked by the toolkit check and by the build line: one `nvcc --version`
 def nvcc_release(nvcc: str) -> str:
     """'13.0' from `nvcc --version` ("Cuda compilation tools, release 13.0, V13.0.88")."""
     try:
@@ -180,6 +182,7 @@ def extension():  # type: ignore[no-untyped-def]
     sources = rel("csrc/core/*.cpp") + [p for p in rel("csrc/bindings/*.cpp") if not p.endswith("_cuda.cpp")]
     debug = ["-g"] if os.environ.get("TORCHGRABCUT_DEBUG_INFO") == "1" else ["-g0"]
     # Our own code builds warning-free; -Wno-unused-parameter keeps torch's headers quiet.
+    host = host_flags()
     cxx = [
         "-O3",
         f"-std={CXX_STANDARD}",
@@ -188,7 +191,7 @@ def extension():  # type: ignore[no-untyped-def]
         "-Wextra",
         "-Werror",
         "-Wno-unused-parameter",
-        *host_flags(),
+        *host,
         *debug,
     ]
     include_dirs = [os.path.join(ROOT, "csrc")]
@@ -212,7 +215,7 @@ def extension():  # type: ignore[no-untyped-def]
             "--expt-relaxed-constexpr",
             "-Werror=all-warnings",
             "-Xcompiler",
-            ",".join(["-fopenmp", *host_flags(), *debug]),
+            ",".join(["-fopenmp", *host, *debug]),
         ]
         return CUDAExtension(
             "torchgrabcut._C",
