@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "common/grabcut_graph.h"
 #include "common/grid_graph.h"
 #include "core/maxflow.h"
 #include "cuda/check.h"
@@ -31,82 +32,11 @@ namespace {
 
 using grabcut::cuda::GridDesc;
 
-using grabcut::testing::kForwardDx;
-using grabcut::testing::kForwardDy;
 using HostGraph = grabcut::testing::HostGridGraph;
 
-// Smooth random colour field -> n-links 256*50*exp(-beta d^2) (diagonals / sqrt 2);
-// terminals: a smooth score plus noise, hard background border.
+// The GrabCut-like graphs of tests/common/grabcut_graph.h, computed in float.
 HostGraph grabcut_graph(int h, int w, unsigned seed) {
-  HostGraph g(h, w);
-  const std::size_t n = g.size();
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> uni(0.0f, 1.0f);
-  std::normal_distribution<float> gauss(0.0f, 1.0f);
-  const int gh = h / 24 + 2;
-  const int gw = w / 24 + 2;
-  std::vector<float> ctrl(static_cast<std::size_t>(gh) * gw * 4);
-  for (auto& v : ctrl) v = uni(rng);
-  std::vector<float> col(n * 4);
-  for (int y = 0; y < h; ++y) {
-    const float fy = static_cast<float>(y) / static_cast<float>(std::max(1, h - 1)) * static_cast<float>(gh - 1);
-    const int y0 = std::min(static_cast<int>(fy), gh - 2);
-    const float ty = fy - static_cast<float>(y0);
-    for (int x = 0; x < w; ++x) {
-      const float fx = static_cast<float>(x) / static_cast<float>(std::max(1, w - 1)) * static_cast<float>(gw - 1);
-      const int x0 = std::min(static_cast<int>(fx), gw - 2);
-      const float tx = fx - static_cast<float>(x0);
-      for (int c = 0; c < 4; ++c) {
-        auto at = [&](int yy, int xx) { return ctrl[(static_cast<std::size_t>(yy) * gw + xx) * 4 + c]; };
-        const float v = (1 - ty) * ((1 - tx) * at(y0, x0) + tx * at(y0, x0 + 1)) +
-                        ty * ((1 - tx) * at(y0 + 1, x0) + tx * at(y0 + 1, x0 + 1));
-        col[(static_cast<std::size_t>(y) * w + x) * 4 + c] = c < 3 ? 255.0f * v + 6.0f * gauss(rng) : v;
-      }
-    }
-  }
-  auto dist2 = [&](std::size_t i, std::size_t j) {
-    float s = 0;
-    for (int c = 0; c < 3; ++c) {
-      const float d = col[i * 4 + c] - col[j * 4 + c];
-      s += d * d;
-    }
-    return static_cast<double>(s);
-  };
-  double sum = 0;
-  long long cnt = 0;
-  for (int y = 0; y < h; ++y) {
-    for (int x = 0; x < w; ++x) {
-      for (int d = 0; d < 4; ++d) {
-        const int ny = y + kForwardDy[d];
-        const int nx = x + kForwardDx[d];
-        if (ny >= h || nx < 0 || nx >= w) continue;
-        sum += dist2(static_cast<std::size_t>(y) * w + x, static_cast<std::size_t>(ny) * w + nx);
-        ++cnt;
-      }
-    }
-  }
-  const double beta = sum > 0 ? 1.0 / (2.0 * sum / static_cast<double>(cnt)) : 0.0;
-  const int border = std::max(1, std::min(h, w) / 16);
-  for (int y = 0; y < h; ++y) {
-    for (int x = 0; x < w; ++x) {
-      const std::size_t i = static_cast<std::size_t>(y) * w + x;
-      for (int d = 0; d < 4; ++d) {
-        const int ny = y + kForwardDy[d];
-        const int nx = x + kForwardDx[d];
-        if (ny >= h || nx < 0 || nx >= w) continue;
-        double v = 256.0 * 50.0 * std::exp(-beta * dist2(i, static_cast<std::size_t>(ny) * w + nx));
-        if (d == 1 || d == 3) v /= std::sqrt(2.0);
-        g.nlink[d][i] = static_cast<std::int32_t>(std::lround(v));
-      }
-      if (y < border || x < border || y >= h - border || x >= w - border) {
-        g.terminal[i] = -115200;
-      } else {
-        const double score = 8.0 * (col[i * 4 + 3] - 0.45) + 4.0 * gauss(rng);
-        g.terminal[i] = static_cast<std::int32_t>(std::clamp(std::lround(256.0 * score), -115200L, 115200L));
-      }
-    }
-  }
-  return g;
+  return grabcut::testing::grabcut_graph(h, w, seed, {grabcut::testing::GrabCutScene::kSmoothScoreFloat});
 }
 
 // The terminals of the next GrabCut iteration: the old ones plus noise.

@@ -16,6 +16,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/grabcut_graph.h"
 #include "common/grid_graph.h"
 #include "core/maxflow.h"
 
@@ -26,6 +27,8 @@ using grabcut::GridMaxflowSolver;
 
 using grabcut::testing::kForwardDx;
 using grabcut::testing::kForwardDy;
+using grabcut::testing::GrabCutScene;
+using grabcut::testing::grabcut_graph;
 using grabcut::testing::set_nlinks;
 using TestGraph = grabcut::testing::HostGridGraph;
 
@@ -245,78 +248,6 @@ TestGraph random_graph(int h, int w, Regime regime, bool eight_connected, std::u
     if (regime == Regime::kSparseTerminals && !chance(0.02)) continue;
     if (regime == Regime::kZeroHeavy && chance(0.5)) continue;
     t = uniform(-tmax, tmax);
-  }
-  return g;
-}
-
-// A GrabCut-like graph: a smooth colour field with an elliptic object, OpenCV's
-// n-links gamma * exp(-beta * |dc|^2) (diagonals / sqrt 2) scaled by 256, noisy
-// terminals inside a box, hard background (-lambda) outside it.
-TestGraph grabcut_like_graph(int h, int w, std::uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  std::normal_distribution<double> noise(0.0, 1.0);
-  std::vector<std::array<double, 3>> colour(static_cast<std::size_t>(h) * w);
-  const double cy = 0.5 * h;
-  const double cx = 0.5 * w;
-  for (int y = 0; y < h; ++y) {
-    for (int x = 0; x < w; ++x) {
-      const double ey = (y - cy) / (0.3 * h);
-      const double ex = (x - cx) / (0.25 * w);
-      const bool object = ey * ey + ex * ex < 1.0;
-      auto& c = colour[static_cast<std::size_t>(y) * w + x];
-      for (int k = 0; k < 3; ++k) {
-        const double base = object ? 180.0 - 40.0 * k : 60.0 + 30.0 * k;
-        c[static_cast<std::size_t>(k)] =
-            base + 25.0 * std::sin(0.05 * x + 0.9 * k) * std::cos(0.07 * y) + 6.0 * noise(rng);
-      }
-    }
-  }
-  auto dist2 = [&](int y0, int x0, int y1, int x1) {
-    const auto& a = colour[static_cast<std::size_t>(y0) * w + x0];
-    const auto& b = colour[static_cast<std::size_t>(y1) * w + x1];
-    double s = 0;
-    for (int k = 0; k < 3; ++k) s += (a[k] - b[k]) * (a[k] - b[k]);
-    return s;
-  };
-  double sum = 0;
-  std::int64_t count = 0;
-  for (int y = 0; y < h; ++y) {
-    for (int x = 0; x < w; ++x) {
-      for (int d = 0; d < 4; ++d) {
-        const int ny = y + kForwardDy[d];
-        const int nx = x + kForwardDx[d];
-        if (ny < h && nx >= 0 && nx < w) {
-          sum += dist2(y, x, ny, nx);
-          ++count;
-        }
-      }
-    }
-  }
-  const double beta = count > 0 && sum > 0 ? 1.0 / (2.0 * sum / static_cast<double>(count)) : 0.0;
-  constexpr double kGamma = 50.0;
-  constexpr double kScale = 256.0;
-  TestGraph g(h, w);
-  for (int y = 0; y < h; ++y) {
-    for (int x = 0; x < w; ++x) {
-      const std::size_t i = static_cast<std::size_t>(y) * w + x;
-      for (int d = 0; d < 4; ++d) {
-        const int ny = y + kForwardDy[d];
-        const int nx = x + kForwardDx[d];
-        if (ny >= h || nx < 0 || nx >= w) continue;
-        const double diag = (d == 1 || d == 3) ? 1.0 / std::sqrt(2.0) : 1.0;
-        g.nlink[d][i] = static_cast<std::int32_t>(
-            std::nearbyint(kGamma * diag * std::exp(-beta * dist2(y, x, ny, nx)) * kScale));
-      }
-      const bool in_box = y >= h / 8 && y < h - h / 8 && x >= w / 8 && x < w - w / 8;
-      if (!in_box) {
-        g.terminal[i] = -static_cast<std::int32_t>(9 * kGamma * kScale);
-        continue;
-      }
-      const double ey = (y - cy) / (0.3 * h);
-      const double ex = (x - cx) / (0.25 * w);
-      const double evidence = (ey * ey + ex * ex < 1.0 ? 2.0 : -2.0) + 4.0 * noise(rng);
-      g.terminal[i] = static_cast<std::int32_t>(std::nearbyint(evidence * kScale));
-    }
   }
   return g;
 }
@@ -553,7 +484,7 @@ TEST(Maxflow, SerpentineCorridor) {
 TEST(Maxflow, GrabCutLikeGraphs) {
   for (auto [h, w] : {std::pair{24, 24}, std::pair{64, 80}, std::pair{150, 130}}) {
     for (std::uint64_t seed : {1U, 2U}) {
-      expect_matches_reference(grabcut_like_graph(h, w, seed),
+      expect_matches_reference(grabcut_graph(h, w, seed, {GrabCutScene::kRipples}),
                                "grabcut " + std::to_string(h) + "x" + std::to_string(w));
     }
   }
@@ -790,7 +721,7 @@ TEST(MaxflowWarm, MatchesColdSolveOnLargeGrids) {
 // The GrabCut case: n-links fixed, terminals from noisy evidence, re-drawn.
 TEST(MaxflowWarm, GrabCutLikeSequence) {
   for (auto [h, w] : {std::pair{150, 130}, std::pair{512, 512}}) {
-    TestGraph g = grabcut_like_graph(h, w, 5);
+    TestGraph g = grabcut_graph(h, w, 5, {GrabCutScene::kRipples});
     GridMaxflowSolver warm;
     (void)solve_with(warm, g);
     std::mt19937_64 rng(9);
@@ -920,7 +851,8 @@ TEST(MaxflowParallel, StripsMatchSerial) {
 }
 
 TEST(MaxflowParallel, LargeGridsMatchSerial) {
-  for (const TestGraph& g : {grabcut_like_graph(512, 512, 4), random_graph(512, 512, Regime::kStrongNlinks, true, 3),
+  for (const TestGraph& g : {grabcut_graph(512, 512, 4, {GrabCutScene::kRipples}),
+                             random_graph(512, 512, Regime::kStrongNlinks, true, 3),
                              random_graph(300, 257, Regime::kSparseTerminals, false, 2)}) {
     const SolveResult serial = solve_serial(g);
     EXPECT_EQ(grabcut::cut_capacity(g.view(), serial.side.data()), serial.flow);
@@ -945,7 +877,7 @@ TEST(MaxflowParallel, LargeGridsMatchSerial) {
 // Inside an OpenMP parallel region the automatic setting stays serial, and forced
 // strips run one after another; the results are the same either way.
 TEST(MaxflowParallel, InsideParallelRegion) {
-  const TestGraph g = grabcut_like_graph(300, 280, 6);
+  const TestGraph g = grabcut_graph(300, 280, 6, {GrabCutScene::kRipples});
   const SolveResult serial = solve_serial(g);
   std::vector<SolveResult> results(4);
 #pragma omp parallel for num_threads(2)
@@ -978,7 +910,9 @@ void expect_consistent(const TestGraph& g) {
   EXPECT_TRUE(fresh.side == first.side) << first_difference(fresh.side, first.side, g.width);
 }
 
-TEST(Maxflow, LargeGrabCutLikeGraphIsConsistent) { expect_consistent(grabcut_like_graph(1024, 1024, 3)); }
+TEST(Maxflow, LargeGrabCutLikeGraphIsConsistent) {
+  expect_consistent(grabcut_graph(1024, 1024, 3, {GrabCutScene::kRipples}));
+}
 
 TEST(Maxflow, LargeRandomGraphIsConsistent) {
   expect_consistent(random_graph(512, 512, Regime::kStrongNlinks, true, 8));

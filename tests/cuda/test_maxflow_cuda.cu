@@ -16,6 +16,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/grabcut_graph.h"
 #include "common/grid_graph.h"
 #include "core/maxflow.h"
 #include "cuda/check.h"
@@ -44,78 +45,9 @@ HostGraph random_graph(int h, int w, bool eight, std::int32_t cap_max, std::int3
   return g;
 }
 
-// Smooth random colour field, OpenCV-style n-links 256 * 50 * exp(-beta d^2)
-// (diagonals / sqrt 2), terminals from a smooth score plus noise, hard border pixels.
+// The GrabCut-like graphs of tests/common/grabcut_graph.h.
 HostGraph grabcut_graph(int h, int w, unsigned seed, double noise = 4.0) {
-  HostGraph g(h, w);
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<double> uni(0.0, 1.0);
-  std::normal_distribution<double> gauss(0.0, 1.0);
-  const int gh = std::max(2, h / 24 + 2);
-  const int gw = std::max(2, w / 24 + 2);
-  std::vector<double> ctrl(static_cast<std::size_t>(gh) * gw * 4);
-  for (auto& v : ctrl) v = uni(rng);
-  auto field = [&](int y, int x, int c) {
-    const double fy = (h > 1 ? static_cast<double>(y) / (h - 1) : 0.0) * (gh - 1);
-    const double fx = (w > 1 ? static_cast<double>(x) / (w - 1) : 0.0) * (gw - 1);
-    const int y0 = std::min(static_cast<int>(fy), gh - 2);
-    const int x0 = std::min(static_cast<int>(fx), gw - 2);
-    const double ty = fy - y0;
-    const double tx = fx - x0;
-    auto at = [&](int yy, int xx) { return ctrl[(static_cast<std::size_t>(yy) * gw + xx) * 4 + c]; };
-    return (1 - ty) * ((1 - tx) * at(y0, x0) + tx * at(y0, x0 + 1)) + ty * ((1 - tx) * at(y0 + 1, x0) + tx * at(y0 + 1, x0 + 1));
-  };
-  const std::size_t n = g.size();
-  std::vector<double> col(n * 3);
-  for (int y = 0; y < h; ++y) {
-    for (int x = 0; x < w; ++x) {
-      for (int c = 0; c < 3; ++c) {
-        col[(static_cast<std::size_t>(y) * w + x) * 3 + c] = 255.0 * field(y, x, c) + 6.0 * gauss(rng);
-      }
-    }
-  }
-  auto dist2 = [&](std::size_t i, std::size_t j) {
-    double s = 0;
-    for (int c = 0; c < 3; ++c) {
-      const double d = col[i * 3 + c] - col[j * 3 + c];
-      s += d * d;
-    }
-    return s;
-  };
-  double sum = 0;
-  long long cnt = 0;
-  for (int y = 0; y < h; ++y) {
-    for (int x = 0; x < w; ++x) {
-      for (int d = 0; d < 4; ++d) {
-        if (!g.has_neighbour(y, x, d)) continue;
-        const std::size_t i = static_cast<std::size_t>(y) * w + x;
-        const std::size_t j = static_cast<std::size_t>(y + kForwardDy[d]) * w + (x + kForwardDx[d]);
-        sum += dist2(i, j);
-        ++cnt;
-      }
-    }
-  }
-  const double beta = (cnt > 0 && sum > 0) ? 1.0 / (2.0 * sum / static_cast<double>(cnt)) : 0.0;
-  set_nlinks(g, true, [&](int y, int x, int d) {
-    const std::size_t i = static_cast<std::size_t>(y) * w + x;
-    const std::size_t j = static_cast<std::size_t>(y + kForwardDy[d]) * w + (x + kForwardDx[d]);
-    double v = 256.0 * 50.0 * std::exp(-beta * dist2(i, j));
-    if (d == 1 || d == 3) v /= std::sqrt(2.0);
-    return static_cast<std::int32_t>(std::lround(v));
-  });
-  const int border = std::max(1, std::min(h, w) / 16);
-  for (int y = 0; y < h; ++y) {
-    for (int x = 0; x < w; ++x) {
-      const std::size_t i = static_cast<std::size_t>(y) * w + x;
-      if (y < border || x < border || y >= h - border || x >= w - border) {
-        g.terminal[i] = -115200;
-        continue;
-      }
-      const double score = 8.0 * (field(y, x, 3) - 0.45) + noise * gauss(rng);
-      g.terminal[i] = static_cast<std::int32_t>(std::clamp(std::lround(256.0 * score), -115200L, 115200L));
-    }
-  }
-  return g;
+  return grabcut::testing::grabcut_graph(h, w, seed, {grabcut::testing::GrabCutScene::kSmoothScore, noise});
 }
 
 struct CpuResult {
