@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs the Debian packages `make test` needs beyond the compiler and Python:
 #   clang, libclang-rt-14-dev, libomp-14-dev   the libFuzzer session (scripts/fuzz.sh)
-#   chromium, chromium-driver, fonts-dejavu-core   the browser test (tests/python/test_browser.py)
+#   chromium, chromium-driver, fonts-dejavu-core   the browser test (tests/python/server/test_browser.py)
 # Only the missing ones are installed (apt-get as root, or through sudo). Where that is
 # impossible it says so and stops with an error: a test step that needs them would
 # otherwise be skipped in silence.

@@ -191,3 +191,13 @@ def _encode_counts(values: list[int]) -> str:
             more = x != -1 if c & 0x10 else x != 0
             out.append(chr((c | 0x20 if more else c) + 48))
     return "".join(out)
+
+
+# Run in a child: handed to pycocotools, these values crash it, make it allocate until the
+# kernel kills the process, or loop forever; the limit on address space turns the allocation
+# into a MemoryError, and the test's timeout a loop into a failure, instead of taking pytest down.
+LIMIT_MEMORY = """
+import resource
+vm = int(open("/proc/self/status").read().split("VmSize:")[1].split()[0]) * 1024
+resource.setrlimit(resource.RLIMIT_AS, (vm + (3 << 30), vm + (3 << 30)))
+"""

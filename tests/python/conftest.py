@@ -73,6 +73,21 @@ def object_image(rng: np.random.Generator, h: int, w: int, box: tuple[int, int, 
     return img
 
 
+# The server tests' images (tests/python/server): an object inside SERVER_BOX, and a second
+# image of another size.
+SERVER_BOX = (12, 8, 52, 40)
+
+
+@pytest.fixture(scope="module")
+def image() -> np.ndarray:
+    return object_image(np.random.default_rng(7), 48, 64, SERVER_BOX)
+
+
+@pytest.fixture(scope="module")
+def image2() -> np.ndarray:
+    return object_image(np.random.default_rng(8), 40, 56, (5, 5, 40, 35))
+
+
 def requires_cuda(fn):  # type: ignore[no-untyped-def]
     """Skip without a GPU; with one, the CUDA kernels must be there (missing ones fail)."""
     return pytest.mark.cuda(pytest.mark.skipif(not has_cuda(), reason="no CUDA GPU")(fn))

@@ -189,3 +189,32 @@ def test_every_subcommand_registers_the_same_way() -> None:
     for (name, subparser), module in zip(sub.choices.items(), SUBCOMMANDS, strict=True):
         assert callable(module.add_parser), name
         assert subparser.get_default("handler") is module.run, name
+
+
+TESTS = Path(__file__).resolve().parent
+# Test files of a subpackage that test it through more than one of its modules.
+WHOLE_SUBPACKAGE_TESTS = {
+    "server/test_browser.py": "the page in a real browser",
+    "tools/test_quality.py": "tools.evaluate against cv2.grabCut on all of GrabCut-50",
+}
+
+
+def test_the_tests_mirror_the_package() -> None:
+    """Each application and the tools have their tests in tests/python/<subpackage>, each file named after a
+    module there (test_<module>.py, or test_<subpackage>_<module>.py where another folder has that name); the
+    library's tests sit in tests/python itself. Basenames are unique: pytest imports them by basename."""
+    subpackages = {p.parent.name for p in PACKAGE.glob("*/__init__.py")}
+    expected = {s for s in subpackages if layer(f"torchgrabcut.{s}") != "library"}
+    folders = {p.parent.name for p in TESTS.glob("*/test_*.py")}
+    assert folders == expected
+    names = [p.name for p in TESTS.rglob("*.py") if "__pycache__" not in p.parts]
+    assert len(names) == len(set(names)), sorted(n for n in names if names.count(n) > 1)
+    wrong = []
+    for folder in sorted(folders):
+        modules = {p.stem for p in (PACKAGE / folder).glob("*.py")} - {"__init__"}
+        allowed = {folder} | modules | {f"{folder}_{m}" for m in modules}
+        for path in sorted((TESTS / folder).glob("test_*.py")):
+            key = f"{folder}/{path.name}"
+            if path.stem.removeprefix("test_") not in allowed and key not in WHOLE_SUBPACKAGE_TESTS:
+                wrong.append(key)
+    assert not wrong, f"tests named after no module of their subpackage: {wrong}"

@@ -2,15 +2,14 @@
 
 Every mask the server returns is compared with the library called directly on the same
 image (box -> GC_INIT_WITH_RECT; strokes -> the mask painted independently and refined from
-the model a direct call returned, GC_EVAL). Also: the mask encodings, undo, separate browser
-sessions, bad uploads and bad requests (clear message, server keeps serving), and the
-command line.
+the model a direct call returned, GC_EVAL). Also: undo, separate browser sessions, bad
+uploads and bad requests (clear message, server keeps serving). The server's other modules
+have their tests beside this file (test_<module>.py; server/cli.py: test_server_cli.py).
 """
 
 from __future__ import annotations
 
 import io
-import itertools
 import re
 import subprocess
 import sys
@@ -22,155 +21,16 @@ from pathlib import Path
 import numpy as np
 import pytest
 from PIL import Image
+from server_helpers import BOX, client_for, download, make_client, mask_of, png_bytes, post_box, rle_decode, upload
 
-from conftest import object_image, requires_cuda
-from torchgrabcut.api import GC_BGD, GC_FGD, GC_PR_BGD, GC_PR_FGD, grabcut
+from conftest import requires_cuda
+from torchgrabcut.api import GC_BGD, GC_FGD, grabcut
 from torchgrabcut.imageio import write_image
-from torchgrabcut.server.access import TOKEN_HEADER, split_host
 from torchgrabcut.server.app import create_app, make_server
 from torchgrabcut.server.config import ServerConfig
-from torchgrabcut.server.images import decode_image, rle_encode
+from torchgrabcut.server.images import decode_image
 from torchgrabcut.server.routes import COOKIE
-from torchgrabcut.server.sessions import SessionsFull, SessionStore
 from torchgrabcut.server.strokes import paint_strokes
-
-BOX = (12, 8, 52, 40)
-
-
-def png_bytes(image_bgr: np.ndarray) -> bytes:
-    buf = io.BytesIO()
-    arr = image_bgr if image_bgr.ndim == 2 else image_bgr[:, :, ::-1]
-    Image.fromarray(np.ascontiguousarray(arr)).save(buf, format="PNG")
-    return buf.getvalue()
-
-
-def rle_decode(mask: dict, h: int, w: int) -> np.ndarray:
-    return np.repeat(np.array(mask["values"], np.uint8), mask["counts"]).reshape(h, w)
-
-
-@pytest.fixture(scope="module")
-def image() -> np.ndarray:
-    return object_image(np.random.default_rng(7), 48, 64, BOX)
-
-
-@pytest.fixture(scope="module")
-def image2() -> np.ndarray:
-    return object_image(np.random.default_rng(8), 40, 56, (5, 5, 40, 35))
-
-
-def client_for(app):
-    """A test client that sends the page's token, as the page does."""
-    c = app.test_client()
-    c.environ_base["HTTP_X_TORCHGRABCUT_TOKEN"] = app.config["TORCHGRABCUT_TOKEN"]
-    return c
-
-
-def make_client(**kwargs):
-    app = create_app(ServerConfig(device="cpu", **kwargs))
-    return app, client_for(app)
-
-
-def upload(client, data: bytes, name: str = "img.png"):
-    return client.post("/api/image", data={"image": (io.BytesIO(data), name)}, content_type="multipart/form-data")
-
-
-def post_box(client, box):
-    x0, y0, x1, y1 = box
-    return client.post("/api/box", json={"x0": x0, "y0": y0, "x1": x1, "y1": y1})
-
-
-def mask_of(resp) -> np.ndarray:
-    j = resp.get_json()
-    return rle_decode(j["mask"], j["height"], j["width"])
-
-
-def download(client, binary: bool = False) -> np.ndarray:
-    r = client.get("/api/mask.png" + ("?binary=1" if binary else ""))
-    assert r.status_code == 200, r.get_json()
-    assert r.mimetype == "image/png" and "attachment" in r.headers["Content-Disposition"]
-    with Image.open(io.BytesIO(r.data)) as im:
-        assert im.mode == "L"
-        return np.asarray(im).copy()
-
-
-# --- pure helpers -----------------------------------------------------------------------------
-
-
-def test_rle_round_trip() -> None:
-    rng = np.random.default_rng(0)
-    for shape in [(1, 1), (3, 7), (30, 40)]:
-        m = rng.integers(0, 4, shape).astype(np.uint8)
-        m[:, : shape[1] // 2] = 2  # long runs too
-        enc = rle_encode(m)
-        assert sum(enc["counts"]) == m.size
-        assert all(a != b for a, b in zip(enc["values"], enc["values"][1:]))  # runs are maximal
-        np.testing.assert_array_equal(rle_decode(enc, *shape), m)
-
-
-def distance_to_polyline(h: int, w: int, pts: list[tuple[float, float]]) -> np.ndarray:
-    """Euclidean distance of every pixel centre (x, y) to the polyline, in numpy."""
-    yy, xx = np.mgrid[0:h, 0:w].astype(np.float64)
-    best = np.full((h, w), np.inf)
-    segs = list(itertools.pairwise(pts)) or [(pts[0], pts[0])]
-    for (ax, ay), (bx, by) in segs:
-        dx, dy = bx - ax, by - ay
-        length2 = dx * dx + dy * dy
-        t = np.zeros_like(xx) if length2 == 0 else np.clip(((xx - ax) * dx + (yy - ay) * dy) / length2, 0, 1)
-        best = np.minimum(best, np.hypot(xx - (ax + t * dx), yy - (ay + t * dy)))
-    return best
-
-
-@pytest.mark.parametrize(
-    ("label", "radius", "pts"),
-    [
-        ("fg", 3, [(10.0, 10.0), (40.0, 20.0), (45.5, 35.2)]),
-        ("bg", 5, [(30.0, 20.0)]),
-        ("bg", 2, [(-5.0, 3), (70, 3)]),  # partly outside the image
-        ("fg", 3, [(-50, -50), (-20, -30)]),  # entirely outside: nothing painted
-    ],
-)
-def test_paint_strokes_against_distance(label: str, radius: float, pts) -> None:
-    h, w = 40, 60
-    mask = np.full((h, w), GC_PR_FGD, np.uint8)
-    mask[:, :5] = GC_PR_BGD
-    out = paint_strokes(mask, [{"label": label, "radius": radius, "points": [list(p) for p in pts]}])
-    d = distance_to_polyline(h, w, pts)
-    value = GC_FGD if label == "fg" else GC_BGD
-    assert (out[d <= radius - 1] == value).all()  # everything well inside is painted
-    far = d > radius + 1.5
-    np.testing.assert_array_equal(out[far], mask[far])  # nothing well outside is
-    assert set(np.unique(out[(out != mask)])) <= {value}
-    np.testing.assert_array_equal(mask[:, 5:], GC_PR_FGD)  # the input is not modified
-
-
-@pytest.mark.parametrize(
-    ("strokes", "message"),
-    [
-        ([], "non-empty list"),
-        ("x", "non-empty list"),
-        ([{"label": "maybe", "points": [[1, 1]]}], "'fg' or 'bg'"),
-        ([{"label": "fg", "points": []}], "points"),
-        ([{"label": "fg", "points": [[1, "a"]]}], "finite numbers"),
-        ([{"label": "fg", "points": [[1, float("nan")]]}], "finite numbers"),
-        ([{"label": "fg", "radius": -1, "points": [[1, 1]]}], "radius"),
-        ([{"label": "fg", "radius": 1e9, "points": [[1, 1]]}], "radius"),
-        ([{"label": "fg", "points": [[1, 2, 3]]}], "point"),
-    ],
-)
-def test_paint_strokes_rejects(strokes, message: str) -> None:
-    with pytest.raises(ValueError, match=re.escape(message)):
-        paint_strokes(np.zeros((5, 5), np.uint8), strokes)
-
-
-def test_decode_image_limits(image: np.ndarray) -> None:
-    np.testing.assert_array_equal(decode_image(png_bytes(image), 10**6), image)  # BGR kept
-    with pytest.raises(ValueError, match="not an image") as err:
-        decode_image(b"GIF89a? no", 10**6)
-    assert err.value.status == 400
-    with pytest.raises(ValueError, match="too large: 64x48") as err:
-        decode_image(png_bytes(image), 1000)
-    assert err.value.status == 413
-
 
 # --- the API ----------------------------------------------------------------------------------
 
@@ -302,68 +162,6 @@ def test_sessions_are_separate(image: np.ndarray, image2: np.ndarray, tmp_path: 
     assert r.status_code == 400 and "open or upload an image first" in r.get_json()["error"]
     fresh.set_cookie(COOKIE, "forged")
     assert post_box(fresh, BOX).status_code == 400
-
-
-class FakeClock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
-def test_sessions_expire_by_idle_time_not_by_new_arrivals(image: np.ndarray) -> None:
-    app, first = make_client(max_sessions=2, session_timeout_s=600)
-    store = app.extensions["torchgrabcut_sessions"]
-    clock = store.clock = FakeClock()
-    second, third = client_for(app), client_for(app)
-    assert upload(first, png_bytes(image)).status_code == 200
-    box_mask = mask_of(post_box(first, BOX))
-    clock.now += 300
-    assert upload(second, png_bytes(image)).status_code == 200
-
-    # The table is full of live sessions: a new browser is refused, nobody is evicted,
-    # however many times it tries.
-    for _ in range(20):
-        r = upload(third, png_bytes(image))
-        assert r.status_code == 503 and "2 sessions in use" in r.get_json()["error"], r.get_json()
-        assert "--max-sessions" in r.get_json()["error"]
-    assert len(store) == 2
-    np.testing.assert_array_equal(download(first), box_mask)
-    assert first.get("/api/state").get_json()["can_undo"]  # the undo history is intact
-
-    # Ten minutes (the timeout here) after its last request the first session is gone; the
-    # second, used since, stays, and the newcomer gets the free slot.
-    clock.now += 200
-    assert second.get("/api/state").status_code == 200
-    clock.now += 400  # first idle for exactly the timeout: still kept
-    assert upload(third, png_bytes(image)).status_code == 503
-    clock.now += 1
-    assert upload(third, png_bytes(image)).status_code == 200
-    r = first.get("/api/state")
-    assert r.status_code == 400 and "this session has ended" in r.get_json()["error"], r.get_json()
-    assert second.get("/api/state").status_code == 200
-    assert len(store) == 2
-
-
-def test_session_store_keeps_a_session_in_a_request() -> None:
-    clock = FakeClock()
-    store = SessionStore(max_sessions=1, idle_timeout_s=60, clock=clock)
-    s = store.get_or_create(None)
-    assert store.get(s.sid) is s
-    clock.now += 61
-    with s.lock:  # a request still running after the timeout: not expired under it
-        with pytest.raises(SessionsFull, match="1 sessions in use"):
-            store.get_or_create(None)
-        store.touch(s)  # which the app does when the request ends
-    clock.now += 60
-    assert store.get_or_create(s.sid) is s  # used again: its idle time restarts
-    clock.now += 61
-    other = store.get_or_create(None)
-    assert other is not s and store.get(s.sid) is None and len(store) == 1
-    for bad in (0, -1, float("inf"), float("nan")):
-        with pytest.raises(ValueError, match="idle timeout"):
-            SessionStore(idle_timeout_s=bad)
 
 
 def test_concurrent_requests_of_one_session_serialize(image: np.ndarray) -> None:
@@ -721,28 +519,6 @@ def test_page_and_static_files() -> None:
         assert "http://" not in text and "https://" not in text, name
 
 
-def test_config_errors(tmp_path: Path) -> None:
-    with pytest.raises(FileNotFoundError, match="no such file"):
-        create_app(ServerConfig(images=[tmp_path / "missing.png"], device="cpu"))
-    with pytest.raises(ValueError, match="iterations"):
-        create_app(ServerConfig(device="cpu", refine_iter=0))
-    inf, nan = float("inf"), float("nan")
-    for field, values in {
-        "max_megapixels": (inf, nan, 0, -1, 1e303, "40"),
-        "max_upload_mb": (inf, 0, 1e303),
-        "session_timeout_s": (inf, 0),
-        "queue_timeout_s": (inf, -1, 1e300),
-        "max_concurrent": (0, 1.5),
-        "max_sessions": (0,),
-    }.items():
-        for v in values:
-            with pytest.raises(ValueError, match=field):
-                create_app(ServerConfig(device="cpu", **{field: v}))
-    for name in ("evil.example:80", "", "http://x", "a b"):
-        with pytest.raises(ValueError, match="allowed host"):
-            create_app(ServerConfig(device="cpu", allowed_hosts=[name]))
-
-
 def test_import_stays_light() -> None:
     code = "import sys, torchgrabcut, torchgrabcut.cli; assert 'flask' not in sys.modules, 'flask imported'"
     subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
@@ -754,63 +530,6 @@ def test_the_library_does_not_import_the_server() -> None:
         "torchgrabcut.imageio; assert not [m for m in sys.modules if m.startswith('torchgrabcut.server')]"
     )
     subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
-
-
-# --- who may ask: the Host header and the page's token ------------------------------------------
-
-
-def test_split_host() -> None:
-    assert split_host("127.0.0.1:8765") == ("127.0.0.1", 8765)
-    assert split_host("LocalHost") == ("localhost", None)
-    assert split_host("[::1]:80") == ("::1", 80)
-    assert split_host("[0:0::1]") == ("::1", None)
-    for bad in ("::1", "[::1", "[::1]x", "a:b", "a:0", "a:65536", "a:", ":80", "a:\\u00b2"):
-        with pytest.raises(ValueError, match="Host"):
-            split_host(bad)
-
-
-def get_with_host(c, path: str, host: str):
-    return c.get(path, environ_overrides={"HTTP_HOST": host})
-
-
-@pytest.mark.parametrize(
-    ("config", "allowed", "refused"),
-    [
-        (
-            {"port": 8765},
-            ["127.0.0.1:8765", "localhost:8765", "LOCALHOST:8765", "[::1]:8765", "[0:0:0:0:0:0:0:1]:8765"],
-            ["evil.example:8765", "evil.example", "127.0.0.1:8766", "localhost", "127.0.0.2:8765", "10.0.0.5:8765", ""],
-        ),
-        (
-            {"port": 8765, "host": "Box.Lan", "allowed_hosts": ["alias.lan"]},
-            ["box.lan:8765", "alias.lan:8765", "localhost:8765"],
-            ["other.lan:8765", "box.lan.evil.example:8765", "alias.lan:1"],
-        ),
-        (
-            {"port": 8765, "host": "0.0.0.0"},
-            ["192.168.1.20:8765", "[fe80::1]:8765", "127.0.0.1:8765"],
-            ["evil.example:8765", "192.168.1.20:9999"],
-        ),
-        ({}, ["localhost", "127.0.0.1:5000", "[::1]:1"], ["evil.example", "evil.example:5000"]),  # port not known
-    ],
-)
-def test_host_header_must_name_this_server(image: np.ndarray, tmp_path: Path, config, allowed, refused) -> None:
-    write_image(tmp_path / "a.png", image)
-    _, c = make_client(images=[tmp_path / "a.png"], **config)
-    # A page on another name that resolves to this machine (DNS rebinding) would open an
-    # image in its own session and read it back; each Host gets its own cookies, as in a browser.
-    for host in allowed:
-        r = c.post("/api/open", json={"index": 0}, environ_overrides={"HTTP_HOST": host})
-        assert r.status_code == 200, (host, r.get_json())
-        for path in ("/", "/api/images", "/api/image.png", "/static/app.js"):
-            assert get_with_host(c, path, host).status_code == 200, (host, path)
-    for host in refused:
-        r = c.post("/api/open", json={"index": 0}, environ_overrides={"HTTP_HOST": host})
-        assert r.status_code == 403, (host, r.status_code)
-        for path in ("/", "/api/images", "/api/image.png", "/api/state", "/static/app.js", "/nothing"):
-            r = get_with_host(c, path, host)
-            assert r.status_code == 403, (host, path, r.status_code)
-            assert b"does not name this server" in r.data and b"a.png" not in r.data
 
 
 def test_make_server_checks_the_port_it_bound() -> None:
@@ -831,138 +550,6 @@ def test_make_server_checks_the_port_it_bound() -> None:
         server.shutdown()
         thread.join(30)
         server.server_close()
-
-
-def test_posts_need_the_pages_token(image: np.ndarray, tmp_path: Path) -> None:
-    write_image(tmp_path / "a.png", image)
-    app, c = make_client(images=[tmp_path / "a.png"])
-    token = app.config["TORCHGRABCUT_TOKEN"]
-    page = c.get("/")
-    assert page.headers["Cache-Control"] == "no-store"
-    assert f'<meta name="torchgrabcut-token" content="{token}">'.encode() in page.data
-    assert create_app(ServerConfig(device="cpu")).config["TORCHGRABCUT_TOKEN"] != token  # one per server
-    assert len(token) >= 40
-
-    stranger = app.test_client()  # what another site can send: no token, or a guess
-    sends = {
-        "open": lambda cl, **kw: cl.post("/api/open", json={"index": 0}, **kw),
-        "image": lambda cl, **kw: (
-            upload(cl, png_bytes(image))
-            if not kw
-            else cl.post("/api/image", data={"image": (io.BytesIO(png_bytes(image)), "x.png")}, **kw)
-        ),
-        "box": lambda cl, **kw: cl.post("/api/box", json=dict(zip(("x0", "y0", "x1", "y1"), BOX)), **kw),
-        "strokes": lambda cl, **kw: cl.post(
-            "/api/strokes", json={"strokes": [{"label": "fg", "points": [[1, 1]]}]}, **kw
-        ),
-        "undo": lambda cl, **kw: cl.post("/api/undo", **kw),
-    }
-    for name, send in sends.items():
-        for headers in ({}, {TOKEN_HEADER: "guess"}, {TOKEN_HEADER: token[:-1]}, {TOKEN_HEADER: "\u00e9" * 43}):
-            r = send(stranger, headers=headers) if headers else send(stranger)
-            assert r.status_code == 403, (name, headers, r.status_code)
-            assert TOKEN_HEADER in r.get_json()["error"]
-    assert len(app.extensions["torchgrabcut_sessions"]) == 0  # nothing was created
-
-    # The same requests with the token (the page's client) work; reads need no token.
-    assert c.post("/api/open", json={"index": 0}).status_code == 200
-    assert post_box(c, BOX).status_code == 200
-    stranger.set_cookie(COOKIE, c.get_cookie(COOKIE).value)
-    assert stranger.get("/api/state").status_code == 200
-    r = stranger.post("/api/undo")  # even with the victim's cookie, no token: refused
-    assert r.status_code == 403 and c.get("/api/state").get_json()["action"] == "box"
-
-    # A cross-origin preflight for the token header is never approved.
-    r = stranger.options(
-        "/api/box",
-        headers={
-            "Origin": "http://evil.example",
-            "Access-Control-Request-Method": "POST",
-            "Access-Control-Request-Headers": TOKEN_HEADER.lower(),
-        },
-    )
-    assert not any(k.lower().startswith("access-control-allow") for k in r.headers.keys())
-
-
-# --- the command line ----------------------------------------------------------------------
-
-
-def test_cli_serve_starts_and_answers(image: np.ndarray, tmp_path: Path) -> None:
-    write_image(tmp_path / "a.png", image)
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "torchgrabcut", "serve", "a.png", "--port", "0", "--device", "cpu"],
-        cwd=tmp_path,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
-    try:
-        assert proc.stdout is not None
-        line = proc.stdout.readline()
-        m = re.search(r"http://127\.0\.0\.1:(\d+)/", line)
-        assert m, line
-        base = m.group(0)
-        with urllib.request.urlopen(base, timeout=30) as resp:
-            assert b"torchgrabcut" in resp.read()
-        with urllib.request.urlopen(base + "api/images", timeout=30) as resp:
-            assert b"a.png" in resp.read()
-        # Through a real socket: another Host, and a post without the token, are refused.
-        port = int(m.group(1))
-        evil = urllib.request.Request(base + "api/images", headers={"Host": f"evil.example:{port}"})
-        with pytest.raises(urllib.error.HTTPError) as err:
-            urllib.request.urlopen(evil, timeout=30)
-        assert err.value.code == 403
-        opened = {"Content-Type": "application/json"}
-        post = urllib.request.Request(base + "api/open", data=b'{"index": 0}', headers=opened)
-        with pytest.raises(urllib.error.HTTPError) as err:
-            urllib.request.urlopen(post, timeout=30)
-        assert err.value.code == 403
-        with urllib.request.urlopen(base, timeout=30) as resp:
-            token = re.search(rb'name="torchgrabcut-token" content="([^"]+)"', resp.read())
-        assert token
-        post.add_header(TOKEN_HEADER, token.group(1).decode())
-        with urllib.request.urlopen(post, timeout=30) as resp:
-            assert resp.status == 200 and b'"name":"a.png"' in resp.read()
-    finally:
-        proc.terminate()
-        proc.wait(30)
-
-
-def test_cli_serve_errors(tmp_path: Path) -> None:
-    res = subprocess.run(
-        [sys.executable, "-m", "torchgrabcut", "serve", "missing.png", "--port", "0"],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert res.returncode == 2
-    assert res.stderr.strip().count("\n") == 0 and "missing.png" in res.stderr, res.stderr
-
-
-@pytest.mark.parametrize(
-    ("args", "message"),
-    [
-        (["--max-megapixels", "inf"], "--max-megapixels: expected a number > 0 and <= 1e+06, got inf"),
-        (["--max-megapixels", "nan"], "--max-megapixels: expected a number > 0 and <= 1e+06, got nan"),
-        (["--max-megapixels", "0"], "--max-megapixels: expected a number > 0 and <= 1e+06, got 0"),
-        (["--max-megapixels", "-5"], "--max-megapixels"),
-        (["--max-megapixels", "1e303"], "--max-megapixels"),
-        (["--max-upload-mb", "inf"], "--max-upload-mb"),
-        (["--queue-timeout", "1e300"], "--queue-timeout"),
-        (["--session-timeout", "0"], "--session-timeout"),
-        (["--queue-timeout", "-1"], "--queue-timeout: expected a number >= 0"),
-        (["--max-concurrent", "0"], "--max-concurrent: expected >= 1"),
-        (["--max-sessions", "0"], "--max-sessions: expected >= 1"),
-        (["--allow-host", "evil.example:80"], "allowed host"),
-    ],
-)
-def test_cli_serve_refuses_bad_limits(args: list[str], message: str, capsys: pytest.CaptureFixture[str]) -> None:
-    from torchgrabcut.cli import main
-
-    assert main(["serve", "--port", "0", "--device", "cpu", *args]) == 2
-    err = capsys.readouterr().err
-    assert err.count("\n") == 1 and message in err and "Traceback" not in err, err
 
 
 # --- the GPU --------------------------------------------------------------------------------
