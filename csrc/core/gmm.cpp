@@ -95,6 +95,49 @@ std::vector<std::uint8_t> kmeans_one_class(const std::vector<std::array<int, 3>>
 
 }  // namespace
 
+UsableComponents::UsableComponents(const ComponentEval* all, int k) {
+  for (int i = 0; i < k; ++i) {
+    if (!all[i].usable) continue;
+    comps[count] = all[i];
+    ++count;
+  }
+}
+
+void mixture_log_density_block(const UsableComponents& usable, const PixelBlock& block, double* out) {
+  const int m = block.size;
+  if (usable.count == 0) {
+    for (int i = 0; i < m; ++i) out[i] = -1e300;
+    return;
+  }
+  double v[kMaxComponents][kPixelBlock];
+  double top[kPixelBlock];
+  for (int i = 0; i < m; ++i) top[i] = -1e300;
+  for (int j = 0; j < usable.count; ++j) {
+    const ComponentEval e = usable.comps[j];
+    double* vj = v[j];
+    for (int i = 0; i < m; ++i) {
+      vj[i] = component_log_density(e, block.c0[i], block.c1[i], block.c2[i]);
+      top[i] = vj[i] > top[i] ? vj[i] : top[i];
+    }
+  }
+  // A component that some pixel of the block uses has its exp computed for every
+  // pixel (in a loop of its own: GCC keeps an exp under a select from vectorising),
+  // and the pixels that skip it (terms below e^-40, see mixture_log_density) add +0,
+  // which leaves a sum of positive terms unchanged.
+  double total[kPixelBlock];
+  double e[kPixelBlock];
+  for (int i = 0; i < m; ++i) total[i] = 0.0;
+  for (int j = 0; j < usable.count; ++j) {
+    const double* vj = v[j];
+    int used = 0;
+    for (int i = 0; i < m; ++i) used += vj[i] - top[i] > -40.0;
+    if (used == 0) continue;  // no pixel of the block uses this component
+    for (int i = 0; i < m; ++i) e[i] = portable_exp_in_range(vj[i] - top[i]);
+    for (int i = 0; i < m; ++i) total[i] += vj[i] - top[i] > -40.0 ? e[i] : 0.0;
+  }
+  for (int i = 0; i < m; ++i) out[i] = top[i] <= -1e299 ? -1e300 : top[i] + portable_log(total[i]);
+}
+
 std::vector<ComponentEval> prepare_model_cpu(const double* model, int k) {
   std::vector<ComponentEval> evals(static_cast<std::size_t>(2 * k));
   for (int i = 0; i < 2 * k; ++i) evals[i] = prepare_component(model + i * kParamsPerComponent);

@@ -215,6 +215,41 @@ void kmeans_init_cpu(const std::uint8_t* image, const std::uint8_t* mask, std::i
 // Both classes' components prepared for evaluation (2 * k, background first).
 std::vector<ComponentEval> prepare_model_cpu(const double* model, int k);
 
+// ---- Blocked CPU evaluation: the per-pixel functions above over a block of pixels,
+// one component at a time, so that the compiler vectorises across pixels. Every
+// pixel's result is bit for bit that of the per-pixel function. ----
+
+constexpr int kPixelBlock = 64;
+
+// Up to kPixelBlock pixels (their indices) and their colours.
+struct PixelBlock {
+  int size = 0;
+  std::int64_t pixel[kPixelBlock];
+  double c0[kPixelBlock];
+  double c1[kPixelBlock];
+  double c2[kPixelBlock];
+
+  void add(std::int64_t p, int v0, int v1, int v2) {
+    pixel[size] = p;
+    c0[size] = v0;
+    c1[size] = v1;
+    c2[size] = v2;
+    ++size;
+  }
+};
+
+// The usable components of one class, in order (unusable ones never win and never
+// add to a mixture).
+struct UsableComponents {
+  int count = 0;
+  ComponentEval comps[kMaxComponents];
+
+  UsableComponents(const ComponentEval* all, int k);
+};
+
+// out[i] = mixture_log_density(all, k, colour i) for the block's pixels.
+void mixture_log_density_block(const UsableComponents& usable, const PixelBlock& block, double* out);
+
 // Each pixel's best component in its own class's model (2 * k rows of params).
 void assign_components_cpu(const std::uint8_t* image, const std::uint8_t* mask, std::int64_t n, int k,
                            const double* model, std::uint8_t* component);

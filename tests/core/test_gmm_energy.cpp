@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
+#include <limits>
 #include <random>
 #include <stdexcept>
 #include <utility>
@@ -37,6 +39,150 @@ TEST(PortableMath, LogMatchesLibm) {
     EXPECT_NEAR(portable_log(x), ref, 4e-16 * std::max(1.0, std::fabs(ref))) << x;
   }
   EXPECT_EQ(portable_log(1.0), 0.0);
+}
+
+std::uint64_t bits_of(double x) {
+  std::uint64_t b;
+  std::memcpy(&b, &x, sizeof b);
+  return b;
+}
+
+double from_bits(std::uint64_t b) {
+  double x;
+  std::memcpy(&x, &b, sizeof x);
+  return x;
+}
+
+// portable_exp and portable_log as first written, with the C library's ldexp and
+// frexp: the inline host scaling must give the same bits.
+double reference_exp(double x) {
+  if (x < -745.0) return 0.0;
+  const double k = std::rint(x * kInvLn2);
+  const double r = (x - k * kLn2Hi) - k * kLn2Lo;
+  double p = 1.0 / 87178291200.0;
+  p = p * r + 1.0 / 6227020800.0;
+  p = p * r + 1.0 / 479001600.0;
+  p = p * r + 1.0 / 39916800.0;
+  p = p * r + 1.0 / 3628800.0;
+  p = p * r + 1.0 / 362880.0;
+  p = p * r + 1.0 / 40320.0;
+  p = p * r + 1.0 / 5040.0;
+  p = p * r + 1.0 / 720.0;
+  p = p * r + 1.0 / 120.0;
+  p = p * r + 1.0 / 24.0;
+  p = p * r + 1.0 / 6.0;
+  p = p * r + 0.5;
+  p = p * r + 1.0;
+  p = p * r + 1.0;
+  return std::ldexp(p, static_cast<int>(k));
+}
+
+double reference_log(double x) {
+  int e = 0;
+  double m = std::frexp(x, &e);
+  if (m < 0.70710678118654752440) {
+    m *= 2.0;
+    e -= 1;
+  }
+  const double f = (m - 1.0) / (m + 1.0);
+  const double s = f * f;
+  double p = 1.0 / 25.0;
+  p = p * s + 1.0 / 23.0;
+  p = p * s + 1.0 / 21.0;
+  p = p * s + 1.0 / 19.0;
+  p = p * s + 1.0 / 17.0;
+  p = p * s + 1.0 / 15.0;
+  p = p * s + 1.0 / 13.0;
+  p = p * s + 1.0 / 11.0;
+  p = p * s + 1.0 / 9.0;
+  p = p * s + 1.0 / 7.0;
+  p = p * s + 1.0 / 5.0;
+  p = p * s + 1.0 / 3.0;
+  p = p * s + 1.0;
+  const double ed = static_cast<double>(e);
+  return (ed * kLn2Hi + 2.0 * f * p) + ed * kLn2Lo;
+}
+
+TEST(PortableMath, ExpBitIdenticalToLdexpReference) {
+  std::mt19937_64 rng(11);
+  std::vector<double> xs = {0.0, -0.0, -1e-300, -5e-324, -1.0, -40.0, -700.0, -708.39641853226408, -708.4,
+                            -744.4400719213812, -744.44007192138122, -745.0, -745.1, -1000.0};
+  // Where the result is a power of two or close to one, including the subnormal ones.
+  for (int k = -1080; k <= 0; ++k) {
+    const double x = k * 0.69314718055994530942;
+    xs.insert(xs.end(), {x, std::nextafter(x, 0.0), std::nextafter(x, -1000.0)});
+  }
+  std::uniform_real_distribution<double> all(-745.0, 0.0);
+  std::uniform_real_distribution<double> subnormal(-745.2, -707.0);  // results below 2^-1022
+  std::uniform_real_distribution<double> small(-1.0, 0.0);
+  for (int i = 0; i < 300000; ++i) xs.insert(xs.end(), {all(rng), subnormal(rng), small(rng)});
+  int mismatches = 0;
+  for (const double x : xs) {
+    const bool same = bits_of(portable_exp(x)) == bits_of(reference_exp(x));
+    mismatches += !same;
+    if (!same && mismatches < 5) ADD_FAILURE() << "portable_exp(" << x << ")";
+  }
+  EXPECT_EQ(mismatches, 0);
+  // The branch-free form for the mixtures' sums, over its documented range.
+  mismatches = 0;
+  for (const double x : xs) {
+    if (x < -700.0) continue;
+    const bool same = bits_of(portable_exp_in_range(x)) == bits_of(reference_exp(x));
+    mismatches += !same;
+    if (!same && mismatches < 5) ADD_FAILURE() << "portable_exp_in_range(" << x << ")";
+  }
+  EXPECT_EQ(mismatches, 0);
+}
+
+TEST(PortableMath, LogBitIdenticalToFrexpReference) {
+  std::mt19937_64 rng(12);
+  std::vector<double> xs = {1.0, 2.0, 0.5, 0.70710678118654752440, std::nextafter(0.70710678118654752440, 0.0),
+                            1.4142135623730951, std::numeric_limits<double>::denorm_min(),
+                            std::numeric_limits<double>::min(), std::nextafter(std::numeric_limits<double>::min(), 0.0),
+                            1e300, std::numeric_limits<double>::max()};
+  for (int e = -1074; e <= 1023; ++e) xs.push_back(std::ldexp(1.0, e));
+  // Random bit patterns of positive finite doubles: every exponent, subnormals included.
+  std::uniform_int_distribution<std::uint64_t> pattern(1, 0x7FEFFFFFFFFFFFFFULL);
+  std::uniform_int_distribution<std::uint64_t> subnormal(1, 0x000FFFFFFFFFFFFFULL);
+  std::uniform_real_distribution<double> sums(1.0, 16.0);  // the mixtures' sums
+  for (int i = 0; i < 300000; ++i) {
+    xs.insert(xs.end(), {from_bits(pattern(rng)), from_bits(subnormal(rng)), sums(rng)});
+  }
+  int mismatches = 0;
+  for (const double x : xs) {
+    const bool same = bits_of(portable_log(x)) == bits_of(reference_log(x));
+    mismatches += !same;
+    if (!same && mismatches < 5) ADD_FAILURE() << "portable_log(" << x << ")";
+  }
+  EXPECT_EQ(mismatches, 0);
+}
+
+TEST(PortableMath, HostScalingMatchesTheCLibrary) {
+  std::mt19937_64 rng(13);
+  std::uniform_real_distribution<double> mantissa(0.5, 2.0);
+  std::uniform_int_distribution<int> exponent(-1200, 1100);
+  int mismatches = 0;
+  for (int i = 0; i < 200000; ++i) {
+    const double p = i % 2 == 0 ? mantissa(rng) : -mantissa(rng);
+    const int k = exponent(rng);
+    mismatches += bits_of(host_ldexp(p, k)) != bits_of(std::ldexp(p, k));
+  }
+  EXPECT_EQ(mismatches, 0);
+  std::uniform_int_distribution<std::uint64_t> pattern(0, ~std::uint64_t{0});
+  mismatches = 0;
+  for (int i = 0; i < 200000; ++i) {
+    const double x = from_bits(pattern(rng));  // any sign, subnormals, infinities, NaNs
+    int e_host = 0;
+    int e_lib = 0;
+    const double m_host = host_frexp(x, &e_host);
+    const double m_lib = std::frexp(x, &e_lib);
+    if (std::isnan(x)) {
+      mismatches += !std::isnan(m_host);
+      continue;
+    }
+    mismatches += bits_of(m_host) != bits_of(m_lib) || (std::isfinite(x) && e_host != e_lib);
+  }
+  EXPECT_EQ(mismatches, 0);
 }
 
 std::vector<std::uint8_t> random_planar(std::mt19937& rng, std::int64_t n) {
@@ -219,6 +365,101 @@ TEST(Energy, TlinksAreClampedAndHardPixelsTied) {
   EXPECT_EQ(mid, 0);  // equidistant: equal densities
   const double expect = (-0.5 * 3 * 80.0 * 80.0 / 30.0) - (-0.5 * 3 * 100.0 * 100.0 / 30.0);
   EXPECT_NEAR(terminal_capacity(kProbForeground, lambda, &eb, &ef, 1, 120, 120, 120), expect * kCapacityScale, 0.5);
+}
+
+// A random model row: weight (0 now and then: unusable), mean, and a covariance
+// A A^T + d I, sometimes far from the colours (terms below e^-40), sometimes nearly
+// flat (large inverse covariance), now and then not positive definite (unusable).
+void random_component(std::mt19937& rng, double* params) {
+  std::uniform_real_distribution<double> unit(0.0, 1.0);
+  std::uniform_real_distribution<double> colour(-50.0, 300.0);
+  std::uniform_real_distribution<double> entry(-1.0, 1.0);
+  params[0] = unit(rng) < 0.1 ? 0.0 : unit(rng);
+  for (int c = 0; c < 3; ++c) params[1 + c] = colour(rng);
+  const double scale = std::pow(10.0, 3.0 * unit(rng)) * (unit(rng) < 0.1 ? 0.001 : 1.0);
+  double a[9];
+  for (double& v : a) v = entry(rng) * scale;
+  for (int r = 0; r < 3; ++r)
+    for (int c = 0; c < 3; ++c) {
+      double v = 0.0;
+      for (int i = 0; i < 3; ++i) v += a[3 * r + i] * a[3 * c + i];
+      params[4 + 3 * r + c] = v + (r == c ? 0.01 * scale : 0.0);
+    }
+  if (unit(rng) < 0.05) params[4] = -1.0;  // not positive definite
+}
+
+// Images with few colours (the t-links' colour cache hits) and with random ones
+// (it misses), every label, any size (not a multiple of the pixel block).
+std::vector<std::uint8_t> random_image(std::mt19937& rng, std::int64_t n, bool few_colours) {
+  auto img = random_planar(rng, n);
+  if (few_colours) {
+    const auto palette = random_planar(rng, 40);
+    std::uniform_int_distribution<int> pick(0, 39);
+    for (std::int64_t p = 0; p < n; ++p) {
+      const int i = pick(rng);
+      for (int c = 0; c < 3; ++c) img[c * n + p] = palette[c * 40 + i];
+    }
+  }
+  return img;
+}
+
+TEST(Gmm, BlockedMixtureMatchesPerPixel) {
+  std::mt19937 rng(14);
+  for (int trial = 0; trial < 200; ++trial) {
+    const int k = 1 + trial % kMaxComponents;
+    std::vector<double> params(static_cast<std::size_t>(k * kParamsPerComponent));
+    for (int j = 0; j < k; ++j) random_component(rng, params.data() + j * kParamsPerComponent);
+    std::vector<ComponentEval> evals(static_cast<std::size_t>(k));
+    for (int j = 0; j < k; ++j) evals[j] = prepare_component(params.data() + j * kParamsPerComponent);
+    const UsableComponents usable(evals.data(), k);
+    const auto img = random_planar(rng, kPixelBlock);
+    PixelBlock block;
+    const int size = 1 + trial % kPixelBlock;
+    for (int i = 0; i < size; ++i) block.add(i, img[i], img[kPixelBlock + i], img[2 * kPixelBlock + i]);
+    double out[kPixelBlock];
+    mixture_log_density_block(usable, block, out);
+    for (int i = 0; i < size; ++i) {
+      const double expect = mixture_log_density(evals.data(), k, img[i], img[kPixelBlock + i], img[2 * kPixelBlock + i]);
+      ASSERT_EQ(bits_of(out[i]), bits_of(expect)) << "trial " << trial << " pixel " << i;
+    }
+  }
+}
+
+TEST(Energy, TlinksMatchPerPixelTerminalCapacity) {
+  std::mt19937 rng(15);
+  std::uniform_int_distribution<int> label(0, 3);
+  for (int trial = 0; trial < 24; ++trial) {
+    const std::int64_t n = 1 + static_cast<std::int64_t>(rng() % 30000);
+    const int k = trial % 3 == 0 ? 5 : 1 + trial % kMaxComponents;
+    const auto img = random_image(rng, n, trial % 2 == 0);
+    std::vector<std::uint8_t> mask(static_cast<std::size_t>(n));
+    for (auto& m : mask) m = static_cast<std::uint8_t>(label(rng));
+    std::vector<double> model(static_cast<std::size_t>(2 * k * kParamsPerComponent));
+    if (trial % 4 == 1) {
+      // A model learnt from the image, as GrabCut's iterations have.
+      std::vector<std::uint8_t> component(static_cast<std::size_t>(n));
+      mask[0] = kBackground;
+      mask[n - 1] = kForeground;
+      kmeans_init_cpu(img.data(), mask.data(), n, k, 7, component.data());
+      learn_gmms_cpu(img.data(), mask.data(), n, k, component.data(), model.data());
+    } else {
+      for (int j = 0; j < 2 * k; ++j) random_component(rng, model.data() + j * kParamsPerComponent);
+    }
+    if (trial == 5) {  // a class without a usable component
+      for (int j = 0; j < k; ++j) model[j * kParamsPerComponent] = 0.0;
+    }
+    const double gamma = trial % 5 == 0 ? 0.5 : 50.0;  // small gamma: most pixels clamped
+    std::vector<std::int32_t> terminal(static_cast<std::size_t>(n), 12345);
+    tlinks_cpu(img.data(), mask.data(), n, k, model.data(), gamma, terminal.data());
+    const std::vector<ComponentEval> evals = prepare_model_cpu(model.data(), k);
+    std::int64_t mismatches = 0;
+    for (std::int64_t p = 0; p < n; ++p) {
+      const std::int32_t expect = terminal_capacity(mask[p], lambda_of(gamma), evals.data(), evals.data() + k, k,
+                                                    img[p], img[n + p], img[2 * n + p]);
+      mismatches += terminal[p] != expect;
+    }
+    EXPECT_EQ(mismatches, 0) << "trial " << trial << " n " << n << " k " << k;
+  }
 }
 
 }  // namespace
