@@ -82,12 +82,13 @@ class GridMaxflowSolver {
   // or a new residual outside int32) it is a cold solve, exactly solve().
   std::int64_t solve_warm(const GridGraphView& graph, std::uint8_t* source_side);
 
-  // Threads of a cold solve. A cold solve on k >= 2 threads splits the grid into
-  // k horizontal strips, finds a maximum flow of each strip on its own in parallel
-  // (the n-links between strips unused, so together they are a flow of the whole
-  // graph), then augments from that flow on the whole grid with one thread. The
-  // cut and the returned value do not depend on the threads: the canonical cut is
-  // unique and so is the maximum flow value.
+  // Threads of a solve (cold or warm). On k >= 2 threads the grid is split into k
+  // horizontal strips; each strip's residual graph, without the n-links between
+  // strips, is solved to a maximum flow on its own, in parallel; the serial search
+  // then continues on the whole grid from the strips' flows and search trees, from
+  // the nodes next to a boundary between strips (the only places where the strips'
+  // trees can be incomplete). The cut and the returned value do not depend on the
+  // threads: the canonical cut is unique and so is the maximum flow value.
   //   0 (the default): automatic: the OpenMP thread limit (omp_get_max_threads),
   //     at most 8, on grids of at least 256 x 256 pixels; 1 when called inside an
   //     OpenMP parallel region (no oversubscription).

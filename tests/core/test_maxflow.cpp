@@ -666,12 +666,14 @@ void change_terminals(TestGraph& g, Change change, std::mt19937_64& rng) {
 // A sequence of terminal changes on one graph: every warm solve must give the
 // canonical cut and the flow value of a cold solve (and of the reference where the
 // graph is small enough), and the cut must be a minimum cut.
-void expect_warm_sequence(int h, int w, Regime regime, bool eight, std::uint64_t seed, int steps) {
+// threads: the solver's set_num_threads (0: automatic; >= 2 forces strips, cold and warm).
+void expect_warm_sequence(int h, int w, Regime regime, bool eight, std::uint64_t seed, int steps, int threads = 0) {
   SCOPED_TRACE(std::to_string(h) + "x" + std::to_string(w) + " " + regime_name(regime) + (eight ? " 8c" : " 4c") +
-               " seed " + std::to_string(seed));
+               " seed " + std::to_string(seed) + " threads " + std::to_string(threads));
   std::mt19937_64 rng(seed);
   TestGraph g = random_graph(h, w, regime, eight, seed);
   GridMaxflowSolver warm;
+  warm.set_num_threads(threads);
   const SolveResult first = solve_with(warm, g);
   EXPECT_EQ(first.side, solve_serial(g).side);
   const bool small = g.size() <= 20000;
@@ -872,6 +874,32 @@ TEST(MaxflowParallel, LargeGridsMatchSerial) {
       EXPECT_TRUE(w.side == cold.side) << first_difference(w.side, cold.side, g.width);
     }
   }
+}
+
+// Warm solves in strips: each strip starts from the flow the whole grid holds, and
+// the serial search continues from the strips' merged trees. Every shape where a
+// strip is one row, strips of unequal height, more strips than rows, and each kind
+// of terminal change; the serial cold solve and the reference are the oracles.
+TEST(MaxflowParallel, WarmSolvesInStripsMatchSerial) {
+  const std::pair<int, int> shapes[] = {{2, 1}, {2, 9}, {3, 7}, {5, 5}, {9, 2}, {17, 3}, {40, 33}, {64, 65}};
+  std::uint64_t seed = 500;
+  for (auto [h, w] : shapes) {
+    for (Regime regime : {Regime::kSmall, Regime::kTiny, Regime::kHuge, Regime::kStrongNlinks,
+                          Regime::kSparseTerminals, Regime::kZeroHeavy}) {
+      for (bool eight : {false, true}) {
+        for (int threads : {2, 3, 8}) {
+          expect_warm_sequence(h, w, regime, eight, seed++, 9, threads);
+          if (HasFailure()) return;
+        }
+      }
+    }
+  }
+}
+
+TEST(MaxflowParallel, WarmSolvesInStripsOnLargeGrids) {
+  expect_warm_sequence(300, 257, Regime::kStrongNlinks, true, 601, 6, 2);
+  expect_warm_sequence(257, 300, Regime::kSmall, false, 602, 6, 4);
+  expect_warm_sequence(400, 40, Regime::kSparseTerminals, true, 603, 6, 8);
 }
 
 // Inside an OpenMP parallel region the automatic setting stays serial, and forced
