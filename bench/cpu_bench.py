@@ -23,7 +23,9 @@ import csv
 import statistics
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any, TypeVar
 
 import numpy as np
 import torch
@@ -35,6 +37,7 @@ from torchgrabcut.tools.opencv_reference import cv2_grabcut_box
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_GRABCUT50 = ROOT.parent / "shared" / "data" / "grabcut50"
 BoxT = tuple[int, int, int, int]
+T = TypeVar("T")
 
 
 def load_scaled(root: Path, count: int, megapixels: float) -> list[tuple[str, np.ndarray, BoxT]]:
@@ -55,7 +58,7 @@ def load_scaled(root: Path, count: int, megapixels: float) -> list[tuple[str, np
     return out
 
 
-def timed(fn, *args, **kwargs):  # type: ignore[no-untyped-def]
+def timed(fn: Callable[..., T], *args: Any, **kwargs: Any) -> tuple[T, float]:
     t = time.perf_counter()
     result = fn(*args, **kwargs)
     return result, time.perf_counter() - t
@@ -163,7 +166,9 @@ def bench_maxflow(root: Path, megapixels: float, count: int) -> None:
             raise AssertionError(f"{name}: flow or cut differs from PyMaxflow's")
         ours_s.append(t_ours)
         ref_s.append(t_ref)
-        print(f"  {name:12s} ours {t_ours * 1e3:7.1f}  PyMaxflow {t_ref * 1e3:7.1f}  ({t_ref / t_ours:4.2f}x)", flush=True)
+        print(
+            f"  {name:12s} ours {t_ours * 1e3:7.1f}  PyMaxflow {t_ref * 1e3:7.1f}  ({t_ref / t_ours:4.2f}x)", flush=True
+        )
     ratios = [r / o for r, o in zip(ref_s, ours_s)]
     print(
         f"total ours {sum(ours_s):.2f} s, PyMaxflow {sum(ref_s):.2f} s ({sum(ref_s) / sum(ours_s):.2f}x);"
