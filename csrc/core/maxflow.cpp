@@ -158,7 +158,8 @@ struct GridMaxflowSolver::Impl {
     int forward;
     int backward;
   };
-  std::vector<PathArc> path;
+  std::vector<PathArc> source_path;
+  std::vector<PathArc> sink_path;
   std::vector<std::uint8_t> reaches_sink;  // marks of the final cut search
 
   std::int32_t time = 0;
@@ -706,63 +707,66 @@ void GridMaxflowSolver::Impl::augment(int from, int dir) {
 
   // First walk: the bottleneck, and the path's arcs recorded, so that the second
   // walk (the update) reads no parent and recomputes no index. Paths are long in
-  // GrabCut graphs (over a hundred arcs on average at 1 MP), and the first walk's
-  // loads are the misses; the second then touches only lines the first brought in.
-  // The arc between the trees is an n-link arc, so the bottleneck fits in int32.
-  path.clear();
+  // GrabCut graphs (over a hundred arcs on average at 1 MP) and each step's load
+  // depends on the last, so the walk waits on memory: the S and the T side are
+  // walked in one loop, two independent chains of loads in flight at once. The
+  // second walk then touches only lines the first brought in. The arc between the
+  // trees is an n-link arc, so the bottleneck fits in int32.
+  source_path.clear();
+  sink_path.clear();
   std::int64_t bottleneck = rc[kNumDirections * from + dir];
-  int source_root = from;
-  for (int i = from;;) {  // S side: the arcs run from the parent j to i
-    const int a = node[i].parent;
-    if (a == kParentTerminal) {
-      if (node[i].terminal < bottleneck) bottleneck = node[i].terminal;
-      source_root = i;
-      break;
+  int s = from;  // S side: the arcs run from the parent j to s
+  int t = to;    // T side: the arcs run from t to its parent
+  bool source_open = true;
+  bool sink_open = true;
+  while (source_open || sink_open) {
+    if (source_open) {
+      const int a = node[s].parent;
+      if (a == kParentTerminal) {
+        if (node[s].terminal < bottleneck) bottleneck = node[s].terminal;
+        source_open = false;
+      } else {
+        const int j = s + offset[a];
+        const int arc = kNumDirections * j + opposite(a);
+        if (rc[arc] < bottleneck) bottleneck = rc[arc];
+        source_path.push_back({s, arc, kNumDirections * s + a});
+        s = j;
+      }
     }
-    const int j = i + offset[a];
-    const int arc = kNumDirections * j + opposite(a);
-    if (rc[arc] < bottleneck) bottleneck = rc[arc];
-    path.push_back({i, arc, kNumDirections * i + a});
-    i = j;
-  }
-  const std::size_t source_arcs = path.size();
-  int sink_root = to;
-  for (int i = to;;) {  // T side: the arcs run from i to its parent
-    const int a = node[i].parent;
-    if (a == kParentTerminal) {
-      const std::int64_t r = -std::int64_t{node[i].terminal};
-      if (r < bottleneck) bottleneck = r;
-      sink_root = i;
-      break;
+    if (sink_open) {
+      const int a = node[t].parent;
+      if (a == kParentTerminal) {
+        const std::int64_t r = -std::int64_t{node[t].terminal};
+        if (r < bottleneck) bottleneck = r;
+        sink_open = false;
+      } else {
+        const int arc = kNumDirections * t + a;
+        if (rc[arc] < bottleneck) bottleneck = rc[arc];
+        const int j = t + offset[a];
+        sink_path.push_back({t, arc, kNumDirections * j + opposite(a)});
+        t = j;
+      }
     }
-    const int arc = kNumDirections * i + a;
-    if (rc[arc] < bottleneck) bottleneck = rc[arc];
-    const int j = i + offset[a];
-    path.push_back({i, arc, kNumDirections * j + opposite(a)});
-    i = j;
   }
   const auto f = static_cast<std::int32_t>(bottleneck);
 
   rc[kNumDirections * from + dir] -= f;
   rc[kNumDirections * to + opposite(dir)] += f;
-  // A node whose arc toward its tree's terminal saturates becomes an orphan, in the
-  // order of the walks (S side from the meeting arc up, then the T side).
-  for (std::size_t k = 0; k < path.size(); ++k) {
-    if (k == source_arcs) {
-      node[source_root].terminal -= f;
-      if (node[source_root].terminal == 0) make_orphan(source_root);
+  // A node whose arc toward its tree's terminal saturates becomes an orphan, S side
+  // first from the meeting arc to the root, then the T side likewise.
+  const auto push_along = [&](const std::vector<PathArc>& arcs) {
+    for (const PathArc& e : arcs) {
+      rc[e.forward] -= f;
+      rc[e.backward] += f;
+      if (rc[e.forward] == 0) make_orphan(e.node);
     }
-    const PathArc& e = path[k];
-    rc[e.forward] -= f;
-    rc[e.backward] += f;
-    if (rc[e.forward] == 0) make_orphan(e.node);
-  }
-  if (source_arcs == path.size()) {
-    node[source_root].terminal -= f;
-    if (node[source_root].terminal == 0) make_orphan(source_root);
-  }
-  node[sink_root].terminal += f;
-  if (node[sink_root].terminal == 0) make_orphan(sink_root);
+  };
+  push_along(source_path);
+  node[s].terminal -= f;
+  if (node[s].terminal == 0) make_orphan(s);
+  push_along(sink_path);
+  node[t].terminal += f;
+  if (node[t].terminal == 0) make_orphan(t);
 }
 
 void GridMaxflowSolver::Impl::adopt() {
