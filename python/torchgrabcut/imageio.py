@@ -1,7 +1,8 @@
 """Reading and writing images and masks without OpenCV (Pillow), BGR like OpenCV.
 
 What :func:`read_image` accepts, and how (each refusal is a one-line ``ValueError``
-or ``FileNotFoundError``, never a decoder's traceback):
+or ``FileNotFoundError``, never a decoder's traceback); :func:`read_image_bytes` reads
+the bytes of a file (an upload) the same way, with the same checks:
 
 - any format Pillow decodes; colour, grey, palette and bilevel images become 3-channel
   BGR, and an alpha channel is dropped, as ``cv2.imread(path, cv2.IMREAD_COLOR)`` does;
@@ -13,10 +14,15 @@ or ``FileNotFoundError``, never a decoder's traceback):
 - images over :data:`MAX_IMAGE_PIXELS` pixels are refused from the size in the file's
   header, before anything is decoded (a 68-byte PNG can declare 20000x20000 pixels);
 - truncated files, empty files, folders and files that are not images are refused.
+
+Some refusals are subclasses of ``ValueError`` that say which, for callers that answer
+each differently (the server: 413 for too large, 400 otherwise): :class:`ImageTooLarge`,
+:class:`NotAnImage` and :class:`UndecodableImage`.
 """
 
 from __future__ import annotations
 
+import io
 import re
 import struct
 import warnings
@@ -29,9 +35,13 @@ from PIL import Image, UnidentifiedImageError
 __all__ = [
     "LABEL_EXTENSIONS",
     "MAX_IMAGE_PIXELS",
+    "ImageTooLarge",
+    "NotAnImage",
+    "UndecodableImage",
     "check_output_path",
     "overlay",
     "read_image",
+    "read_image_bytes",
     "write_image",
 ]
 
@@ -75,6 +85,36 @@ class _Refused(ValueError):
     """A file we read but do not accept (too large, 32-bit samples): its message is final."""
 
 
+class ImageTooLarge(_Refused):
+    """An image over the pixel limit, refused before its pixels were decoded.
+
+    ``width`` and ``height`` are the header's (None when only Pillow's count of the
+    pixels is known), ``pixels`` their product (None when not even that is known) and
+    ``limit`` the limit it is over.
+    """
+
+    def __init__(
+        self, message: str, limit: int, pixels: int | None, width: int | None = None, height: int | None = None
+    ) -> None:
+        super().__init__(message)
+        self.limit, self.pixels, self.width, self.height = limit, pixels, width, height
+
+
+class NotAnImage(ValueError):
+    """Data in no format Pillow reads."""
+
+
+class UndecodableImage(ValueError):
+    """An image whose header was read but whose data cannot be decoded (truncated, damaged).
+
+    ``detail`` is the decoder's own message.
+    """
+
+    def __init__(self, message: str, detail: str) -> None:
+        super().__init__(message)
+        self.detail = detail
+
+
 def _check_input_file(p: Path) -> None:
     if p.is_dir():
         raise ValueError(f"image: {p} is a folder, not an image file")
@@ -87,25 +127,28 @@ def _check_input_file(p: Path) -> None:
         raise ValueError(f"image: {p} is empty (0 bytes)")
 
 
-def _too_large(p: Path, pixels: int, size: str = "") -> str:
-    return (
-        f"image: {p} is {size}{pixels / 1e6:.1f} megapixels, over the limit of "
-        f"{MAX_IMAGE_PIXELS:,} pixels (torchgrabcut.imageio.MAX_IMAGE_PIXELS)"
-    )
+def _too_large(name: str, pixels: int, limit: int, size: str = "") -> str:
+    whose = " (torchgrabcut.imageio.MAX_IMAGE_PIXELS)" if limit == MAX_IMAGE_PIXELS else ""
+    return f"image: {name} is {size}{pixels / 1e6:.1f} megapixels, over the limit of {limit:,} pixels{whose}"
 
 
-def _check_size(p: Path, width: int, height: int) -> None:
-    if width * height > MAX_IMAGE_PIXELS:
-        raise _Refused(_too_large(p, width * height, f"{width}x{height} = "))
+def _check_size(name: str, width: int, height: int, limit: int) -> None:
+    if width * height > limit:
+        message = _too_large(name, width * height, limit, f"{width}x{height} = ")
+        raise ImageTooLarge(message, limit, width * height, width, height)
 
 
-def _bomb_message(p: Path, err: Exception) -> str:
-    """Our message for Pillow's DecompressionBombError, which Image.open raises before we see the size."""
-    found = re.search(r"\((\d+) pixels\)", str(err))  # "Image size (N pixels) exceeds limit of M pixels"
-    if found is not None and int(found.group(1)) > MAX_IMAGE_PIXELS:
-        return _too_large(p, int(found.group(1)))
+def _bomb(name: str, err: Exception, limit: int) -> ImageTooLarge:
+    """Our error for Pillow's DecompressionBombError, which Image.open raises before we see the size."""
+    # "Image size (N pixels) exceeds limit of M pixels, could be decompression bomb DOS attack."
+    found = re.search(r"\((\d+) pixels\) exceeds limit of (\d+) pixels", str(err))
+    if found is None:
+        return ImageTooLarge(f"image: {name} is too large ({err})", limit, None)
+    pixels, pillows = int(found.group(1)), int(found.group(2))
+    if pixels > limit:
+        return ImageTooLarge(_too_large(name, pixels, limit), limit, pixels)
     # Pillow's limit was lowered below ours by other code in this process.
-    return f"image: {p} is too large ({err})"
+    return ImageTooLarge(f"image: {name} is too large ({err})", pillows, pixels)
 
 
 def _orientation(im: Image.Image) -> int:
@@ -116,7 +159,7 @@ def _orientation(im: Image.Image) -> int:
     return value if isinstance(value, int) else 1
 
 
-def _decode(im: Image.Image, p: Path, grayscale: bool) -> np.ndarray:
+def _decode(im: Image.Image, name: str, grayscale: bool) -> np.ndarray:
     """The loaded image as (H, W) grey or (H, W, 3) RGB uint8, upright."""
     # Pillow reads a 16-bit PGM as 32-bit mode I; every other mode I or F file has wider samples.
     sixteen_bit = im.mode.startswith("I;16") or (im.mode == "I" and im.format == "PPM")
@@ -125,14 +168,50 @@ def _decode(im: Image.Image, p: Path, grayscale: bool) -> np.ndarray:
         im = im.transpose(method)
     if sixteen_bit:
         if grayscale:
-            raise _Refused(f"image: {p} has 16-bit samples; a label mask or ground truth must be 8-bit")
+            raise _Refused(f"image: {name} has 16-bit samples; a label mask or ground truth must be 8-bit")
         grey = (np.asarray(im).astype(np.uint32) >> 8).astype(np.uint8)
         return np.repeat(grey[:, :, None], 3, axis=2)
     if im.mode in ("I", "F"):
-        raise _Refused(f"image: {p} has 32-bit {'float' if im.mode == 'F' else 'integer'} samples; expected 8-bit")
+        raise _Refused(f"image: {name} has 32-bit {'float' if im.mode == 'F' else 'integer'} samples; expected 8-bit")
     if grayscale:
         return np.asarray(im.convert("L"), dtype=np.uint8).copy()
     return np.asarray(im.convert("RGB"), dtype=np.uint8)
+
+
+def _read(source: Path | io.BytesIO, name: str, grayscale: bool, max_pixels: int | None) -> np.ndarray:
+    """What read_image and read_image_bytes return, from a file or its bytes; ``name`` is for messages."""
+    limit = MAX_IMAGE_PIXELS if max_pixels is None else min(max_pixels, MAX_IMAGE_PIXELS)
+    try:
+        # Our own limit is checked from the header below; Pillow's warning between its
+        # two thresholds would only repeat it for an image we accept. Its plugins' warnings
+        # about damaged metadata (TIFF tags, EXIF) concern files whose pixels did decode.
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", Image.DecompressionBombWarning)
+            warnings.filterwarnings("ignore", category=UserWarning, module=r"PIL\.")
+            with Image.open(source) as im:
+                _check_size(name, *im.size, limit)
+                im.load()
+                _check_size(name, *im.size, limit)  # a format whose decoded size differs from its header's
+                array = _decode(im, name, grayscale)
+    except _Refused:
+        raise
+    except Image.DecompressionBombError as err:
+        raise _bomb(name, err, limit) from err
+    except UnidentifiedImageError as err:
+        raise NotAnImage(f"image: {name} is not an image in a format Pillow reads") from err
+    except MemoryError as err:
+        raise ValueError(f"image: {name} does not fit in memory") from err
+    except _DECODE_ERRORS as err:
+        raise UndecodableImage(f"image: cannot read {name} as an image ({err})", str(err)) from err
+    if grayscale:
+        return array
+    # Channel by channel: a third of the time of copying a reversed-stride view
+    # (which the dataset job's loader workers pay per image).
+    bgr = np.empty_like(array)
+    bgr[..., 0] = array[..., 2]
+    bgr[..., 1] = array[..., 1]
+    bgr[..., 2] = array[..., 0]
+    return bgr
 
 
 def read_image(path: str | Path, grayscale: bool = False) -> np.ndarray:
@@ -143,36 +222,21 @@ def read_image(path: str | Path, grayscale: bool = False) -> np.ndarray:
     """
     p = Path(path)
     _check_input_file(p)
-    try:
-        # Our own limit is checked from the header below; Pillow's warning between its
-        # two thresholds would only repeat it for an image we accept. Its plugins' warnings
-        # about damaged metadata (TIFF tags, EXIF) concern files whose pixels did decode.
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", Image.DecompressionBombWarning)
-            warnings.filterwarnings("ignore", category=UserWarning, module=r"PIL\.")
-            with Image.open(p) as im:
-                _check_size(p, *im.size)
-                im.load()
-                array = _decode(im, p, grayscale)
-    except _Refused:
-        raise
-    except Image.DecompressionBombError as err:
-        raise ValueError(_bomb_message(p, err)) from err
-    except UnidentifiedImageError as err:
-        raise ValueError(f"image: {p} is not an image in a format Pillow reads") from err
-    except MemoryError as err:
-        raise ValueError(f"image: {p} does not fit in memory") from err
-    except _DECODE_ERRORS as err:
-        raise ValueError(f"image: cannot read {p} as an image ({err})") from err
-    if grayscale:
-        return array
-    # Channel by channel: a third of the time of copying a reversed-stride view
-    # (which the dataset job's loader workers pay per image).
-    bgr = np.empty_like(array)
-    bgr[..., 0] = array[..., 2]
-    bgr[..., 1] = array[..., 1]
-    bgr[..., 2] = array[..., 0]
-    return bgr
+    return _read(p, str(p), grayscale, None)
+
+
+def read_image_bytes(
+    data: bytes, name: str = "image", grayscale: bool = False, max_pixels: int | None = None
+) -> np.ndarray:
+    """The bytes of an image file as :func:`read_image` reads the file: same result, same refusals.
+
+    ``name`` is what the messages call it. ``max_pixels`` lowers the pixel limit for
+    this call (it cannot raise it past :data:`MAX_IMAGE_PIXELS`); the size is checked
+    from the header before anything is decoded.
+    """
+    if not data:
+        raise NotAnImage(f"image: {name} is empty (0 bytes)")
+    return _read(io.BytesIO(data), name, grayscale, max_pixels)
 
 
 def check_output_path(path: str | Path, what: str, labels: bool = False, extensions: tuple[str, ...] = ()) -> Path:

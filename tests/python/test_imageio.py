@@ -240,3 +240,61 @@ def test_jpeg_would_change_the_labels(tmp_path: Path) -> None:
     labels[12:20, 12:20] = 1
     write_image(tmp_path / "mask.jpg", labels)
     assert not np.array_equal(read_image(tmp_path / "mask.jpg", grayscale=True), labels)
+
+
+@pytest.mark.parametrize("kind", ["rgba png", "palette png", "16-bit png", "exif 6 jpeg", "grey bmp"])
+def test_bytes_read_as_the_file_is(tmp_path: Path, kind: str) -> None:
+    rgb = _distinct_channels(23, 31, seed=4)
+    exif = Image.Exif()
+    exif[0x0112] = 6
+    data = {
+        "rgba png": lambda: _encoded("PNG", np.dstack([rgb, rgb[..., 0]])),
+        "palette png": lambda: _encoded("PNG", np.asarray(Image.fromarray(rgb).quantize(16))),
+        "16-bit png": lambda: _encoded("PNG", rgb[..., 0].astype(np.uint16) * 256 + 3),
+        "exif 6 jpeg": lambda: _jpeg_with_exif(rgb, exif),
+        "grey bmp": lambda: _encoded("BMP", rgb[..., 1]),
+    }[kind]()
+    path = tmp_path / "file"
+    path.write_bytes(data)
+    for grayscale in (False, True):
+        if kind == "16-bit png" and grayscale:
+            with pytest.raises(ValueError, match=r"upload\.png has 16-bit samples"):
+                imageio.read_image_bytes(data, "upload.png", grayscale=True)
+            continue
+        np.testing.assert_array_equal(imageio.read_image_bytes(data, grayscale=grayscale), read_image(path, grayscale))
+    assert imageio.read_image_bytes(data).shape == ((31, 23, 3) if kind == "exif 6 jpeg" else (23, 31, 3))
+
+
+def _jpeg_with_exif(rgb: np.ndarray, exif: Image.Exif) -> bytes:
+    buf = io.BytesIO()
+    Image.fromarray(rgb).save(buf, "JPEG", exif=exif)
+    return buf.getvalue()
+
+
+@pytest.mark.parametrize("kind", sorted(UNREADABLE))
+def test_unreadable_bytes_give_one_line_value_error_naming_them(kind: str) -> None:
+    with pytest.raises(ValueError) as info:
+        imageio.read_image_bytes(UNREADABLE[kind](), "upload.png")
+    message = str(info.value)
+    assert message.startswith("image: ") and "upload.png" in message and "\n" not in message
+    expected = {"empty": imageio.NotAnImage, "text": imageio.NotAnImage, "png header only": imageio.UndecodableImage}
+    assert isinstance(info.value, expected.get(kind, ValueError))
+
+
+def test_bytes_over_the_pixel_limit_are_refused_from_the_header(monkeypatch: pytest.MonkeyPatch) -> None:
+    header_only = _png_bytes(300, 200)  # nothing to decode: a refusal from the header or "cannot read"
+    with pytest.raises(
+        imageio.ImageTooLarge, match=r"300x200 = 0\.1 megapixels, over the limit of 59,999 pixels$"
+    ) as info:
+        imageio.read_image_bytes(header_only, "x.png", max_pixels=59_999)
+    assert (info.value.width, info.value.height, info.value.pixels, info.value.limit) == (300, 200, 60_000, 59_999)
+    with pytest.raises(imageio.UndecodableImage):
+        imageio.read_image_bytes(header_only, "x.png", max_pixels=60_000)
+    # max_pixels lowers the library's limit, never raises it.
+    monkeypatch.setattr(imageio, "MAX_IMAGE_PIXELS", 50_000)
+    with pytest.raises(imageio.ImageTooLarge, match=r"over the limit of 50,000 pixels \(torchgrabcut\.imageio\.MAX"):
+        imageio.read_image_bytes(header_only, "x.png", max_pixels=10**9)
+    # Pillow refuses 400 megapixels in Image.open, before we see the size: still ours, with the count.
+    with pytest.raises(imageio.ImageTooLarge, match=r"x\.png is 400\.0 megapixels, over the limit") as info:
+        imageio.read_image_bytes(_png_bytes(20000, 20000), "x.png")
+    assert (info.value.width, info.value.pixels, info.value.limit) == (None, 400_000_000, 50_000)

@@ -19,8 +19,10 @@ an image is opened; coordinates are image pixels, x to the right, y down):
 
 - ``GET  /api/images``: the images given on the command line, ``{"images": [{"index", "name"}]}``.
 - ``POST /api/open`` ``{"index": i}``: opens one of them in this session.
-- ``POST /api/image``: uploads an image (multipart field ``image``) and opens it.
-  Not an image: 400; over the upload size or pixel limit: 413; both with ``{"error": message}``.
+- ``POST /api/image``: uploads an image (multipart field ``image``) and opens it, decoded as
+  ``torchgrabcut segment`` reads the same file (``torchgrabcut.imageio``: EXIF orientation
+  applied, 16-bit samples scaled, alpha dropped). Not an image: 400; over the upload size or
+  pixel limit: 413; both with ``{"error": message}``.
 - ``GET  /api/image.png``: the session's image, as the server sees it (PNG).
 - ``GET  /api/state``: the session's state (as below), without computing anything.
 - ``POST /api/box`` ``{"x0", "y0", "x1", "y1"}``: half-open box; GrabCut from it (GC_INIT_WITH_RECT).
@@ -45,9 +47,10 @@ the page's token (``X-Torchgrabcut-Token``); else 403. The rules and why are in 
 
 Limits: JSON bodies up to 1 MiB, at most 100 strokes and 20000 points per request; uploads
 up to ``--max-upload-mb``; images up to ``--max-megapixels`` (checked from the image header,
-before decoding). At most ``--max-concurrent`` GrabCut calls run at once; a request that finds
-them all busy waits up to ``--queue-timeout`` seconds for one, then gets 503. Requests of one
-session run one after another, never interleaved. A session is forgotten after
-``--session-timeout`` minutes without a request; when ``--max-sessions`` sessions are in use,
-a new browser gets 503 (a live session is never evicted to make room).
+before decoding; never over the library's ``imageio.MAX_IMAGE_PIXELS``, 179 megapixels). At
+most ``--max-concurrent`` GrabCut calls run at once; a request that finds them all busy waits
+up to ``--queue-timeout`` seconds for one, then gets 503. Requests of one session run one
+after another, never interleaved. A session is forgotten after ``--session-timeout`` minutes
+without a request; when ``--max-sessions`` sessions are in use, a new browser gets 503 (a
+live session is never evicted to make room).
 """

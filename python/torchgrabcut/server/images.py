@@ -1,13 +1,13 @@
-"""Image bytes in and out of the server: uploads decoded within a pixel limit, PNGs for the
-page and the downloads, masks run-length encoded for the page's JSON."""
+"""Image bytes in and out of the server: uploads decoded as the library reads files, within a
+pixel limit; PNGs for the page and the downloads; masks run-length encoded for the page's JSON."""
 
 from __future__ import annotations
 
 import io
-import warnings
 
 import numpy as np
 
+from torchgrabcut.imageio import ImageTooLarge, NotAnImage, UndecodableImage, read_image_bytes
 from torchgrabcut.server.errors import UploadError
 
 __all__ = ["decode_image", "encode_png", "rle_encode"]
@@ -16,39 +16,33 @@ __all__ = ["decode_image", "encode_png", "rle_encode"]
 def decode_image(data: bytes, max_pixels: int, name: str = "upload") -> np.ndarray:
     """Image bytes as (H, W, 3) uint8 BGR; UploadError when not an image or over ``max_pixels``.
 
-    The size is checked from the header before decoding, so that a small file declaring a
-    huge image is refused without allocating it.
+    Decoded by :func:`torchgrabcut.imageio.read_image_bytes`, so that an upload is the image
+    ``torchgrabcut segment`` reads from the same file (EXIF orientation applied, 16-bit
+    samples scaled, alpha dropped). The size is checked from the header before decoding, so
+    that a small file declaring a huge image is refused without allocating it (413); the
+    limit is ``max_pixels`` or the library's ``MAX_IMAGE_PIXELS``, whichever is lower.
     """
-    from PIL import Image, UnidentifiedImageError
-
     if not data:
         raise UploadError(f"{name}: the file is empty")
     try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("error", Image.DecompressionBombWarning)
-            with Image.open(io.BytesIO(data)) as im:
-                w, h = im.size
-                if w * h > max_pixels:
-                    raise UploadError(
-                        f"{name}: image too large: {w}x{h} = {w * h / 1e6:.1f} megapixels, "
-                        f"the limit is {max_pixels / 1e6:.1f}",
-                        413,
-                    )
-                im.load()
-                rgb = np.asarray(im.convert("RGB"), dtype=np.uint8)
-    except UploadError:
-        raise
-    except (Image.DecompressionBombError, Image.DecompressionBombWarning) as err:
-        raise UploadError(f"{name}: image too large ({err})", 413) from err
-    except UnidentifiedImageError as err:
+        bgr = read_image_bytes(data, name, max_pixels=max_pixels)
+    except ImageTooLarge as err:
+        if err.pixels is None:
+            raise UploadError(f"{name}: image too large ({err})", 413) from err
+        size = f"{err.width}x{err.height} = " if err.width is not None else ""
+        raise UploadError(
+            f"{name}: image too large: {size}{err.pixels / 1e6:.1f} megapixels, the limit is {err.limit / 1e6:.1f}",
+            413,
+        ) from err
+    except NotAnImage as err:
         raise UploadError(f"{name}: not an image (PNG, JPEG, BMP, ... expected)") from err
-    except (OSError, SyntaxError, ValueError) as err:
-        raise UploadError(f"{name}: cannot decode the image ({err})") from err
-    if rgb.ndim != 3 or rgb.shape[0] == 0 or rgb.shape[1] == 0:
+    except UndecodableImage as err:
+        raise UploadError(f"{name}: cannot decode the image ({err.detail})") from err
+    except ValueError as err:  # read but refused (32-bit samples), or too large for memory
+        raise UploadError(str(err)) from err
+    if bgr.shape[0] == 0 or bgr.shape[1] == 0:
         raise UploadError(f"{name}: the image is empty")
-    if rgb.shape[0] * rgb.shape[1] > max_pixels:  # a format whose decoded size differs from its header's
-        raise UploadError(f"{name}: image too large: {rgb.shape[1]}x{rgb.shape[0]}", 413)
-    return np.ascontiguousarray(rgb[:, :, ::-1])
+    return bgr
 
 
 def encode_png(array: np.ndarray) -> bytes:

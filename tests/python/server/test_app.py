@@ -25,7 +25,7 @@ from server_helpers import BOX, client_for, download, make_client, mask_of, png_
 
 from conftest import requires_cuda
 from torchgrabcut.api import GC_BGD, GC_FGD, grabcut
-from torchgrabcut.imageio import write_image
+from torchgrabcut.imageio import read_image, write_image
 from torchgrabcut.server.app import create_app, make_server
 from torchgrabcut.server.config import ServerConfig
 from torchgrabcut.server.images import decode_image
@@ -366,6 +366,26 @@ def test_grabcut_calls_are_limited(image: np.ndarray, image2: np.ndarray) -> Non
         sem.release()
     thread.join(120)
     np.testing.assert_array_equal(mask_of(result["r"]), grabcut(image2, box=(5, 5, 40, 35), device="cpu"))
+
+
+def test_an_upload_is_the_image_segment_reads_from_the_same_file(image: np.ndarray, tmp_path: Path) -> None:
+    # A phone photo: stored sideways, EXIF orientation 6 (shown turned 90 degrees clockwise).
+    # The page must segment the picture `torchgrabcut segment photo.jpg` segments.
+    exif = Image.Exif()
+    exif[0x0112] = 6
+    buf = io.BytesIO()
+    Image.fromarray(np.ascontiguousarray(np.rot90(image, k=1)[:, :, ::-1])).save(buf, "JPEG", exif=exif, quality=95)
+    (tmp_path / "photo.jpg").write_bytes(buf.getvalue())
+    expected = read_image(tmp_path / "photo.jpg")
+    assert expected.shape == image.shape  # upright again
+    _, c = make_client()
+    r = upload(c, buf.getvalue(), "photo.jpg")
+    assert (r.get_json()["width"], r.get_json()["height"]) == (64, 48)
+    with Image.open(io.BytesIO(c.get("/api/image.png").data)) as im:
+        np.testing.assert_array_equal(np.asarray(im)[:, :, ::-1], expected)
+    r = post_box(c, BOX)
+    assert r.status_code == 200, r.get_json()
+    np.testing.assert_array_equal(mask_of(r), grabcut(expected, box=BOX, device="cpu"))
 
 
 def test_bad_uploads_get_a_message_and_the_server_keeps_serving(image: np.ndarray) -> None:
