@@ -52,5 +52,8 @@ most ``--max-concurrent`` GrabCut calls run at once; a request that finds them a
 up to ``--queue-timeout`` seconds for one, then gets 503. Requests of one session run one
 after another, never interleaved. A session is forgotten after ``--session-timeout`` minutes
 without a request; when ``--max-sessions`` sessions are in use, a new browser gets 503 (a
-live session is never evicted to make room).
+live session is never evicted to make room). A session's undo history holds at most
+``ServerConfig.max_history`` steps (32) and ``max_history_bytes`` of masks and models (256 MiB:
+32 steps up to 8 megapixels, 6 at 40); the oldest are dropped first, the last one always stays
+(``sessions``).
 """

@@ -39,7 +39,9 @@ def create_app(config: ServerConfig | None = None) -> Any:
             raise FileNotFoundError(f"image: no such file: {p}")
     cfg.check()
     segmenter = Segmenter(cfg.device)
-    store = SessionStore(cfg.max_sessions, cfg.max_history, cfg.session_timeout_s)
+    store = SessionStore(
+        cfg.max_sessions, cfg.max_history, cfg.session_timeout_s, max_history_bytes=cfg.max_history_bytes
+    )
     hosts = HostCheck(cfg.host, cfg.allowed_hosts)
     token = new_token()
     page = page_with_token((routes.STATIC / "index.html").read_text(encoding="utf-8"), token)

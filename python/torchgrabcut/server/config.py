@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from torchgrabcut.server.access import is_host_name
-from torchgrabcut.server.sessions import DEFAULT_IDLE_TIMEOUT_S
+from torchgrabcut.server.sessions import DEFAULT_HISTORY_BYTES, DEFAULT_IDLE_TIMEOUT_S
 
 __all__ = ["LIMIT_MAX", "ServerConfig"]
 
@@ -27,7 +27,8 @@ class ServerConfig:
     max_upload_mb: float = 64.0
     max_megapixels: float = 40.0
     max_sessions: int = 16
-    max_history: int = 32
+    max_history: int = 32  # undo steps kept per session
+    max_history_bytes: int = DEFAULT_HISTORY_BYTES  # and the bytes they may hold (the newest step always stays)
     host: str = "127.0.0.1"  # the address bound; the Host header must name it (or a loopback name)
     port: int | None = None  # the port bound; None or 0: not known yet (make_server sets it), any port passes
     allowed_hosts: list[str] = field(default_factory=list)  # more names the Host header may use
@@ -61,8 +62,10 @@ class ServerConfig:
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, int) or v < 1:
                 raise ValueError(f"{name}: expected an integer >= 1, got {v!r}")
-        if self.max_history < 0:
-            raise ValueError(f"max_history: expected >= 0, got {self.max_history}")
+        for name in ("max_history", "max_history_bytes"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+                raise ValueError(f"{name}: expected an integer >= 0, got {v!r}")
         if self.port is not None and not 0 <= self.port <= 65535:
             raise ValueError(f"port: expected 0..65535, got {self.port}")
         for name in self.allowed_hosts:

@@ -1,5 +1,11 @@
 """Per-browser state of `torchgrabcut serve`: the image, the mask, the kept model and an undo stack.
 
+The undo stack keeps whole states (a mask is one byte a pixel: 40 MB at 40 megapixels), so it
+is bounded twice: at most ``max_history`` steps and at most ``max_history_bytes`` bytes of
+masks and models (:data:`DEFAULT_HISTORY_BYTES`, 256 MiB: 32 steps up to 8 megapixels, 6 at
+40). The oldest steps are dropped first; the newest one is kept (unless ``max_history`` is 0),
+so one undo is possible whatever the image's size (over the budget if that state alone is).
+
 Each browser session (a random id in a cookie) owns one :class:`Session`. A session
 is forgotten once it has gone ``idle_timeout_s`` seconds without a request; a new one
 is never made by evicting a live one: when ``max_sessions`` live sessions exist, the
@@ -22,9 +28,10 @@ import numpy as np
 
 from torchgrabcut.model import GrabCutModel
 
-__all__ = ["DEFAULT_IDLE_TIMEOUT_S", "Session", "SessionStore", "SessionsFull", "State"]
+__all__ = ["DEFAULT_HISTORY_BYTES", "DEFAULT_IDLE_TIMEOUT_S", "Session", "SessionStore", "SessionsFull", "State"]
 
 DEFAULT_IDLE_TIMEOUT_S = 3600.0
+DEFAULT_HISTORY_BYTES = 256 * 2**20
 
 
 class SessionsFull(RuntimeError):
@@ -40,6 +47,12 @@ class State:
     action: str  # "box" or "strokes": what produced it
     box: tuple[int, int, int, int]  # the box it started from (x0, y0, x1, y1), half-open
 
+    @property
+    def nbytes(self) -> int:
+        """What keeping it costs: the mask and the mixtures' parameters."""
+        params = self.model.params
+        return int(self.mask.nbytes) + params.element_size() * params.numel()
+
 
 @dataclass
 class Session:
@@ -47,6 +60,7 @@ class Session:
 
     sid: str
     max_history: int
+    max_history_bytes: int = DEFAULT_HISTORY_BYTES
     lock: threading.Lock = field(default_factory=threading.Lock)
     image: np.ndarray | None = None  # (H, W, 3) uint8 BGR
     image_name: str = ""
@@ -61,11 +75,21 @@ class Session:
         self.state = None
         self.history.clear()
 
+    def history_bytes(self) -> int:
+        """The bytes the undo stack holds (masks and models)."""
+        return sum(s.nbytes for s in self.history if s is not None)
+
     def push(self, state: State) -> None:
-        """Makes ``state`` current; the current one goes on the undo stack (bounded)."""
+        """Makes ``state`` current; the current one goes on the undo stack.
+
+        The oldest steps are dropped while there are more than ``max_history``, or more than
+        ``max_history_bytes`` bytes of them and more than one (the newest step stays).
+        """
         self.history.append(self.state)
-        if len(self.history) > self.max_history:
-            del self.history[0]
+        held = self.history_bytes()
+        while len(self.history) > self.max_history or (len(self.history) > 1 and held > self.max_history_bytes):
+            dropped = self.history.pop(0)
+            held -= dropped.nbytes if dropped is not None else 0
         self.state = state
 
     def undo(self) -> bool:
@@ -88,15 +112,18 @@ class SessionStore:
         max_history: int = 32,
         idle_timeout_s: float = DEFAULT_IDLE_TIMEOUT_S,
         clock: Callable[[], float] = time.monotonic,
+        max_history_bytes: int = DEFAULT_HISTORY_BYTES,
     ) -> None:
-        if max_sessions < 1 or max_history < 0:
+        if max_sessions < 1 or max_history < 0 or max_history_bytes < 0:
             raise ValueError(
-                f"SessionStore: expected max_sessions >= 1 and max_history >= 0, got {max_sessions}, {max_history}"
+                "SessionStore: expected max_sessions >= 1, max_history >= 0 and max_history_bytes >= 0, got "
+                f"{max_sessions}, {max_history}, {max_history_bytes}"
             )
         if not (math.isfinite(idle_timeout_s) and idle_timeout_s > 0):
             raise ValueError(f"SessionStore: expected a finite idle timeout > 0 s, got {idle_timeout_s!r}")
         self.max_sessions = max_sessions
         self.max_history = max_history
+        self.max_history_bytes = max_history_bytes
         self.idle_timeout_s = float(idle_timeout_s)
         self.clock = clock
         self._sessions: dict[str, Session] = {}
@@ -149,7 +176,7 @@ class SessionStore:
                         f"{self.idle_timeout_s / 60:g} minutes after its last request): try again later, or "
                         "restart `torchgrabcut serve` with a larger --max-sessions"
                     )
-                session = Session(secrets.token_urlsafe(24), self.max_history)
+                session = Session(secrets.token_urlsafe(24), self.max_history, self.max_history_bytes)
                 self._sessions[session.sid] = session
             session.last_used = now
             return session

@@ -23,6 +23,8 @@ def test_config_errors(tmp_path: Path) -> None:
         "queue_timeout_s": (inf, -1, 1e300),
         "max_concurrent": (0, 1.5),
         "max_sessions": (0,),
+        "max_history": (-1, 1.5),
+        "max_history_bytes": (-1, 2.0**20, True),
     }.items():
         for v in values:
             with pytest.raises(ValueError, match=field):

@@ -1,12 +1,17 @@
-"""server/sessions.py: sessions expire by idle time and stay while a request holds them."""
+"""server/sessions.py: sessions expire by idle time and stay while a request holds them; the undo
+history stays within its byte budget and undo restores each mask exactly."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
+import torch
 from server_helpers import BOX, client_for, download, make_client, mask_of, png_bytes, post_box, upload
 
-from torchgrabcut.server.sessions import SessionsFull, SessionStore
+from conftest import object_image
+from torchgrabcut.model import GrabCutModel
+from torchgrabcut.server.routes import COOKIE
+from torchgrabcut.server.sessions import DEFAULT_HISTORY_BYTES, Session, SessionsFull, SessionStore, State
 
 
 class FakeClock:
@@ -69,3 +74,84 @@ def test_session_store_keeps_a_session_in_a_request() -> None:
     for bad in (0, -1, float("inf"), float("nan")):
         with pytest.raises(ValueError, match="idle timeout"):
             SessionStore(idle_timeout_s=bad)
+
+
+# --- the undo history's byte budget -----------------------------------------------------------
+
+
+def _state(mask: np.ndarray) -> State:
+    return State(mask, GrabCutModel(torch.zeros(10, 13, dtype=torch.float64)), "strokes", (0, 0, 1, 1))
+
+
+def test_the_history_of_a_40_megapixel_image_stays_within_the_default_budget() -> None:
+    # Whole masks at 40 MP are 40 MB each: 32 of them (the step limit alone) would be 1.3 GB.
+    session = Session("sid", max_history=32)
+    assert session.max_history_bytes == DEFAULT_HISTORY_BYTES == 256 * 2**20
+    shape = (5000, 8000)
+    states = [_state(np.full(shape, k % 4, np.uint8)) for k in range(2)]
+    session.open(np.zeros((1, 1, 3), np.uint8), "big")
+    for k in range(12):
+        if k >= 2:  # keep at most the states the session may hold, plus these two
+            states = [*states[-1:], _state(np.full(shape, k % 4, np.uint8))]
+            states[-1].mask[k, k] = 255  # every mask distinct
+        session.push(states[-1])
+        assert session.history_bytes() <= DEFAULT_HISTORY_BYTES
+    # 6 steps of 40 MB fit in 256 MiB, 7 do not; the oldest went first, and the state before
+    # the first push (no mask) with them.
+    assert len(session.history) == 6 and all(s is not None for s in session.history)
+    current = session.state
+    assert session.undo() and session.state is not current and session.state is states[0]
+    # The README's other figure: the step limit alone bounds it up to 8 MP (read-only views
+    # stand in for the masks: their nbytes is the full size, nothing is allocated).
+    eight = Session("sid", max_history=32)
+    for k in range(40):
+        eight.push(_state(np.broadcast_to(np.uint8(k % 4), (2000, 4000))))
+    assert len(eight.history) == 32 and eight.history_bytes() <= DEFAULT_HISTORY_BYTES
+
+
+def test_the_newest_step_stays_over_the_budget_and_undo_restores_each_mask_exactly() -> None:
+    rng = np.random.default_rng(0)
+    masks = [rng.integers(0, 4, (300, 400), dtype=np.uint8) for _ in range(9)]
+    session = Session("sid", max_history=32, max_history_bytes=3 * masks[0].nbytes + 5000)
+    for m in masks:
+        session.push(_state(m.copy()))
+    assert session.history_bytes() <= session.max_history_bytes and len(session.history) == 3
+    for expected in masks[-2:-5:-1]:
+        assert session.undo()
+        np.testing.assert_array_equal(session.state.mask, expected)
+    assert not session.undo()
+    tiny = Session("sid", max_history=32, max_history_bytes=0)  # one step is always kept
+    for m in masks[:4]:
+        tiny.push(_state(m.copy()))
+    assert len(tiny.history) == 1 and tiny.undo()
+    np.testing.assert_array_equal(tiny.state.mask, masks[2])
+    with pytest.raises(ValueError, match="max_history_bytes >= 0"):
+        SessionStore(max_history_bytes=-1)
+
+
+def test_many_strokes_on_a_large_image_keep_the_history_within_its_budget() -> None:
+    h, w = 600, 800
+    box = (150, 100, 650, 500)
+    big = object_image(np.random.default_rng(9), h, w, box)
+    budget = 2 * 2**20  # four masks of 480 kB and their models
+    app, c = make_client(max_history_bytes=budget)
+    assert upload(c, png_bytes(big)).status_code == 200
+    session = app.extensions["torchgrabcut_sessions"].get(c.get_cookie(COOKIE).value)
+    masks = [mask_of(post_box(c, box))]
+    for i in range(10):
+        x, y = 160 + 45 * i, 110 + 30 * i
+        r = c.post("/api/strokes", json={"strokes": [{"label": "bg", "radius": 6, "points": [[x, y], [x + 20, y]]}]})
+        assert r.status_code == 200, r.get_json()
+        masks.append(mask_of(r))
+        assert not np.array_equal(masks[-1], masks[-2])
+        assert session.history_bytes() <= budget
+        kept = [state for state in session.history if state is not None]  # None: before the box
+        assert len(kept) == min(i + 1, 4)
+    # Undo gives back the four newest earlier masks exactly, newest first, and then no more.
+    for expected in masks[-2:-6:-1]:
+        r = c.post("/api/undo")
+        assert r.status_code == 200
+        np.testing.assert_array_equal(mask_of(r), expected)
+        np.testing.assert_array_equal(download(c), expected)
+    assert not r.get_json()["can_undo"]
+    assert c.post("/api/undo").status_code == 400
