@@ -5,6 +5,8 @@
 #include <torch/library.h>
 #include <torch/torch.h>
 
+#include <algorithm>
+#include <atomic>
 #include <new>
 #include <stdexcept>
 #include <string>
@@ -35,11 +37,18 @@ std::tuple<at::Tensor, at::Tensor> grabcut_cpu_kernel(const at::Tensor& image, c
   // on one: the core runs single-threaded inside a parallel region); a single image
   // gives the core's per-pixel stages torch's thread count for the calling thread
   // (torch.set_num_threads), explicitly rather than through OpenMP's defaults.
+  // The threads take the next image from one shared counter rather than a fixed
+  // share each: images of different sizes balance, and once Ctrl-C is seen every
+  // thread stops after its current image, not after the rest of its share.
   grabcut::GrabCutOptions options = args.options;
   options.num_threads = at::get_num_threads();
   InterruptCheck interrupt;
-  at::parallel_for(0, batch, 1, [&](int64_t begin, int64_t end) {
-    for (int64_t b = begin; b < end; ++b) {
+  std::atomic<int64_t> next_image{0};
+  const int64_t workers = std::min<int64_t>(batch, at::get_num_threads());
+  at::parallel_for(0, workers, 1, [&](int64_t, int64_t) {
+    for (;;) {
+      const int64_t b = next_image.fetch_add(1);
+      if (b >= batch) return;
       if (b > 0 && interrupt.stop_requested()) return;
       const int64_t h = args.heights[b];
       const int64_t w = args.widths[b];
