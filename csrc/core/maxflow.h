@@ -82,12 +82,14 @@ class GridMaxflowSolver {
   // or a new residual outside int32) it is a cold solve, exactly solve().
   std::int64_t solve_warm(const GridGraphView& graph, std::uint8_t* source_side);
 
-  // Threads of a solve (cold or warm). On k >= 2 threads the grid is split into k
-  // horizontal strips; each strip's residual graph, without the n-links between
-  // strips, is solved to a maximum flow on its own, in parallel; the serial search
-  // then continues on the whole grid from the strips' flows and search trees, from
-  // the nodes next to a boundary between strips (the only places where the strips'
-  // trees can be incomplete). The cut and the returned value do not depend on the
+  // Threads of a solve (cold or warm). On k >= 2 threads the grid is split into 2k
+  // horizontal strips (at most one per row); each strip's residual graph, without
+  // the n-links between strips, is solved to a maximum flow on its own, k at a
+  // time; neighbouring strips are then merged in pairs, the pairs of a level in
+  // parallel: a merge continues the search on both strips' rows from their flows
+  // and search trees, from the nodes next to the boundary between them (the only
+  // places where their trees can be incomplete). The last two are merged on the
+  // whole grid by one thread. The cut and the returned value do not depend on the
   // threads: the canonical cut is unique and so is the maximum flow value.
   //   0 (the default): automatic: the OpenMP thread limit (omp_get_max_threads),
   //     at most 8, on grids of at least 256 x 256 pixels; 1 when called inside an
