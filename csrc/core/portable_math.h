@@ -109,14 +109,8 @@ inline double portable_exp_in_range(double x) {
 }
 #endif
 
-// Natural log for finite x > 0.
-GRABCUT_HD double portable_log(double x) {
-  int e = 0;
-#if defined(__CUDA_ARCH__)
-  double m = frexp(x, &e);  // x = m * 2^e, m in [0.5, 1)
-#else
-  double m = host_frexp(x, &e);
-#endif
+// log(m * 2^e) for m in [0.5, 1), the parts frexp gives.
+GRABCUT_HD double log_from_parts(double m, int e) {
   if (m < 0.70710678118654752440) {
     m *= 2.0;
     e -= 1;
@@ -139,6 +133,17 @@ GRABCUT_HD double portable_log(double x) {
   p = p * s + 1.0;
   const double ed = static_cast<double>(e);
   return (ed * kLn2Hi + 2.0 * f * p) + ed * kLn2Lo;
+}
+
+// Natural log for finite x > 0.
+GRABCUT_HD double portable_log(double x) {
+  int e = 0;
+#if defined(__CUDA_ARCH__)
+  const double m = frexp(x, &e);  // x = m * 2^e, m in [0.5, 1)
+#else
+  const double m = host_frexp(x, &e);
+#endif
+  return log_from_parts(m, e);
 }
 
 }  // namespace grabcut

@@ -53,54 +53,19 @@ double from_bits(std::uint64_t b) {
   return x;
 }
 
-// portable_exp and portable_log as first written, with the C library's ldexp and
-// frexp: the inline host scaling must give the same bits.
+// portable_exp and portable_log with the C library's ldexp and frexp (their
+// polynomials shared): the inline host scaling must give the same bits.
 double reference_exp(double x) {
   if (x < -745.0) return 0.0;
   const double k = std::rint(x * kInvLn2);
   const double r = (x - k * kLn2Hi) - k * kLn2Lo;
-  double p = 1.0 / 87178291200.0;
-  p = p * r + 1.0 / 6227020800.0;
-  p = p * r + 1.0 / 479001600.0;
-  p = p * r + 1.0 / 39916800.0;
-  p = p * r + 1.0 / 3628800.0;
-  p = p * r + 1.0 / 362880.0;
-  p = p * r + 1.0 / 40320.0;
-  p = p * r + 1.0 / 5040.0;
-  p = p * r + 1.0 / 720.0;
-  p = p * r + 1.0 / 120.0;
-  p = p * r + 1.0 / 24.0;
-  p = p * r + 1.0 / 6.0;
-  p = p * r + 0.5;
-  p = p * r + 1.0;
-  p = p * r + 1.0;
-  return std::ldexp(p, static_cast<int>(k));
+  return std::ldexp(exp_series(r), static_cast<int>(k));
 }
 
 double reference_log(double x) {
   int e = 0;
-  double m = std::frexp(x, &e);
-  if (m < 0.70710678118654752440) {
-    m *= 2.0;
-    e -= 1;
-  }
-  const double f = (m - 1.0) / (m + 1.0);
-  const double s = f * f;
-  double p = 1.0 / 25.0;
-  p = p * s + 1.0 / 23.0;
-  p = p * s + 1.0 / 21.0;
-  p = p * s + 1.0 / 19.0;
-  p = p * s + 1.0 / 17.0;
-  p = p * s + 1.0 / 15.0;
-  p = p * s + 1.0 / 13.0;
-  p = p * s + 1.0 / 11.0;
-  p = p * s + 1.0 / 9.0;
-  p = p * s + 1.0 / 7.0;
-  p = p * s + 1.0 / 5.0;
-  p = p * s + 1.0 / 3.0;
-  p = p * s + 1.0;
-  const double ed = static_cast<double>(e);
-  return (ed * kLn2Hi + 2.0 * f * p) + ed * kLn2Lo;
+  const double m = std::frexp(x, &e);
+  return log_from_parts(m, e);
 }
 
 TEST(PortableMath, ExpBitIdenticalToLdexpReference) {
