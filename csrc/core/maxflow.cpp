@@ -186,6 +186,7 @@ struct GridMaxflowSolver::Impl {
   void remember_terminals(const GridGraphView& graph);
   void start_trees(int push_passes);
   void run_search();
+  std::int64_t solve_from_here(const GridGraphView& graph, int push_passes, std::uint8_t* source_side);
   void push_short_paths();
   std::int64_t push_toward_sinks(bool strong_only);
   std::vector<std::int32_t> label;  // distances of push_toward_sinks()
@@ -433,15 +434,14 @@ void GridMaxflowSolver::Impl::solve_in_strips(int num_strips, int push_passes) {
     first_row = std::move(rows);
     clock = std::move(clocks);
   }
-  clear_queue();
-  orphans.clear();
-  time = *std::max_element(clock.begin(), clock.end());
-  for (std::size_t s = 1; s + 1 < first_row.size(); ++s) activate_boundary(first_row[s]);
+  // Two strips left (one when the grid has a single row): this solver merges them.
+  resume_at(first_row.size() == 3 ? first_row[1] : 0, *std::max_element(clock.begin(), clock.end()));
 }
 
-// Each strip stamped its nodes with its own clock. Starting this one past all of
-// them keeps every stamp in the past, so no adoption takes a strip's distance for
-// one checked in the current stage.
+// Prepares a search that continues from the trees of two strips that meet at row
+// `boundary` (none if it is 0). Each strip stamped its nodes with its own clock;
+// starting this one past all of them keeps every stamp in the past, so no adoption
+// takes a strip's distance for one checked in the current stage.
 void GridMaxflowSolver::Impl::resume_at(int boundary, std::int32_t clock) {
   clear_queue();
   orphans.clear();
@@ -453,6 +453,7 @@ void GridMaxflowSolver::Impl::resume_at(int boundary, std::int32_t clock) {
 // the two rows at a boundary are made active; every other node has no arc to a
 // free node or the other tree, as when a serial search ends.
 void GridMaxflowSolver::Impl::activate_boundary(int boundary) {
+  if (boundary <= 0 || boundary >= height) return;
   for (int y = boundary - 1; y <= boundary; ++y) {
     for (int x = 0; x < width; ++x) {
       const int p = (y + 1) * stride + (x + 1);
@@ -1002,6 +1003,23 @@ int strip_count(int requested, int height, int width) {
 
 }  // namespace
 
+// The rest of a solve once the buffers hold the residual graph to start from (after
+// prepare() or reparametrise()): the search, in strips where the grid is large
+// enough, then the canonical cut; returns its capacity in `graph`.
+std::int64_t GridMaxflowSolver::Impl::solve_from_here(const GridGraphView& graph, int push_passes,
+                                                       std::uint8_t* source_side) {
+  const int num_strips = strip_count(num_threads, graph.height, graph.width);
+  if (num_strips > 1) {
+    solve_in_strips(num_strips, push_passes);
+  } else {
+    start_trees(push_passes);
+  }
+  run_search();
+  compute_cut(source_side);
+  remember_terminals(graph);
+  return cut_capacity(graph, source_side);
+}
+
 GridMaxflowSolver::GridMaxflowSolver() : impl_(std::make_unique<Impl>()) {}
 GridMaxflowSolver::~GridMaxflowSolver() = default;
 GridMaxflowSolver::GridMaxflowSolver(GridMaxflowSolver&&) noexcept = default;
@@ -1013,33 +1031,14 @@ std::int64_t GridMaxflowSolver::solve(const GridGraphView& graph, std::uint8_t* 
   if (!impl_) impl_ = std::make_unique<Impl>();  // a moved-from solver is usable again
   Impl& m = *impl_;
   m.prepare(graph);  // validates every n-link before any thread starts
-  const int num_strips = strip_count(m.num_threads, graph.height, graph.width);
-  if (num_strips > 1) {
-    m.solve_in_strips(num_strips, kColdPushPasses);
-  } else {
-    m.start_trees(kColdPushPasses);
-  }
-  m.run_search();
-  m.compute_cut(source_side);
-  m.remember_terminals(graph);
-  return cut_capacity(graph, source_side);
+  return m.solve_from_here(graph, kColdPushPasses, source_side);
 }
 
 std::int64_t GridMaxflowSolver::solve_warm(const GridGraphView& graph, std::uint8_t* source_side) {
   check_graph(graph, source_side, "GridMaxflowSolver::solve_warm");
   if (graph.height == 0 || graph.width == 0) return 0;
   if (!impl_ || !impl_->reparametrise(graph)) return solve(graph, source_side);
-  Impl& m = *impl_;
-  const int num_strips = strip_count(m.num_threads, graph.height, graph.width);
-  if (num_strips > 1) {
-    m.solve_in_strips(num_strips, kWarmPushPasses);
-  } else {
-    m.start_trees(kWarmPushPasses);
-  }
-  m.run_search();
-  m.compute_cut(source_side);
-  m.remember_terminals(graph);
-  return cut_capacity(graph, source_side);
+  return impl_->solve_from_here(graph, kWarmPushPasses, source_side);
 }
 
 void GridMaxflowSolver::set_num_threads(int threads) {
