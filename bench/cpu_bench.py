@@ -29,9 +29,10 @@ from typing import Any, TypeVar
 
 import numpy as np
 import torch
-from PIL import Image
 
 import torchgrabcut
+from torchgrabcut.imageio import read_image
+from torchgrabcut.tools.bench import scaled_image
 from torchgrabcut.tools.opencv_reference import cv2_grabcut_box
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -46,14 +47,12 @@ def load_scaled(root: Path, count: int, megapixels: float) -> list[tuple[str, np
         rows = list(csv.DictReader(f))[:count]
     out = []
     for row in rows:
-        rgb = Image.open(root / "images" / row["name"]).convert("RGB")
-        w, h = rgb.size
-        s = (megapixels * 1e6 / (w * h)) ** 0.5
-        size = (round(w * s), round(h * s))
-        img = np.asarray(rgb.resize(size, Image.BICUBIC))[:, :, ::-1].copy()
-        sx, sy = size[0] / w, size[1] / h
+        original = read_image(root / "images" / row["name"])
+        h, w = original.shape[:2]
+        img = scaled_image(original, megapixels)
+        sx, sy = img.shape[1] / w, img.shape[0] / h
         x0, y0, x1, y1 = (int(row[k]) for k in ("x0", "y0", "x1", "y1"))
-        box = (round(x0 * sx), round(y0 * sy), min(size[0], round(x1 * sx)), min(size[1], round(y1 * sy)))
+        box = (round(x0 * sx), round(y0 * sy), min(img.shape[1], round(x1 * sx)), min(img.shape[0], round(y1 * sy)))
         out.append((row["name"], img, box))
     return out
 
