@@ -2,6 +2,7 @@
 
     python bench/cpu_bench.py [--sizes 0.3,1,4] [--images 12] [--grabcut50 DIR]
     python bench/cpu_bench.py --maxflow [--images 12]
+    python bench/cpu_bench.py --batch [--images 50] [--sizes 1]
 
 The first GrabCut-50 images (read from ../shared/data/grabcut50, never copied) are
 scaled to each size (bicubic; the box scaled with them). For every image the same
@@ -14,6 +15,10 @@ cold solve: t-links from the k-means model of the box, OpenCV's n-links), ours o
 one thread against PyMaxflow (the reference Boykov-Kolmogorov) on the same integer
 graph, graph construction excluded on both sides, and checks that flow values and
 cuts are equal.
+
+With --batch it times one list call of all the images (the batch path, which spreads
+images over threads) on one thread and on every thread, alternating, and checks that
+the masks are equal: how the CPU backend scales with cores.
 """
 
 from __future__ import annotations
@@ -175,12 +180,37 @@ def bench_maxflow(root: Path, megapixels: float, count: int) -> None:
     )
 
 
+def bench_batch(root: Path, megapixels: float, count: int, rounds: int = 3) -> None:
+    all_threads = torch.get_num_threads()
+    items = load_scaled(root, count, megapixels)
+    images = [img for _, img, _ in items]
+    boxes = [box for _, _, box in items]
+    print(f"batch of {len(images)} images at {megapixels:g} MP as one list call, 5 iterations; seconds")
+    times: dict[int, list[float]] = {1: [], all_threads: []}
+    masks: dict[int, list[np.ndarray]] = {}
+    for _ in range(rounds):
+        for threads in (1, all_threads):
+            torch.set_num_threads(threads)
+            out, t = timed(torchgrabcut.grabcut, images, box=boxes, device="cpu")
+            times[threads].append(t)
+            masks[threads] = out
+    torch.set_num_threads(all_threads)
+    if not all(np.array_equal(a, b) for a, b in zip(masks[1], masks[all_threads])):
+        raise AssertionError(f"the masks on 1 and {all_threads} threads differ")
+    one, every = statistics.median(times[1]), statistics.median(times[all_threads])
+    print(
+        f"1 thread {one:.2f} s, {all_threads} threads {every:.2f} s (medians of {rounds}): {one / every:.2f}x;"
+        f" {len(images) / every:.1f} images/s"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sizes", default="1", help="megapixels, comma-separated (default 1)")
     parser.add_argument("--images", type=int, default=12, help="first N GrabCut-50 images (default 12)")
     parser.add_argument("--grabcut50", type=Path, default=DEFAULT_GRABCUT50)
     parser.add_argument("--maxflow", action="store_true", help="the max-flow alone against PyMaxflow")
+    parser.add_argument("--batch", action="store_true", help="one list call on 1 thread against all threads")
     args = parser.parse_args()
     if not (args.grabcut50 / "boxes.csv").is_file():
         sys.exit(f"GrabCut-50 not found at {args.grabcut50} (--grabcut50 DIR)")
@@ -188,6 +218,9 @@ def main() -> None:
     if args.maxflow:
         for mp in sizes:
             bench_maxflow(args.grabcut50, mp, args.images)
+    elif args.batch:
+        for mp in sizes:
+            bench_batch(args.grabcut50, mp, args.images)
     else:
         bench_calls(args.grabcut50, sizes, args.images)
 
