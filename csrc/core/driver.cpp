@@ -92,11 +92,12 @@ GrabCutStats grabcut_cpu(const std::uint8_t* image, int height, int width, std::
 
   std::vector<std::uint8_t> component(static_cast<std::size_t>(n), 0);
   std::vector<std::uint8_t> previous_component;
-  bool previous_mask_changed = false;  // the model in hand was learnt on the current mask
+  IterationHistory history;  // previous_mask_changed false: the model in hand was learnt on the current mask
   if (options.init_model) {
     kmeans_init_cpu(image, mask, n, k, options.seed, component.data());
     learn_gmms_cpu(image, mask, n, k, component.data(), model);
     previous_component = component;  // the model is exactly learn(component, mask)
+    history.has_previous = true;
   } else if (options.freeze_model) {
     check_model_usable(model, k);
   }
@@ -131,23 +132,14 @@ GrabCutStats grabcut_cpu(const std::uint8_t* image, int height, int width, std::
     stats.last_flow = region.solve(solver, terminal.data(), /*warm=*/iter > 0, source_side.data());
     bool mask_changed = false;
     for (std::int64_t p = 0; p < n; ++p) {
-      if (!is_probable_label(mask[p])) continue;
-      const std::uint8_t label = source_side[p] ? kProbForeground : kProbBackground;
-      mask_changed = mask_changed || label != mask[p];
-      mask[p] = label;
+      if (relabel_from_cut(mask + p, source_side.data() + p)) mask_changed = true;
     }
     stats.iterations = iter + 1;
-    // A frozen model gives the same graph every time: one iteration is the fixed point.
-    if (options.freeze_model) break;
-    // The state after an iteration is (model, mask); the cut depends on the model
-    // alone. Components equal to the last iteration's, learnt on an equal mask, give
-    // the same model; with the mask unchanged too, every later iteration repeats
-    // this one. Both masks must be unchanged: this iteration learnt on the mask the
-    // last one produced.
-    if (!mask_changed && !previous_mask_changed && !previous_component.empty() && component == previous_component)
-      break;
+    // Components are compared only where the rule reads them (a previous
+    // assignment exists): the comparison is n bytes.
+    const bool components_changed = history.has_previous && component != previous_component;
+    if (stop_after_iteration(history, options.freeze_model, mask_changed, components_changed)) break;
     previous_component = component;
-    previous_mask_changed = mask_changed;
   }
   return stats;
 }

@@ -35,6 +35,43 @@ struct GrabCutStats {
   std::int64_t last_flow = 0;  // max-flow value of the last graph
 };
 
+// What the stopping rule remembers of an image's previous iterations. Both
+// backends keep one per image (the CPU in grabcut_cpu, the GPU as device flags).
+struct IterationHistory {
+  bool has_previous = false;           // a component assignment to compare with exists
+  bool previous_mask_changed = false;  // the last iteration changed the mask
+};
+
+// The stopping rule, after an iteration that changed the mask (mask_changed) and the
+// components (components_changed, read only with a previous assignment): whether
+// the image stops here. The state after an iteration is (model, mask), and the cut
+// depends on the model alone. A frozen model gives the same graph every time, so
+// one iteration is the fixed point. Otherwise, components equal to the last
+// iteration's, learnt on an equal mask, give the same model; with the mask
+// unchanged too, every later iteration repeats this one. Both masks must be
+// unchanged: this iteration learnt on the mask the last one produced. Records
+// this iteration in `history` for the next call.
+GRABCUT_HD bool stop_after_iteration(IterationHistory& history, bool freeze_model, bool mask_changed,
+                                     bool components_changed) {
+  const bool stop = freeze_model || (!mask_changed && !history.previous_mask_changed && history.has_previous &&
+                                     !components_changed);
+  history.has_previous = true;
+  history.previous_mask_changed = mask_changed;
+  return stop;
+}
+
+// Relabels one pixel from the cut: a probable label becomes kProbForeground on the
+// source side (*source_side != 0) and kProbBackground on the sink side; hard labels
+// never change (and source_side is then not read). Returns whether *label changed.
+GRABCUT_HD bool relabel_from_cut(std::uint8_t* label, const std::uint8_t* source_side) {
+  const std::uint8_t old_label = *label;
+  if (!is_probable_label(old_label)) return false;
+  const std::uint8_t new_label = *source_side != 0 ? kProbForeground : kProbBackground;
+  if (new_label == old_label) return false;
+  *label = new_label;
+  return true;
+}
+
 // Throws std::invalid_argument naming the offending argument.
 void validate_options(const GrabCutOptions& options);
 
