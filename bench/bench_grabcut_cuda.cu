@@ -111,22 +111,26 @@ struct Problem {
   std::int64_t pixels = 0;
 };
 
-std::unique_ptr<Problem> make_problem(const std::vector<grabcut::cuda::ImageExtent>& extents,
-                                      const GrabCutOptions& options) {
+struct Size {
+  int height;
+  int width;
+};
+
+std::unique_ptr<Problem> make_problem(const std::vector<Size>& sizes, const GrabCutOptions& options) {
   auto pr = std::make_unique<Problem>();
-  for (const auto& e : extents) {
+  for (const Size& e : sizes) {
     pr->layout.pitch_height = std::max(pr->layout.pitch_height, e.height);
     pr->layout.pitch_width = std::max(pr->layout.pitch_width, e.width);
+    pr->layout.add(e.height, e.width);
   }
-  pr->layout.extents = extents;
   const auto ph = static_cast<std::size_t>(pr->layout.pitch_height);
   const auto pw = static_cast<std::size_t>(pr->layout.pitch_width);
-  const std::size_t nb = extents.size();
+  const std::size_t nb = sizes.size();
   std::vector<std::uint8_t> images(nb * 3 * ph * pw, 0);
   std::vector<std::uint8_t> masks(nb * ph * pw, 0);
   for (std::size_t b = 0; b < nb; ++b) {
-    const int h = extents[b].height;
-    const int w = extents[b].width;
+    const int h = sizes[b].height;
+    const int w = sizes[b].width;
     const std::size_t n = static_cast<std::size_t>(h) * static_cast<std::size_t>(w);
     pr->pixels += static_cast<std::int64_t>(n);
     pr->host_images.push_back(synthetic_image(h, w, static_cast<std::uint32_t>(1234 + b)));
@@ -232,8 +236,8 @@ void time_stages(Problem& pr, const GrabCutOptions& options, cudaStream_t stream
   const auto total = static_cast<std::size_t>(pr.pixels);
   std::vector<gc::GridDesc> desc(1);
   desc[0].offset = 0;
-  desc[0].height = pr.layout.extents[0].height;
-  desc[0].width = pr.layout.extents[0].width;
+  desc[0].height = pr.layout.images[0].height;
+  desc[0].width = pr.layout.images[0].width;
   const std::size_t mf_bytes = gc::maxflow_workspace_bytes(desc);
   DevicePtr scratch_mem = device_alloc(counter.used());
   DevicePtr component = device_alloc(total);
@@ -245,7 +249,7 @@ void time_stages(Problem& pr, const GrabCutOptions& options, cudaStream_t stream
   gc::WorkspaceCarver carver(scratch_mem.get(), counter.used());
   const gc::StageScratch s = gc::carve_stage_scratch(pr.layout, k, true, carver);
   GRABCUT_CUDA_CHECK(cudaMemsetAsync(s.sums, 0, sizeof(std::int64_t) * 2 * k * 10, stream));
-  const gc::StageBatch batch = gc::upload_batch(pr.layout, s, stream);
+  const gc::StageBatch batch = gc::upload_batch(pr.layout, s.images, stream);
   const auto* images = static_cast<const std::uint8_t*>(pr.images.get());
   auto* masks = static_cast<std::uint8_t*>(pr.masks.get());
   auto* models = static_cast<double*>(pr.models.get());
@@ -297,7 +301,7 @@ void time_stages(Problem& pr, const GrabCutOptions& options, cudaStream_t stream
 }
 
 bool check_against_cpu(Problem& pr, const GrabCutOptions& options) {
-  const std::size_t nb = pr.layout.extents.size();
+  const std::size_t nb = pr.layout.images.size();
   const auto ph = static_cast<std::size_t>(pr.layout.pitch_height);
   const auto pw = static_cast<std::size_t>(pr.layout.pitch_width);
   std::vector<std::uint8_t> masks(pr.mask_bytes);
@@ -308,8 +312,8 @@ bool check_against_cpu(Problem& pr, const GrabCutOptions& options) {
   GRABCUT_CUDA_CHECK(cudaMemcpy(models.data(), pr.models.get(), models.size() * 8, cudaMemcpyDeviceToHost));
   bool ok = true;
   for (std::size_t b = 0; b < nb; ++b) {
-    const int h = pr.layout.extents[b].height;
-    const int w = pr.layout.extents[b].width;
+    const int h = pr.layout.images[b].height;
+    const int w = pr.layout.images[b].width;
     std::vector<std::uint8_t> mask = pr.host_masks[b];
     std::vector<double> model(row);
     const auto t0 = std::chrono::steady_clock::now();
@@ -367,7 +371,7 @@ int main(int argc, char** argv) {
       time_stages(*pr, options, stream, repeats);
     }
     {
-      std::vector<grabcut::cuda::ImageExtent> extents;
+      std::vector<Size> extents;
       std::mt19937 rng(7);
       std::uniform_int_distribution<int> dh(-20, 20);
       for (int i = 0; i < 50; ++i) extents.push_back({500 + dh(rng), 400 + dh(rng)});

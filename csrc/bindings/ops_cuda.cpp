@@ -32,8 +32,7 @@ std::string gib(std::size_t bytes) {
 // much this batch needs and how much the device has free, so that the caller can
 // size the next batch; the process goes on (nothing was allocated).
 at::Tensor grabcut_workspace(std::size_t bytes, const at::Tensor& like, const grabcut::cuda::BatchLayout& layout) {
-  int64_t pixels = 0;
-  for (const auto& e : layout.extents) pixels += int64_t{e.height} * e.width;
+  const int64_t pixels = layout.total_pixels();
   const auto fail = [&](std::size_t free_bytes, std::size_t total_bytes) {
     TORCH_CHECK_WITH(OutOfMemoryError, false, "torchgrabcut.grabcut: this batch (", layout.batch(), " images, ",
                      pixels, " pixels) needs ", bytes, " bytes (", gib(bytes), ") of GPU scratch memory on ",
@@ -66,7 +65,7 @@ std::tuple<at::Tensor, at::Tensor> grabcut_cuda_kernel(const at::Tensor& image, 
   layout.pitch_height = static_cast<int32_t>(image.size(2));
   layout.pitch_width = static_cast<int32_t>(image.size(3));
   for (size_t b = 0; b < args.heights.size(); ++b) {
-    layout.extents.push_back({static_cast<int32_t>(args.heights[b]), static_cast<int32_t>(args.widths[b])});
+    layout.add(static_cast<int32_t>(args.heights[b]), static_cast<int32_t>(args.widths[b]));
   }
   if (layout.batch() == 0) return {mask.contiguous().clone(), model.detach().contiguous().clone()};
   // The scratch (tens of bytes per pixel) first: a batch too large for the device

@@ -5,7 +5,8 @@
 
 #include "core/energy.h"
 #include "cuda/check.h"
-#include "cuda/stages_cuda.h"
+#include "cuda/energy_cuda.h"
+#include "cuda/gmm_cuda.h"
 
 namespace grabcut::cuda {
 namespace {
@@ -21,17 +22,16 @@ __global__ void __launch_bounds__(kThreads) ssd_kernel(StageBatch batch, const s
                                                        std::int64_t* ssd) {
   using BlockReduce = cub::BlockReduce<long long, kThreads>;
   __shared__ typename BlockReduce::TempStorage temp;
-  for (int b = static_cast<int>(blockIdx.y); b < batch.batch; b += static_cast<int>(gridDim.y)) {
-    const DeviceImage im = batch.images[b];
-    const std::int64_t n = static_cast<std::int64_t>(im.height) * im.width;
-    const std::int64_t begin = static_cast<std::int64_t>(blockIdx.x) * kChunk;
-    if (begin >= n) continue;  // uniform over the block
+  const std::int64_t begin = detail::chunk_first_pixel();
+  detail::for_each_block_image(batch.batch, [&](int b) {
+    const BatchImage im = batch.images[b];
+    const std::int64_t n = im.pixels();
+    if (begin >= n) return;  // uniform over the block
     long long total = 0;
     for (int i = 0; i < detail::kPixelsPerThread; ++i) {
       const std::int64_t p = begin + static_cast<std::int64_t>(i) * kThreads + threadIdx.x;
       if (p >= n) break;
-      const int y = static_cast<int>(p / im.width);
-      const int x = static_cast<int>(p - static_cast<std::int64_t>(y) * im.width);
+      const auto [y, x] = detail::pixel_pos(im, p);
       int c[3];
       int q[3];
       detail::load_color(batch, images, b, y, x, c);
@@ -57,21 +57,17 @@ __global__ void __launch_bounds__(kThreads) ssd_kernel(StageBatch batch, const s
       atomicAdd(reinterpret_cast<unsigned long long*>(ssd + b), static_cast<unsigned long long>(block_total));
     }
     __syncthreads();  // temp is reused by the next image of this block
-  }
+  });
 }
 
 __global__ void __launch_bounds__(kThreads) nlinks_kernel(StageBatch batch, const std::uint8_t* images, double gamma,
                                                           const std::int64_t* ssd, std::int32_t* right,
                                                           std::int32_t* down_right, std::int32_t* down,
                                                           std::int32_t* down_left) {
-  for (int b = static_cast<int>(blockIdx.y); b < batch.batch; b += static_cast<int>(gridDim.y)) {
-    const DeviceImage im = batch.images[b];
-    const std::int64_t n = static_cast<std::int64_t>(im.height) * im.width;
-    const std::int64_t p = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-    if (p >= n) continue;
+  detail::for_each_thread_pixel(batch, [&](int b, const BatchImage& im, std::int64_t p, detail::PixelPos pos) {
     const double beta = beta_from_sum(ssd[b], im.height, im.width);
-    const int y = static_cast<int>(p / im.width);
-    const int x = static_cast<int>(p - static_cast<std::int64_t>(y) * im.width);
+    const int y = pos.y;
+    const int x = pos.x;
     const bool has_right = x + 1 < im.width;
     const bool has_down = y + 1 < im.height;
     const bool has_left = x > 0;
@@ -102,7 +98,7 @@ __global__ void __launch_bounds__(kThreads) nlinks_kernel(StageBatch batch, cons
       v = nlink_capacity(gamma, beta, color_distance(c, q), true);
     }
     down_left[im.offset + p] = v;
-  }
+  });
 }
 
 __global__ void __launch_bounds__(kThreads) tlinks_kernel(StageBatch batch, const std::uint8_t* images,
@@ -110,24 +106,23 @@ __global__ void __launch_bounds__(kThreads) tlinks_kernel(StageBatch batch, cons
                                                           double lambda, std::int32_t* terminal) {
   __shared__ alignas(ComponentEval) unsigned char eval_storage[2 * kMaxComponents * sizeof(ComponentEval)];
   ComponentEval* shared_evals = reinterpret_cast<ComponentEval*>(eval_storage);
-  for (int b = static_cast<int>(blockIdx.y); b < batch.batch; b += static_cast<int>(gridDim.y)) {
-    const DeviceImage im = batch.images[b];
-    const std::int64_t n = static_cast<std::int64_t>(im.height) * im.width;
-    const std::int64_t p = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  const std::int64_t p = detail::thread_pixel();
+  detail::for_each_block_image(batch.batch, [&](int b) {
+    const BatchImage im = batch.images[b];
+    const std::int64_t n = im.pixels();
     // Uniform over the block: whether this block has any pixel of an active image.
-    if (!detail::is_active(batch, b) || static_cast<std::int64_t>(blockIdx.x) * blockDim.x >= n) continue;
+    if (!detail::is_active(batch, b) || detail::block_first_pixel() >= n) return;
     detail::load_evals(evals, b, k, shared_evals);
     __syncthreads();
     if (p < n) {
-      const int y = static_cast<int>(p / im.width);
-      const int x = static_cast<int>(p - static_cast<std::int64_t>(y) * im.width);
+      const detail::PixelPos pos = detail::pixel_pos(im, p);
       int c[3];
-      detail::load_color(batch, images, b, y, x, c);
-      const std::uint8_t label = masks[detail::mask_index(batch, b, y, x)];
+      detail::load_color(batch, images, b, pos.y, pos.x, c);
+      const std::uint8_t label = masks[detail::mask_index(batch, b, pos.y, pos.x)];
       terminal[im.offset + p] = terminal_capacity(label, lambda, shared_evals, shared_evals + k, k, c[0], c[1], c[2]);
     }
     __syncthreads();  // shared_evals is reloaded for the next image
-  }
+  });
 }
 
 }  // namespace
@@ -137,14 +132,14 @@ void sum_squared_differences_cuda(const StageBatch& batch, const std::uint8_t* i
   if (batch.batch <= 0) return;
   GRABCUT_CUDA_CHECK(cudaMemsetAsync(ssd, 0, sizeof(std::int64_t) * static_cast<std::size_t>(batch.batch), stream));
   if (!detail::has_work(batch)) return;
-  ssd_kernel<<<detail::pixel_grid(batch, kChunk), kThreads, 0, stream>>>(batch, images, ssd);
+  ssd_kernel<<<detail::image_grid(batch, kChunk), kThreads, 0, stream>>>(batch, images, ssd);
   GRABCUT_CUDA_CHECK_LAUNCH("ssd_kernel");
 }
 
 void nlinks_cuda(const StageBatch& batch, const std::uint8_t* images, double gamma, const std::int64_t* ssd,
                  std::int32_t* const nlink[kNumForwardDirections], cudaStream_t stream) {
   if (!detail::has_work(batch)) return;
-  nlinks_kernel<<<detail::pixel_grid(batch, kThreads), kThreads, 0, stream>>>(
+  nlinks_kernel<<<detail::image_grid(batch, kThreads), kThreads, 0, stream>>>(
       batch, images, gamma, ssd, nlink[kRight], nlink[kDownRight], nlink[kDown], nlink[kDownLeft]);
   GRABCUT_CUDA_CHECK_LAUNCH("nlinks_kernel");
 }
@@ -155,7 +150,7 @@ void tlinks_cuda(const StageBatch& batch, const std::uint8_t* images, const std:
   if (k < 1 || k > kMaxComponents) throw std::invalid_argument("components: expected 1..16");
   if (!detail::has_work(batch)) return;
   prepare_evals_cuda(batch, k, models, evals, stream);
-  tlinks_kernel<<<detail::pixel_grid(batch, kThreads), kThreads, 0, stream>>>(batch, images, masks, k, evals,
+  tlinks_kernel<<<detail::image_grid(batch, kThreads), kThreads, 0, stream>>>(batch, images, masks, k, evals,
                                                                                lambda_of(gamma), terminal);
   GRABCUT_CUDA_CHECK_LAUNCH("tlinks_kernel");
 }

@@ -13,9 +13,11 @@
 // exceeds kmeans_random(seed, cls, j) % total, exactly as kmeans_one_class does.
 #include <cub/device/device_scan.cuh>
 
+#include <string>
+
 #include "core/gmm.h"
 #include "cuda/check.h"
-#include "cuda/stages_cuda.h"
+#include "cuda/gmm_cuda.h"
 
 namespace grabcut::cuda {
 namespace {
@@ -26,8 +28,8 @@ using detail::kThreads;
 
 constexpr int kMaxSlots = 2 * kMaxComponents;
 
-__device__ __forceinline__ std::int64_t scan_base(const DeviceImage& im, int cls) {
-  return 2 * im.offset + cls * static_cast<std::int64_t>(im.height) * im.width;
+__device__ __forceinline__ std::int64_t scan_base(const BatchImage& im, int cls) {
+  return 2 * im.offset + cls * im.pixels();
 }
 
 // ---- k-means ----
@@ -38,21 +40,15 @@ __global__ void __launch_bounds__(kThreads) kmeans_fill_kernel(StageBatch batch,
                                                                const std::uint8_t* masks, int k, int j,
                                                                const std::int32_t* seeds, std::int32_t* dist,
                                                                std::int64_t* scan) {
-  for (int b = static_cast<int>(blockIdx.y); b < batch.batch; b += static_cast<int>(gridDim.y)) {
-    const DeviceImage im = batch.images[b];
-    const std::int64_t n = static_cast<std::int64_t>(im.height) * im.width;
-    const std::int64_t p = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-    if (p >= n) continue;
-    const int y = static_cast<int>(p / im.width);
-    const int x = static_cast<int>(p - static_cast<std::int64_t>(y) * im.width);
-    const int cls = label_class(masks[detail::mask_index(batch, b, y, x)]);
+  detail::for_each_thread_pixel(batch, [&](int b, const BatchImage& im, std::int64_t p, detail::PixelPos pos) {
+    const int cls = label_class(masks[detail::mask_index(batch, b, pos.y, pos.x)]);
     std::int64_t weight = 0;
     if (detail::is_active(batch, b)) {
       if (j == 0) {
         weight = 1;
       } else {
         int c[3];
-        detail::load_color(batch, images, b, y, x, c);
+        detail::load_color(batch, images, b, pos.y, pos.x, c);
         const std::int32_t* seed = seeds + ((static_cast<std::int64_t>(b) * 2 + cls) * k + (j - 1)) * 3;
         const int d = squared_distance(c, seed);
         std::int32_t current = d;
@@ -66,7 +62,7 @@ __global__ void __launch_bounds__(kThreads) kmeans_fill_kernel(StageBatch batch,
     }
     scan[scan_base(im, cls) + p] = weight;
     scan[scan_base(im, 1 - cls) + p] = 0;
-  }
+  });
 }
 
 // One thread per (image, class): chooses seed j from the scanned weights.
@@ -76,8 +72,8 @@ __global__ void kmeans_select_kernel(StageBatch batch, const std::uint8_t* image
   if (t >= 2 * static_cast<std::int64_t>(batch.batch)) return;
   const int b = static_cast<int>(t / 2);
   const int cls = static_cast<int>(t % 2);
-  const DeviceImage im = batch.images[b];
-  const std::int64_t n = static_cast<std::int64_t>(im.height) * im.width;
+  const BatchImage im = batch.images[b];
+  const std::int64_t n = im.pixels();
   if (!detail::is_active(batch, b) || n == 0) return;
   const std::int64_t start = scan_base(im, cls);
   const std::int64_t end = start + n;
@@ -105,10 +101,8 @@ __global__ void kmeans_select_kernel(StageBatch batch, const std::uint8_t* image
         lo = mid + 1;
       }
     }
-    const std::int64_t p = lo - start;
-    const int y = static_cast<int>(p / im.width);
-    const int x = static_cast<int>(p - static_cast<std::int64_t>(y) * im.width);
-    detail::load_color(batch, images, b, y, x, color);
+    const detail::PixelPos pos = detail::pixel_pos(im, lo - start);
+    detail::load_color(batch, images, b, pos.y, pos.x, color);
   }
   for (int c = 0; c < 3; ++c) {
     out[c] = color[c];
@@ -138,11 +132,11 @@ __global__ void __launch_bounds__(kThreads) kmeans_assign_kernel(StageBatch batc
   __shared__ double shared_centers[kMaxSlots * 3];
   __shared__ unsigned acc[kMaxSlots * 4];
   const int slots = 2 * k;
-  for (int b = static_cast<int>(blockIdx.y); b < batch.batch; b += static_cast<int>(gridDim.y)) {
-    const DeviceImage im = batch.images[b];
-    const std::int64_t n = static_cast<std::int64_t>(im.height) * im.width;
-    const std::int64_t begin = static_cast<std::int64_t>(blockIdx.x) * kChunk;
-    if (!detail::is_active(batch, b) || begin >= n) continue;  // uniform over the block
+  const std::int64_t begin = detail::chunk_first_pixel();
+  detail::for_each_block_image(batch.batch, [&](int b) {
+    const BatchImage im = batch.images[b];
+    const std::int64_t n = im.pixels();
+    if (!detail::is_active(batch, b) || begin >= n) return;  // uniform over the block
     for (int i = static_cast<int>(threadIdx.x); i < slots * 3; i += kThreads) {
       shared_centers[i] = centers[static_cast<std::int64_t>(b) * slots * 3 + i];
     }
@@ -151,11 +145,10 @@ __global__ void __launch_bounds__(kThreads) kmeans_assign_kernel(StageBatch batc
     for (int r = 0; r < detail::kPixelsPerThread; ++r) {
       const std::int64_t p = begin + static_cast<std::int64_t>(r) * kThreads + threadIdx.x;
       if (p >= n) break;
-      const int y = static_cast<int>(p / im.width);
-      const int x = static_cast<int>(p - static_cast<std::int64_t>(y) * im.width);
-      const int cls = label_class(masks[detail::mask_index(batch, b, y, x)]);
+      const detail::PixelPos pos = detail::pixel_pos(im, p);
+      const int cls = label_class(masks[detail::mask_index(batch, b, pos.y, pos.x)]);
       int c[3];
-      detail::load_color(batch, images, b, y, x, c);
+      detail::load_color(batch, images, b, pos.y, pos.x, c);
       const int l = nearest_center(shared_centers + cls * k * 3, k, c[0], c[1], c[2]);
       component[im.offset + p] = static_cast<std::uint8_t>(l);
       unsigned* a = acc + (cls * k + l) * 4;
@@ -167,7 +160,7 @@ __global__ void __launch_bounds__(kThreads) kmeans_assign_kernel(StageBatch batc
     __syncthreads();
     flush_sums(acc, slots, 4, sums + static_cast<std::int64_t>(b) * slots * kSumFields);
     __syncthreads();  // shared memory is reused by the next image
-  }
+  });
 }
 
 // A Lloyd step's update, one thread per (image, slot): centre = sum / count unless
@@ -202,25 +195,24 @@ __global__ void __launch_bounds__(kThreads) assign_kernel(StageBatch batch, cons
                                                           std::int32_t* comp_changed) {
   __shared__ alignas(ComponentEval) unsigned char eval_storage[kMaxSlots * sizeof(ComponentEval)];
   ComponentEval* shared_evals = reinterpret_cast<ComponentEval*>(eval_storage);
-  for (int b = static_cast<int>(blockIdx.y); b < batch.batch; b += static_cast<int>(gridDim.y)) {
-    const DeviceImage im = batch.images[b];
-    const std::int64_t n = static_cast<std::int64_t>(im.height) * im.width;
-    if (!detail::is_active(batch, b) || static_cast<std::int64_t>(blockIdx.x) * blockDim.x >= n) continue;
+  const std::int64_t p = detail::thread_pixel();
+  detail::for_each_block_image(batch.batch, [&](int b) {
+    const BatchImage im = batch.images[b];
+    const std::int64_t n = im.pixels();
+    if (!detail::is_active(batch, b) || detail::block_first_pixel() >= n) return;  // uniform over the block
     detail::load_evals(evals, b, k, shared_evals);
     __syncthreads();
-    const std::int64_t p = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
     if (p < n) {
-      const int y = static_cast<int>(p / im.width);
-      const int x = static_cast<int>(p - static_cast<std::int64_t>(y) * im.width);
-      const int cls = label_class(masks[detail::mask_index(batch, b, y, x)]);
+      const detail::PixelPos pos = detail::pixel_pos(im, p);
+      const int cls = label_class(masks[detail::mask_index(batch, b, pos.y, pos.x)]);
       int c[3];
-      detail::load_color(batch, images, b, y, x, c);
+      detail::load_color(batch, images, b, pos.y, pos.x, c);
       const auto l = static_cast<std::uint8_t>(best_component(shared_evals + cls * k, k, c[0], c[1], c[2]));
       if (comp_changed != nullptr && component[im.offset + p] != l) comp_changed[b] = 1;
       component[im.offset + p] = l;
     }
     __syncthreads();
-  }
+  });
 }
 
 // ColorSums of every (class, component) of every image, into sums (batch x 2k x 10).
@@ -230,23 +222,22 @@ __global__ void __launch_bounds__(kThreads) learn_accumulate_kernel(StageBatch b
                                                                     std::int64_t* sums) {
   __shared__ unsigned acc[kMaxSlots * kSumFields];
   const int slots = 2 * k;
-  for (int b = static_cast<int>(blockIdx.y); b < batch.batch; b += static_cast<int>(gridDim.y)) {
-    const DeviceImage im = batch.images[b];
-    const std::int64_t n = static_cast<std::int64_t>(im.height) * im.width;
-    const std::int64_t begin = static_cast<std::int64_t>(blockIdx.x) * kChunk;
-    if (!detail::is_active(batch, b) || begin >= n) continue;  // uniform over the block
+  const std::int64_t begin = detail::chunk_first_pixel();
+  detail::for_each_block_image(batch.batch, [&](int b) {
+    const BatchImage im = batch.images[b];
+    const std::int64_t n = im.pixels();
+    if (!detail::is_active(batch, b) || begin >= n) return;  // uniform over the block
     for (int i = static_cast<int>(threadIdx.x); i < slots * kSumFields; i += kThreads) acc[i] = 0;
     __syncthreads();
     for (int r = 0; r < detail::kPixelsPerThread; ++r) {
       const std::int64_t p = begin + static_cast<std::int64_t>(r) * kThreads + threadIdx.x;
       if (p >= n) break;
-      const int y = static_cast<int>(p / im.width);
-      const int x = static_cast<int>(p - static_cast<std::int64_t>(y) * im.width);
-      const int cls = label_class(masks[detail::mask_index(batch, b, y, x)]);
+      const detail::PixelPos pos = detail::pixel_pos(im, p);
+      const int cls = label_class(masks[detail::mask_index(batch, b, pos.y, pos.x)]);
       int comp = component[im.offset + p];
       if (comp >= k) comp = k - 1;  // never out of bounds, whatever the data
       int c[3];
-      detail::load_color(batch, images, b, y, x, c);
+      detail::load_color(batch, images, b, pos.y, pos.x, c);
       unsigned* a = acc + (cls * k + comp) * kSumFields;
       atomicAdd(a, 1U);
       atomicAdd(a + 1, static_cast<unsigned>(c[0]));
@@ -262,7 +253,7 @@ __global__ void __launch_bounds__(kThreads) learn_accumulate_kernel(StageBatch b
     __syncthreads();
     flush_sums(acc, slots, kSumFields, sums + static_cast<std::int64_t>(b) * slots * kSumFields);
     __syncthreads();
-  }
+  });
 }
 
 constexpr int kFinalizeThreads = 64;
@@ -298,10 +289,6 @@ __global__ void __launch_bounds__(kFinalizeThreads) learn_finalize_kernel(StageB
   }
 }
 
-unsigned blocks_for(std::int64_t threads, int per_block) {
-  return static_cast<unsigned>((threads + per_block - 1) / per_block);
-}
-
 void check_components(int k) {
   if (k < 1 || k > kMaxComponents) {
     throw std::invalid_argument("components: expected 1.." + std::to_string(kMaxComponents) + ", got " +
@@ -316,7 +303,7 @@ void prepare_evals_cuda(const StageBatch& batch, int k, const double* models, Co
   check_components(k);
   if (batch.batch <= 0) return;
   const std::int64_t threads = static_cast<std::int64_t>(batch.batch) * 2 * k;
-  prepare_evals_kernel<<<blocks_for(threads, 128), 128, 0, stream>>>(batch, k, models, evals);
+  prepare_evals_kernel<<<detail::blocks_for(threads, 128), 128, 0, stream>>>(batch, k, models, evals);
   GRABCUT_CUDA_CHECK_LAUNCH("prepare_evals_kernel");
 }
 
@@ -337,8 +324,8 @@ void kmeans_init_cuda(const StageBatch& batch, const std::uint8_t* images, const
     throw std::invalid_argument("kmeans_init_cuda: scratch carved without k-means buffers");
   }
   const std::int64_t scan_items = 2 * batch.total_pixels;
-  const dim3 grid = detail::pixel_grid(batch, kThreads);
-  const unsigned select_blocks = blocks_for(2 * static_cast<std::int64_t>(batch.batch), 64);
+  const dim3 grid = detail::image_grid(batch, kThreads);
+  const unsigned select_blocks = detail::blocks_for(2 * static_cast<std::int64_t>(batch.batch), 64);
   for (int j = 0; j < k; ++j) {
     kmeans_fill_kernel<<<grid, kThreads, 0, stream>>>(batch, images, masks, k, j, scratch.seeds, scratch.dist,
                                                       scratch.scan);
@@ -350,8 +337,8 @@ void kmeans_init_cuda(const StageBatch& batch, const std::uint8_t* images, const
                                                            scratch.centers);
     GRABCUT_CUDA_CHECK_LAUNCH("kmeans_select_kernel");
   }
-  const dim3 chunk_grid = detail::pixel_grid(batch, kChunk);
-  const unsigned update_blocks = blocks_for(static_cast<std::int64_t>(batch.batch) * 2 * k, 128);
+  const dim3 chunk_grid = detail::image_grid(batch, kChunk);
+  const unsigned update_blocks = detail::blocks_for(static_cast<std::int64_t>(batch.batch) * 2 * k, 128);
   for (int iter = 0; iter < kKmeansIterations; ++iter) {
     kmeans_assign_kernel<<<chunk_grid, kThreads, 0, stream>>>(batch, images, masks, k, scratch.centers, component,
                                                               scratch.sums);
@@ -367,7 +354,7 @@ void assign_components_cuda(const StageBatch& batch, const std::uint8_t* images,
   check_components(k);
   if (!detail::has_work(batch)) return;
   prepare_evals_cuda(batch, k, models, evals, stream);
-  assign_kernel<<<detail::pixel_grid(batch, kThreads), kThreads, 0, stream>>>(batch, images, masks, k, evals,
+  assign_kernel<<<detail::image_grid(batch, kThreads), kThreads, 0, stream>>>(batch, images, masks, k, evals,
                                                                                component, comp_changed);
   GRABCUT_CUDA_CHECK_LAUNCH("assign_kernel");
 }
@@ -377,7 +364,7 @@ void learn_gmms_cuda(const StageBatch& batch, const std::uint8_t* images, const 
   check_components(k);
   if (batch.batch <= 0) return;
   if (detail::has_work(batch)) {
-    learn_accumulate_kernel<<<detail::pixel_grid(batch, kChunk), kThreads, 0, stream>>>(batch, images, masks, k,
+    learn_accumulate_kernel<<<detail::image_grid(batch, kChunk), kThreads, 0, stream>>>(batch, images, masks, k,
                                                                                        component, sums);
     GRABCUT_CUDA_CHECK_LAUNCH("learn_accumulate_kernel");
   }

@@ -68,8 +68,7 @@ using grabcut::GrabCutOptions;
 using grabcut::kNumForwardDirections;
 using grabcut::kParamsPerComponent;
 using grabcut::cuda::BatchLayout;
-using grabcut::cuda::DeviceImage;
-using grabcut::cuda::ImageExtent;
+using grabcut::cuda::BatchImage;
 using grabcut::cuda::StageBatch;
 using grabcut::cuda::StageScratch;
 using grabcut::cuda::WorkspaceCarver;
@@ -234,11 +233,12 @@ std::vector<HostImage> make_batch(const std::vector<Size>& sizes, std::mt19937& 
 
 struct DeviceBatch {
   BatchLayout layout;
-  std::vector<DeviceImage> packed;
   std::int64_t total = 0;
   DeviceArray<std::uint8_t> images;
   DeviceArray<std::uint8_t> masks;
   std::vector<std::uint8_t> host_masks;  // the pitched masks as uploaded
+  // Where image b starts in the packed per-pixel arrays.
+  std::int64_t offset(std::size_t b) const { return layout.images[b].offset; }
 };
 
 std::unique_ptr<DeviceBatch> upload_batch_data(const std::vector<HostImage>& imgs) {
@@ -246,13 +246,12 @@ std::unique_ptr<DeviceBatch> upload_batch_data(const std::vector<HostImage>& img
   for (const auto& im : imgs) {
     d->layout.pitch_height = std::max(d->layout.pitch_height, im.h);
     d->layout.pitch_width = std::max(d->layout.pitch_width, im.w);
-    d->layout.extents.push_back({im.h, im.w});
+    d->layout.add(im.h, im.w);
   }
   // An extra column and row of pitch, so padding exists for every image.
   d->layout.pitch_height += 1;
   d->layout.pitch_width += 2;
-  d->packed = grabcut::cuda::pack_layout(d->layout);
-  for (const auto& im : imgs) d->total += im.n();
+  d->total = d->layout.total_pixels();
   const auto ph = static_cast<std::size_t>(d->layout.pitch_height);
   const auto pw = static_cast<std::size_t>(d->layout.pitch_width);
   // Padding: colours that would change any sum, labels outside 0..3.
@@ -280,7 +279,7 @@ std::unique_ptr<DeviceBatch> upload_batch_data(const std::vector<HostImage>& img
 std::vector<std::uint8_t> mask_of(const DeviceBatch& d, const std::vector<std::uint8_t>& all_masks, std::size_t b) {
   const auto ph = static_cast<std::size_t>(d.layout.pitch_height);
   const auto pw = static_cast<std::size_t>(d.layout.pitch_width);
-  const ImageExtent& e = d.layout.extents[b];
+  const BatchImage& e = d.layout.images[b];
   std::vector<std::uint8_t> m(static_cast<std::size_t>(e.height) * static_cast<std::size_t>(e.width));
   for (int y = 0; y < e.height; ++y)
     for (int x = 0; x < e.width; ++x) m[static_cast<std::size_t>(y) * e.width + x] = all_masks[(b * ph + y) * pw + x];
@@ -303,8 +302,8 @@ std::unique_ptr<Scratch> make_scratch(const DeviceBatch& d, int k) {
   WorkspaceCarver carver(sc->memory.get(), counter.used());
   sc->s = grabcut::cuda::carve_stage_scratch(d.layout, k, true, carver);
   GRABCUT_CUDA_CHECK(cudaMemset(sc->s.sums, 0,
-                                sizeof(std::int64_t) * d.layout.extents.size() * 2 * k * grabcut::cuda::detail::kSumFields));
-  sc->batch = grabcut::cuda::upload_batch(d.layout, sc->s, nullptr);
+                                sizeof(std::int64_t) * d.layout.images.size() * 2 * k * grabcut::cuda::detail::kSumFields));
+  sc->batch = grabcut::cuda::upload_batch(d.layout, sc->s.images, nullptr);
   return sc;
 }
 
@@ -371,7 +370,7 @@ void run_stage_checks(const std::vector<HostImage>& imgs, int k, std::uint64_t s
     for (int i = 0; i < kNumForwardDirections; ++i) cnl[i] = cpu.data() + i * im.n();
     grabcut::nlinks_cpu(im.image.data(), im.h, im.w, grabcut::kDefaultGamma, beta, cnl);
     for (int i = 0; i < kNumForwardDirections; ++i) {
-      const auto g = slice(gpu_nlinks, static_cast<std::int64_t>(i * total) + d->packed[b].offset, im.n());
+      const auto g = slice(gpu_nlinks, static_cast<std::int64_t>(i * total) + d->offset(b), im.n());
       const auto c = slice(cpu, i * im.n(), im.n());
       EXPECT_EQ(first_difference(g, c), -1) << describe(im, b) << " n-link direction " << i;
     }
@@ -393,7 +392,7 @@ void run_stage_checks(const std::vector<HostImage>& imgs, int k, std::uint64_t s
       continue;  // a class without pixels: the GPU only has to stay in bounds
     }
     ++checked;
-    const auto g = slice(gpu_kmeans, d->packed[b].offset, im.n());
+    const auto g = slice(gpu_kmeans, d->offset(b), im.n());
     const std::int64_t diff = first_difference(g, cpu);
     EXPECT_EQ(diff, -1) << describe(im, b) << " k-means component at pixel " << diff;
     for (std::int64_t p = 0; p < im.n(); ++p) {
@@ -423,7 +422,7 @@ void run_stage_checks(const std::vector<HostImage>& imgs, int k, std::uint64_t s
     std::vector<double> cpu_models(model_doubles);
     for (std::size_t b = 0; b < nb; ++b) {
       const HostImage& im = imgs[b];
-      const auto c = slice(safe, d->packed[b].offset, im.n());
+      const auto c = slice(safe, d->offset(b), im.n());
       double* m = cpu_models.data() + b * 2 * k * kParamsPerComponent;
       grabcut::learn_gmms_cpu(im.image.data(), im.mask.data(), im.n(), k, c.data(), m);
       const auto g = slice(gpu_models, static_cast<std::int64_t>(b * 2 * k * kParamsPerComponent), 2 * k * kParamsPerComponent);
@@ -453,11 +452,11 @@ void run_stage_checks(const std::vector<HostImage>& imgs, int k, std::uint64_t s
       const double* m = cpu_models.data() + b * 2 * k * kParamsPerComponent;
       std::vector<std::uint8_t> cpu_assign(static_cast<std::size_t>(im.n()));
       grabcut::assign_components_cpu(im.image.data(), im.mask.data(), im.n(), k, m, cpu_assign.data());
-      const std::int64_t diff = first_difference(slice(gpu_assign, d->packed[b].offset, im.n()), cpu_assign);
+      const std::int64_t diff = first_difference(slice(gpu_assign, d->offset(b), im.n()), cpu_assign);
       EXPECT_EQ(diff, -1) << describe(im, b) << " assignment at pixel " << diff << ", round " << round;
       std::vector<std::int32_t> cpu_terminal(static_cast<std::size_t>(im.n()));
       grabcut::tlinks_cpu(im.image.data(), im.mask.data(), im.n(), k, m, grabcut::kDefaultGamma, cpu_terminal.data());
-      const std::int64_t tdiff = first_difference(slice(gpu_terminal, d->packed[b].offset, im.n()), cpu_terminal);
+      const std::int64_t tdiff = first_difference(slice(gpu_terminal, d->offset(b), im.n()), cpu_terminal);
       EXPECT_EQ(tdiff, -1) << describe(im, b) << " t-link at pixel " << tdiff << ", round " << round;
     }
   }
