@@ -19,6 +19,8 @@
 namespace torchgrabcut {
 namespace {
 
+using grabcut::cuda::BatchImage;
+using grabcut::cuda::BatchLayout;
 using grabcut::cuda::PackedImage;
 
 constexpr int64_t kAlign = 16;
@@ -60,13 +62,12 @@ void upload_images_cuda(const at::Tensor& batch, at::TensorList images) {
                       "images[", b, "]: expected a uint8 CPU tensor of shape (3, H, W) with H <= ", ph, " and W <= ",
                       pw, ", got ", im.scalar_type(), " ", im.sizes(), " on ", im.device());
     PackedImage& e = table[static_cast<size_t>(b)];
-    e.offset = used;
-    e.height = static_cast<int32_t>(im.size(1));
-    e.width = static_cast<int32_t>(im.size(2));
+    e.image.offset = used;
+    e.image.height = static_cast<int32_t>(im.size(1));
+    e.image.width = static_cast<int32_t>(im.size(2));
     e.interleaved = rows_interleaved(im) ? 1 : 0;
-    const int64_t n = im.size(1) * im.size(2);
-    max_pixels = std::max(max_pixels, n);
-    used += align_up(3 * n);
+    max_pixels = std::max(max_pixels, e.image.pixels());
+    used += align_up(3 * e.image.pixels());
   }
   at::Tensor host = pinned_bytes(used);
   auto* dst = host.data_ptr<uint8_t>();
@@ -74,15 +75,15 @@ void upload_images_cuda(const at::Tensor& batch, at::TensorList images) {
   for (int64_t b = 0; b < count; ++b) {
     const at::Tensor& im = images[static_cast<size_t>(b)];
     const PackedImage& e = table[static_cast<size_t>(b)];
-    if (e.height == 0 || e.width == 0) continue;
-    uint8_t* out = dst + e.offset;
+    if (e.image.pixels() == 0) continue;
+    uint8_t* out = dst + e.image.offset;
     if (e.interleaved != 0) {
       const auto* src = im.data_ptr<uint8_t>();
-      const int64_t row = 3 * int64_t{e.width};
-      for (int64_t y = 0; y < e.height; ++y) std::memcpy(out + y * row, src + y * im.stride(1), row);
+      const int64_t row = 3 * int64_t{e.image.width};
+      for (int64_t y = 0; y < e.image.height; ++y) std::memcpy(out + y * row, src + y * im.stride(1), row);
     } else {
       const at::Tensor planar = im.contiguous();
-      std::memcpy(out, planar.data_ptr<uint8_t>(), 3 * static_cast<size_t>(e.height) * e.width);
+      std::memcpy(out, planar.data_ptr<uint8_t>(), 3 * static_cast<size_t>(e.image.pixels()));
     }
   }
   const c10::cuda::CUDAGuard guard(batch.device());
@@ -105,33 +106,31 @@ at::Tensor download_masks_cuda(const at::Tensor& masks, at::IntArrayRef sizes) {
   TORCH_CHECK_VALUE(static_cast<int64_t>(sizes.size()) == 2 * count, "sizes: expected 2 * B = ", 2 * count,
                     " values (h, w per mask), got ", sizes.size());
   TORCH_CHECK_VALUE(count <= std::numeric_limits<int32_t>::max(), "masks: too many (", count, ")");
-  std::vector<PackedImage> table(static_cast<size_t>(count));
-  int64_t total = 0;
-  int64_t max_pixels = 0;
+  // The masks end to end: the packed layout of the batch.
+  BatchLayout layout;
+  layout.pitch_height = static_cast<int32_t>(masks.size(1));
+  layout.pitch_width = static_cast<int32_t>(masks.size(2));
   for (int64_t b = 0; b < count; ++b) {
     const int64_t h = sizes[static_cast<size_t>(2 * b)];
     const int64_t w = sizes[static_cast<size_t>(2 * b + 1)];
     TORCH_CHECK_VALUE(h >= 0 && h <= masks.size(1) && w >= 0 && w <= masks.size(2), "sizes: mask ", b, " is ", h,
                       " x ", w, ", outside the batch's ", masks.size(1), " x ", masks.size(2));
-    PackedImage& e = table[static_cast<size_t>(b)];
-    e.offset = total;
-    e.height = static_cast<int32_t>(h);
-    e.width = static_cast<int32_t>(w);
-    total += h * w;
-    max_pixels = std::max(max_pixels, h * w);
+    layout.add(static_cast<int32_t>(h), static_cast<int32_t>(w));
   }
+  const std::vector<BatchImage>& table = layout.images;
+  const int64_t total = layout.total_pixels();
   at::Tensor result = at::empty({total}, at::TensorOptions().dtype(at::kByte));
   if (total == 0) return result;
   const c10::cuda::CUDAGuard guard(masks.device());
   const auto stream = at::cuda::getCurrentCUDAStream();
-  const auto table_bytes = static_cast<int64_t>(table.size() * sizeof(PackedImage));
+  const auto table_bytes = static_cast<int64_t>(table.size() * sizeof(BatchImage));
   at::Tensor table_host = pinned_bytes(table_bytes);
   std::memcpy(table_host.data_ptr<uint8_t>(), table.data(), static_cast<size_t>(table_bytes));
   at::Tensor table_dev = at::empty({table_bytes}, masks.options());
   table_dev.copy_(table_host, /*non_blocking=*/true);
   at::Tensor packed = at::empty({total}, masks.options());
-  grabcut::cuda::gather_masks(masks.data_ptr<uint8_t>(), reinterpret_cast<const PackedImage*>(table_dev.data_ptr()),
-                              static_cast<int>(count), max_pixels, static_cast<int>(masks.size(1)),
+  grabcut::cuda::gather_masks(masks.data_ptr<uint8_t>(), reinterpret_cast<const BatchImage*>(table_dev.data_ptr()),
+                              static_cast<int>(count), layout.max_pixels(), static_cast<int>(masks.size(1)),
                               static_cast<int>(masks.size(2)), packed.data_ptr<uint8_t>(), stream);
   at::Tensor staging = pinned_bytes(total);
   staging.copy_(packed, /*non_blocking=*/true);

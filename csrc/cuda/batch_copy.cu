@@ -10,16 +10,16 @@
 namespace grabcut::cuda {
 namespace {
 
-constexpr int kThreads = 256;
+using detail::kThreads;
 constexpr long long kPixelsPerBlock = kThreads * 8;
 constexpr long long kMaxBlocks = 1 << 16;
-constexpr int kMaxGridY = 65535;
 
 __global__ void spread_kernel(const std::uint8_t* packed, const PackedImage* images, int batch, int pitch_h,
                               int pitch_w, std::uint8_t* out) {
-  for (int b = static_cast<int>(blockIdx.y); b < batch; b += static_cast<int>(gridDim.y)) {
-    const PackedImage im = images[b];
-    const long long n = static_cast<long long>(im.height) * im.width;
+  detail::for_each_block_image(batch, [&](int b) {
+    const PackedImage packed_image = images[b];
+    const BatchImage im = packed_image.image;
+    const long long n = im.pixels();
     const std::uint8_t* src = packed + im.offset;
     const long long plane = static_cast<long long>(pitch_h) * pitch_w;
     std::uint8_t* dst = out + static_cast<long long>(b) * 3 * plane;
@@ -29,30 +29,34 @@ __global__ void spread_kernel(const std::uint8_t* packed, const PackedImage* ima
       const long long x = i - y * im.width;
       const long long at = y * pitch_w + x;
 #pragma unroll
-      for (int c = 0; c < 3; ++c) dst[c * plane + at] = im.interleaved != 0 ? src[3 * i + c] : src[c * n + i];
+      for (int c = 0; c < 3; ++c) {
+        dst[c * plane + at] = packed_image.interleaved != 0 ? src[3 * i + c] : src[c * n + i];
+      }
     }
-  }
+  });
 }
 
-__global__ void gather_kernel(const std::uint8_t* masks, const PackedImage* images, int batch, int pitch_h,
+__global__ void gather_kernel(const std::uint8_t* masks, const BatchImage* images, int batch, int pitch_h,
                               int pitch_w, std::uint8_t* out) {
-  for (int b = static_cast<int>(blockIdx.y); b < batch; b += static_cast<int>(gridDim.y)) {
-    const PackedImage im = images[b];
-    const long long n = static_cast<long long>(im.height) * im.width;
+  detail::for_each_block_image(batch, [&](int b) {
+    const BatchImage im = images[b];
+    const long long n = im.pixels();
     const std::uint8_t* src = masks + static_cast<long long>(b) * pitch_h * pitch_w;
     for (long long i = static_cast<long long>(blockIdx.x) * kThreads + threadIdx.x; i < n;
          i += static_cast<long long>(gridDim.x) * kThreads) {
       const long long y = i / im.width;
       out[im.offset + i] = src[y * pitch_w + (i - y * im.width)];
     }
-  }
+  });
 }
 
-dim3 grid_for(int batch, long long max_pixels) {
-  const int rows = std::min(batch, kMaxGridY);
-  const long long per_image = (max_pixels + kPixelsPerBlock - 1) / kPixelsPerBlock;
-  const long long cols = std::clamp(per_image, 1LL, std::max(4LL, kMaxBlocks / rows));
-  return {static_cast<unsigned int>(cols), static_cast<unsigned int>(rows), 1};
+// image_grid, with at least one block per image and, as the kernels stride over
+// an image's pixels, at most max(4, kMaxBlocks / images) of them.
+dim3 copy_grid(int batch, long long max_pixels) {
+  dim3 grid = detail::image_grid(batch, max_pixels, kPixelsPerBlock);
+  grid.x = static_cast<unsigned>(
+      std::clamp(static_cast<long long>(grid.x), 1LL, std::max(4LL, kMaxBlocks / static_cast<long long>(grid.y))));
+  return grid;
 }
 
 }  // namespace
@@ -60,14 +64,14 @@ dim3 grid_for(int batch, long long max_pixels) {
 void spread_packed_images(const std::uint8_t* packed, const PackedImage* images, int batch, long long max_pixels,
                           int pitch_h, int pitch_w, std::uint8_t* out, cudaStream_t stream) {
   if (batch <= 0) return;
-  spread_kernel<<<grid_for(batch, max_pixels), kThreads, 0, stream>>>(packed, images, batch, pitch_h, pitch_w, out);
+  spread_kernel<<<copy_grid(batch, max_pixels), kThreads, 0, stream>>>(packed, images, batch, pitch_h, pitch_w, out);
   GRABCUT_CUDA_CHECK_LAUNCH("spread_kernel");
 }
 
-void gather_masks(const std::uint8_t* masks, const PackedImage* images, int batch, long long max_pixels, int pitch_h,
+void gather_masks(const std::uint8_t* masks, const BatchImage* images, int batch, long long max_pixels, int pitch_h,
                   int pitch_w, std::uint8_t* out, cudaStream_t stream) {
   if (batch <= 0) return;
-  gather_kernel<<<grid_for(batch, max_pixels), kThreads, 0, stream>>>(masks, images, batch, pitch_h, pitch_w, out);
+  gather_kernel<<<copy_grid(batch, max_pixels), kThreads, 0, stream>>>(masks, images, batch, pitch_h, pitch_w, out);
   GRABCUT_CUDA_CHECK_LAUNCH("gather_kernel");
 }
 

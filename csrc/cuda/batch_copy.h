@@ -8,15 +8,15 @@
 
 #include <cstdint>
 
+#include "cuda/batch.h"
+
 namespace grabcut::cuda {
 
-// Where image b lies in a packed buffer: its first byte, its size, and whether its
-// bytes are interleaved (pixel after pixel, three channels each: an (H, W, 3)
-// array) or planar (channel after channel: a (3, H, W) tensor).
+// Where image b lies in a packed buffer (image.offset: its first byte; its size),
+// and whether its bytes are interleaved (pixel after pixel, three channels each: an
+// (H, W, 3) array) or planar (channel after channel: a (3, H, W) tensor).
 struct PackedImage {
-  std::int64_t offset = 0;
-  std::int32_t height = 0;
-  std::int32_t width = 0;
+  BatchImage image;
   std::int32_t interleaved = 0;
   std::int32_t pad = 0;
 };
@@ -30,8 +30,8 @@ void spread_packed_images(const std::uint8_t* packed, const PackedImage* images,
                           int pitch_h, int pitch_w, std::uint8_t* out, cudaStream_t stream);
 
 // The reverse for masks: mask b's pixels, masks[(b * pitch_h + y) * pitch_w + x], go
-// row after row to out + images[b].offset (`interleaved` is not used). Asynchronous.
-void gather_masks(const std::uint8_t* masks, const PackedImage* images, int batch, long long max_pixels, int pitch_h,
+// row after row to out + images[b].offset (a device table). Asynchronous.
+void gather_masks(const std::uint8_t* masks, const BatchImage* images, int batch, long long max_pixels, int pitch_h,
                   int pitch_w, std::uint8_t* out, cudaStream_t stream);
 
 }  // namespace grabcut::cuda
