@@ -1,6 +1,6 @@
 // torchgrabcut::grabcut on CPU: checks the arguments, copies the outputs, and
 // runs the core on each image of the batch (the schema: registration.cpp; the
-// CUDA kernel: ops_cuda.cpp).
+// CUDA kernel: grabcut_op_cuda.cpp).
 #include <ATen/Parallel.h>
 #include <torch/library.h>
 #include <torch/torch.h>
@@ -10,6 +10,7 @@
 #include <new>
 #include <stdexcept>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "bindings/interrupt.h"
@@ -26,8 +27,9 @@ std::tuple<at::Tensor, at::Tensor> grabcut_cpu_kernel(const at::Tensor& image, c
   const GrabCutArgs args =
       check_grabcut_args(image, mask, model, sizes, max_iter, components, gamma, seed, init_model, freeze_model);
   const at::Tensor image_c = image.contiguous();
-  at::Tensor mask_out = mask.contiguous().clone();
-  at::Tensor model_out = model.detach().contiguous().clone();
+  at::Tensor mask_out;
+  at::Tensor model_out;
+  std::tie(mask_out, model_out) = grabcut_outputs(mask, model);
   const int64_t batch = image.size(0);
   const int64_t pitch_h = image.size(2);
   const int64_t pitch_w = image.size(3);

@@ -1,11 +1,13 @@
-// Argument checks shared by the CPU and the CUDA kernels of the operators. The
-// Python layer checks first with friendlier names; these guard direct calls of
+// Argument handling shared by the CPU and the CUDA kernels of the operators: the
+// checks, and the inputs and outputs in the form both backends use. The Python
+// layer checks first with friendlier names; these guard direct calls of
 // torch.ops.torchgrabcut.* so that no input can reach the core malformed.
 #pragma once
 
 #include <torch/torch.h>
 
 #include <cstdint>
+#include <tuple>
 #include <vector>
 
 #include "core/driver.h"
@@ -81,6 +83,12 @@ inline GrabCutArgs check_grabcut_args(const at::Tensor& image, const at::Tensor&
   return args;
 }
 
+// grabcut's outputs before a kernel runs: contiguous copies of the mask and the
+// model, which the kernel updates in place and returns.
+inline std::tuple<at::Tensor, at::Tensor> grabcut_outputs(const at::Tensor& mask, const at::Tensor& model) {
+  return {mask.contiguous().clone(), model.detach().contiguous().clone()};
+}
+
 inline void check_maxflow_args(const at::Tensor& terminal, const at::Tensor& nlinks) {
   TORCH_CHECK_TYPE(terminal.scalar_type() == at::kInt, "terminal: expected dtype int32, got ",
                    terminal.scalar_type());
@@ -110,6 +118,30 @@ inline at::Tensor grid_nlinks(const at::Tensor& nlinks) {
   out.select(1, 3).select(1, last_y).zero_();
   out.select(1, 3).select(2, 0).zero_();
   return out;
+}
+
+// maxflow_grid's arguments, checked, in the solvers' form, with its outputs.
+struct MaxflowGridArgs {
+  at::Tensor terminal;  // (B, H, W) int32, contiguous
+  at::Tensor nlinks;    // (B, 4, H, W) int32, grid_nlinks
+  at::Tensor cut;       // (B, H, W) uint8, to be written
+  at::Tensor flows;     // (B,) int64, zeros until written
+  int64_t batch = 0;
+  int64_t height = 0;
+  int64_t width = 0;
+};
+
+inline MaxflowGridArgs maxflow_grid_args(const at::Tensor& terminal, const at::Tensor& nlinks) {
+  check_maxflow_args(terminal, nlinks);
+  MaxflowGridArgs args;
+  args.batch = terminal.size(0);
+  args.height = terminal.size(1);
+  args.width = terminal.size(2);
+  args.terminal = terminal.contiguous();
+  args.nlinks = grid_nlinks(nlinks);
+  args.cut = at::empty({args.batch, args.height, args.width}, terminal.options().dtype(at::kByte));
+  args.flows = at::zeros({args.batch}, terminal.options().dtype(at::kLong));
+  return args;
 }
 
 }  // namespace torchgrabcut

@@ -1,7 +1,8 @@
 // The torchgrabcut operators' schemas, and what holds for all of them. Each
 // backend's kernels register themselves beside their code: grabcut_op.cpp and
-// maxflow_grid_op.cpp (CPU), ops_cuda.cpp and batch_transfer_cuda.cpp (CUDA, when
-// the extension is built with it). The Python module itself is module.cpp.
+// maxflow_grid_op.cpp (CPU); grabcut_op_cuda.cpp, maxflow_grid_op_cuda.cpp and
+// batch_transfer_cuda.cpp (CUDA, when the extension is built with it). The Python
+// module itself is module.cpp.
 #include <torch/library.h>
 
 #include <cstdint>
