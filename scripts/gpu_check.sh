@@ -67,6 +67,13 @@ if [[ " $STEPS " == *" cmake "* ]]; then
     timeout 240 build-gpu/cuda_tests --gtest_brief=1 > "$LOGS/cuda_tests.log" 2>&1
     [[ $? -eq 0 ]] || status=1
     tail -25 "$LOGS/cuda_tests.log"
+    # Every solve again with the work queue (detail::maxflow_set_queue): mode 1, the
+    # global relabel; mode 2, the relabel and the push phase.
+    for mode in 1 2; do
+      GRABCUT_TEST_QUEUE=$mode timeout 240 build-gpu/cuda_tests --gtest_brief=1 > "$LOGS/cuda_tests_queue$mode.log" 2>&1
+      [[ $? -eq 0 ]] || status=1
+      echo "work queue mode $mode:"; grep -E "grabcut 1024|PASSED|FAILED" "$LOGS/cuda_tests_queue$mode.log" | tail -6
+    done
   fi
 fi
 
@@ -86,6 +93,12 @@ if [[ " $STEPS " == *" sanitize "* ]]; then
     [[ $rc -eq 0 ]] || status=1
     echo "$tool: exit $rc; $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|LEAK SUMMARY' "$LOGS/sanitize_$tool.log" | tr '\n' ' ')"
     grep -E "PASSED|FAILED" "$LOGS/sanitize_$tool.log" | tail -3
+    # The work queue too (mode 2: the relabel and the push phase from it).
+    GRABCUT_TEST_QUEUE=2 timeout 600 "$CS" --tool $tool $extra --error-exitcode 9 build-gpu/cuda_tests \
+      --gtest_filter="$filter" --gtest_brief=1 > "$LOGS/sanitize_${tool}_queued.log" 2>&1
+    rc=$?
+    [[ $rc -eq 0 ]] || status=1
+    echo "$tool (work queue): exit $rc; $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|LEAK SUMMARY' "$LOGS/sanitize_${tool}_queued.log" | tr '\n' ' ')"
   done
 fi
 
@@ -99,12 +112,17 @@ fi
 
 if [[ " $STEPS " == *" cppbench "* ]]; then
   step "C++ CUDA timings (torch-free)"
-  for b in bench_maxflow_cuda bench_grabcut_cuda; do
-    [[ -x build-gpu/$b ]] && { timeout 120 build-gpu/$b > "$LOGS/$b.log" 2>&1 || status=1; tail -14 "$LOGS/$b.log"; }
+  # CPPBENCH picks the benchmarks (default: all three).
+  for b in ${CPPBENCH:-bench_maxflow_cuda bench_grabcut_cuda bench_maxflow_cuda_phases}; do
+    [[ -x build-gpu/$b ]] || continue
+    timeout 180 build-gpu/$b > "$LOGS/$b.log" 2>&1 || status=1
+    if [[ $b == bench_maxflow_cuda_phases ]]; then
+      # Where a solve's time goes: phases, block busy time, push rounds (profiling build).
+      grep -E -A2 "variant:| cold " "$LOGS/$b.log"
+    else
+      tail -14 "$LOGS/$b.log"
+    fi
   done
-  # Where a solve's time goes: phases, block busy time, push rounds (profiling build).
-  b=bench_maxflow_cuda_phases
-  [[ -x build-gpu/$b ]] && { timeout 120 build-gpu/$b > "$LOGS/$b.log" 2>&1 || status=1; grep -A2 " cold " "$LOGS/$b.log"; }
 fi
 
 if [[ " $STEPS " == *" bench "* ]]; then
@@ -203,8 +221,11 @@ if [[ " $STEPS " == *" wheel "* ]]; then
     || { tail -30 "$LOGS/wheel.log"; status=1; }
   grep -E "torchgrabcut: " "$LOGS/wheel.log" | sed 's/^ *//'
   ls -l /tmp/wheel_dist/*.whl
-  # No network here: the venv sees the machine's torch and numpy (--system-site-packages).
-  python3 -m venv --system-site-packages /tmp/wheel_venv
+  # No network here: the venv sees the machine's torch and numpy through a .pth file
+  # (its python3 is itself a venv, whose packages --system-site-packages would not see).
+  python3 -m venv /tmp/wheel_venv
+  python3 -c 'import site; print(site.getsitepackages()[0])' \
+    > "$(/tmp/wheel_venv/bin/python -c 'import site; print(site.getsitepackages()[0])')/machine_packages.pth"
   /tmp/wheel_venv/bin/python -m pip install -q --no-index --no-deps /tmp/wheel_dist/torchgrabcut-*.whl \
     > "$LOGS/wheel_install.log" 2>&1 || { tail -10 "$LOGS/wheel_install.log"; status=1; }
   (cd /tmp && python3 "$repo/tests/install/smoke_installed.py" --grabcut50 "$TORCHGRABCUT_GRABCUT50" \

@@ -31,6 +31,10 @@ struct MaxflowStats {
 // Process-wide push sweeps between global relabels and push-relabel rounds per tile
 // visit (defaults 8 and 24).
 void maxflow_set_tuning(int push_sweeps, int local_rounds);
+// Process-wide, which phases run from a work queue (run_queued_tiles in maxflow.cu)
+// instead of grid-wide sweeps: 0 none (the default), 1 a global relabel's sweeps
+// after its first, 2 those and the push phase.
+void maxflow_set_queue(int mode);
 // Copies the counters of the last solve on `stream` (synchronises that stream).
 MaxflowStats maxflow_read_stats(const void* workspace, cudaStream_t stream);
 

@@ -2,6 +2,9 @@
 // (csrc/core/maxflow.h): the canonical cut must be identical bit for bit, the flow
 // value equal, and the cut's capacity equal to the flow, on random, degenerate,
 // adversarial and GrabCut-like graphs, single and batched, cold and warm.
+// GRABCUT_TEST_QUEUE=1 runs every solve of the test binary (these tests and the
+// driver's) with the work-queue global relabel instead of grid-wide sweeps, =2 with
+// the push phase from the queue too (detail::maxflow_set_queue).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -9,6 +12,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <random>
@@ -34,6 +38,15 @@ using grabcut::testing::set_nlinks;
 using HostGraph = grabcut::testing::HostGridGraph;
 using grabcut::testing::kForwardDx;
 using grabcut::testing::kForwardDy;
+
+// Set before any test runs (static initialisation of this file).
+const int kQueueMode = [] {
+  const char* v = std::getenv("GRABCUT_TEST_QUEUE");
+  const int mode = v != nullptr && (v[0] == '1' || v[0] == '2') ? v[0] - '0' : 0;
+  grabcut::cuda::detail::maxflow_set_queue(mode);
+  if (mode > 0) std::printf("GPU max-flow: work queue mode %d\n", mode);
+  return mode;
+}();
 
 HostGraph random_graph(int h, int w, bool eight, std::int32_t cap_max, std::int32_t term_max, unsigned seed) {
   HostGraph g(h, w);
