@@ -118,8 +118,13 @@ def main() -> None:
         print(f"smoke: GPU masks equal the CPU masks ({', '.join(on_gpu)})")
     opcheck()
     print("smoke: opcheck passed")
+    # An installed package has its console script beside the interpreter; a source
+    # tree on PYTHONPATH (the reference build) has none, and runs as a module.
     cli = Path(sys.executable).with_name("torchgrabcut")
-    proc = subprocess.run([str(cli), "--help"], capture_output=True, text=True, timeout=120)
+    installed = Path(sys.prefix).resolve() in where.resolve().parents
+    check(cli.exists() or not installed, f"installed without its console script {cli}")
+    command = [str(cli), "--help"] if cli.exists() else [sys.executable, "-m", "torchgrabcut", "--help"]
+    proc = subprocess.run(command, capture_output=True, text=True, timeout=120)
     check(proc.returncode == 0 and "segment" in proc.stdout, f"torchgrabcut --help: {proc.returncode} {proc.stderr}")
     print("smoke: torchgrabcut --help works")
     if args.write is not None:

@@ -292,7 +292,9 @@ def test_a_worker_thread_follows_torch_set_num_threads(torch_threads: None) -> N
 
     torch.set_num_threads(1)
     used: list[int] = []
-    worker = threading.Thread(target=lambda: used.append(_stage_threads_of(lambda: grabcut(IMG, box=BOX))))
+    worker = threading.Thread(
+        target=lambda: used.append(_stage_threads_of(lambda: grabcut(IMG, box=BOX, device="cpu")))
+    )
     worker.start()
     worker.join()
     assert used == [1]
