@@ -100,6 +100,8 @@ class Batch {
                                   t.data(), t.size() * 4, cudaMemcpyHostToDevice));
     graphs_[b].terminal = t;
   }
+  grabcut::cuda::MaxflowSchedule schedule;  // what solve() passes
+
   void solve(bool warm, cudaStream_t s) {
     grabcut::cuda::BatchedGridGraph g;
     g.desc = desc_;
@@ -107,7 +109,7 @@ class Batch {
     g.terminal = static_cast<const std::int32_t*>(terminal_->ptr);
     for (int d = 0; d < 4; ++d) g.nlink[d] = static_cast<const std::int32_t*>(nlink_[d]->ptr);
     grabcut::cuda::maxflow_cuda(g, static_cast<std::uint8_t*>(cut_->ptr), static_cast<std::int64_t*>(flows_->ptr),
-                                ws_->ptr, ws_bytes_, warm, s);
+                                ws_->ptr, ws_bytes_, warm, s, schedule);
   }
   // Every graph's cut must be the CPU solver's, and its capacity the flow.
   bool verify() const {
@@ -190,8 +192,11 @@ struct Results {
 };
 
 Results run_all(Batch& one, const std::vector<std::int32_t>& t0, const std::vector<std::int32_t>& t1, Batch& fifty,
-                Batch& crops, Batch* big, int runs) {
+                Batch& crops, Batch* big, int runs, const grabcut::cuda::MaxflowSchedule& schedule) {
   Results r;
+  for (Batch* b : {&one, &fifty, &crops, big}) {
+    if (b != nullptr) b->schedule = schedule;
+  }
   one.set_terminals(0, t0);
   r.cold1024 = median_ms(runs, [] {}, [&] { one.solve(false, nullptr); });
   r.ok = r.ok && one.verify();
@@ -268,8 +273,10 @@ int main(int argc, char** argv) {
       {
         const int k = kr[0];
         const int rr = kr[1];
-        grabcut::cuda::detail::maxflow_set_tuning(k, rr);
-        const Results r = run_all(one, t0, t1, fifty, crops, nullptr, 3);
+        grabcut::cuda::MaxflowSchedule schedule;
+        schedule.push_visits = k;
+        schedule.local_rounds = rr;
+        const Results r = run_all(one, t0, t1, fifty, crops, nullptr, 3, schedule);
         std::printf("tune K=%2d R=%2d: 1024 cold %8.3f ms  warm %8.3f ms  batch50 %8.3f ms  crops %8.3f ms %s\n", k,
                     rr, r.cold1024, r.warm1024, r.batch50, r.crops, r.ok ? "" : "CHECK FAILED");
         const float score = r.cold1024 + r.warm1024 + r.batch50 + r.crops;
@@ -280,19 +287,18 @@ int main(int argc, char** argv) {
         }
       }
     }
-    grabcut::cuda::detail::maxflow_set_tuning(best_k, best_r);
-    std::printf("best: K=%d R=%d (used below)\n", best_k, best_r);
+    std::printf("best: K=%d R=%d (the table below uses the defaults)\n", best_k, best_r);
   }
 
   // The three variants in the same run, each one's table after its statistics.
   const char* names[3] = {"grid-wide sweeps", "queued relabel", "queued relabel and push"};
   Results by_variant[3];
   for (int mode = 0; mode < 3; ++mode) {
-    grabcut::cuda::detail::maxflow_set_queue(mode);
+    grabcut::cuda::MaxflowSchedule schedule;
+    schedule.queue = mode;
     std::printf("\nvariant: %s\n", names[mode]);
-    by_variant[mode] = run_all(one, t0, t1, fifty, crops, &big, 10);
+    by_variant[mode] = run_all(one, t0, t1, fifty, crops, &big, 10, schedule);
   }
-  grabcut::cuda::detail::maxflow_set_queue(0);
   std::printf("\nGPU max-flow, ms (median of 10, GrabCut-like graphs)  %s | %s | %s\n", names[0], names[1], names[2]);
   const auto row = [&](const char* what, float Results::*field) {
     const float base = by_variant[0].*field;

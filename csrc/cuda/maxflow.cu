@@ -93,10 +93,6 @@ constexpr int kPadH = kTileH + 2;
 constexpr int kPad = kPadW * kPadH;
 constexpr int kInf = 0x3fffffff;
 
-int g_push_sweeps = 8;
-int g_local_rounds = 24;
-int g_queued_bfs = 0;
-int g_queued_push = 0;
 
 // Directions 0..3 are the forward n-links of core/maxflow.h, 4..7 their opposites.
 __host__ __device__ constexpr int dir_dy(int k) { return (k == 0 || k == 4) ? 0 : (k < 4 ? 1 : -1); }
@@ -1045,7 +1041,13 @@ __global__ void tile_graph_kernel(const GraphDev* graphs, int num_graphs, int* t
 std::size_t maxflow_workspace_bytes(const std::vector<GridDesc>& desc) { return make_layout(desc).total; }
 
 void maxflow_cuda(const BatchedGridGraph& graph, std::uint8_t* source_side, std::int64_t* flows, void* workspace,
-                  std::size_t workspace_bytes, bool warm_start, cudaStream_t stream) {
+                  std::size_t workspace_bytes, bool warm_start, cudaStream_t stream,
+                  const MaxflowSchedule& schedule) {
+  if (schedule.push_visits < 1 || schedule.local_rounds < 1 || schedule.queue < 0 || schedule.queue > 2) {
+    throw std::invalid_argument("maxflow_cuda: bad schedule (push_visits " + std::to_string(schedule.push_visits) +
+                                ", local_rounds " + std::to_string(schedule.local_rounds) + ", queue " +
+                                std::to_string(schedule.queue) + ")");
+  }
   const Layout l = make_layout(graph.desc);
   if (graph.desc.empty()) return;
   if (graph.total_pixels < l.pixels) {
@@ -1119,10 +1121,10 @@ void maxflow_cuda(const BatchedGridGraph& graph, std::uint8_t* source_side, std:
   a.source_side = source_side;
   a.flows = reinterpret_cast<unsigned long long*>(flows);
   a.warm = warm_start ? 1 : 0;
-  a.push_sweeps = g_push_sweeps;
-  a.local_rounds = g_local_rounds;
-  a.queued_bfs = g_queued_bfs;
-  a.queued_push = g_queued_push;
+  a.push_sweeps = schedule.push_visits;
+  a.local_rounds = schedule.local_rounds;
+  a.queued_bfs = schedule.queue >= 1 ? 1 : 0;
+  a.queued_push = schedule.queue >= 2 ? 1 : 0;
   a.tile_state = reinterpret_cast<int*>(base + l.tile_state);
   a.queue = reinterpret_cast<int*>(base + l.queue);
 
@@ -1146,16 +1148,6 @@ void maxflow_cuda(const BatchedGridGraph& graph, std::uint8_t* source_side, std:
 }
 
 namespace detail {
-
-void maxflow_set_tuning(int push_sweeps, int local_rounds) {
-  g_push_sweeps = std::max(1, push_sweeps);
-  g_local_rounds = std::max(1, local_rounds);
-}
-
-void maxflow_set_queue(int mode) {
-  g_queued_bfs = mode >= 1 ? 1 : 0;
-  g_queued_push = mode >= 2 ? 1 : 0;
-}
 
 MaxflowStats maxflow_read_stats(const void* workspace, cudaStream_t stream) {
   Header h{};

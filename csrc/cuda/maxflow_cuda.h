@@ -30,6 +30,17 @@ struct BatchedGridGraph {
   const std::int32_t* nlink[kNumForwardDirections] = {nullptr, nullptr, nullptr, nullptr};
 };
 
+// How the solver schedules its work; every schedule gives the same cut and flow (the
+// outputs are unique for a graph), only the time differs. The defaults are the
+// measured best (bench/RESULTS.md); benchmarks and tests pass others.
+struct MaxflowSchedule {
+  int push_visits = 8;    // push-relabel visits of a tile between global relabels (>= 1)
+  int local_rounds = 24;  // push-relabel rounds per visit (>= 1)
+  // 0: every phase in grid-wide sweeps; 1: a global relabel's sweeps after its
+  // first from a work queue; 2: those and the push phase from the queue.
+  int queue = 0;
+};
+
 // Bytes of device scratch memory maxflow_cuda needs for this batch (the solver's
 // state lives there between calls, which is what makes warm starts possible).
 std::size_t maxflow_workspace_bytes(const std::vector<GridDesc>& desc);
@@ -42,6 +53,7 @@ std::size_t maxflow_workspace_bytes(const std::vector<GridDesc>& desc);
 // starts from that flow instead of zero. All pointers are device pointers; nothing
 // synchronises with the host except where the implementation documents it.
 void maxflow_cuda(const BatchedGridGraph& graph, std::uint8_t* source_side, std::int64_t* flows, void* workspace,
-                  std::size_t workspace_bytes, bool warm_start, cudaStream_t stream);
+                  std::size_t workspace_bytes, bool warm_start, cudaStream_t stream,
+                  const MaxflowSchedule& schedule = {});
 
 }  // namespace grabcut::cuda

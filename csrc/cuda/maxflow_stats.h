@@ -1,4 +1,4 @@
-// The GPU max-flow's counters and tuning knobs, for tests and benchmarks only (not
+// The GPU max-flow's counters, for tests and benchmarks only (not
 // part of the library's interface; see cuda/maxflow.cu for what the counters count).
 #pragma once
 
@@ -28,13 +28,6 @@ struct MaxflowStats {
   unsigned long long push_visits_capped = 0;  // visits that stopped at the round limit
 };
 
-// Process-wide push sweeps between global relabels and push-relabel rounds per tile
-// visit (defaults 8 and 24).
-void maxflow_set_tuning(int push_sweeps, int local_rounds);
-// Process-wide, which phases run from a work queue (run_queued_tiles in maxflow.cu)
-// instead of grid-wide sweeps: 0 none (the default), 1 a global relabel's sweeps
-// after its first, 2 those and the push phase.
-void maxflow_set_queue(int mode);
 // Copies the counters of the last solve on `stream` (synchronises that stream).
 MaxflowStats maxflow_read_stats(const void* workspace, cudaStream_t stream);
 

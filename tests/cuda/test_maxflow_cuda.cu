@@ -2,9 +2,8 @@
 // (csrc/core/maxflow.h): the canonical cut must be identical bit for bit, the flow
 // value equal, and the cut's capacity equal to the flow, on random, degenerate,
 // adversarial and GrabCut-like graphs, single and batched, cold and warm.
-// GRABCUT_TEST_QUEUE=1 runs every solve of the test binary (these tests and the
-// driver's) with the work-queue global relabel instead of grid-wide sweeps, =2 with
-// the push phase from the queue too (detail::maxflow_set_queue).
+// GRABCUT_TEST_QUEUE=0/1/2 runs every solve of these tests with that
+// MaxflowSchedule::queue instead of the default.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -40,13 +39,13 @@ using grabcut::testing::kForwardDx;
 using grabcut::testing::kForwardDy;
 
 // Set before any test runs (static initialisation of this file).
-const int kQueueMode = [] {
+grabcut::cuda::MaxflowSchedule test_schedule() {
+  grabcut::cuda::MaxflowSchedule schedule;
   const char* v = std::getenv("GRABCUT_TEST_QUEUE");
-  const int mode = v != nullptr && (v[0] == '1' || v[0] == '2') ? v[0] - '0' : 0;
-  grabcut::cuda::detail::maxflow_set_queue(mode);
-  if (mode > 0) std::printf("GPU max-flow: work queue mode %d\n", mode);
-  return mode;
-}();
+  if (v != nullptr && v[0] >= '0' && v[0] <= '2' && v[1] == '\0') schedule.queue = v[0] - '0';
+  return schedule;
+}
+const grabcut::cuda::MaxflowSchedule kSchedule = test_schedule();
 
 HostGraph random_graph(int h, int w, bool eight, std::int32_t cap_max, std::int32_t term_max, unsigned seed) {
   HostGraph g(h, w);
@@ -102,6 +101,7 @@ struct DeviceBuffer {
 // across solves (for warm starts).
 class GpuBatch {
  public:
+  grabcut::cuda::MaxflowSchedule schedule = kSchedule;  // what solve() passes
   explicit GpuBatch(const std::vector<const HostGraph*>& graphs, std::int64_t gap = 0) {
     std::int64_t off = 0;
     for (const HostGraph* g : graphs) {
@@ -139,7 +139,7 @@ class GpuBatch {
     g.total_pixels = total_;
     g.terminal = terminal_->ptr;
     for (int d = 0; d < 4; ++d) g.nlink[d] = nlink_[d]->ptr;
-    grabcut::cuda::maxflow_cuda(g, cut_->ptr, flows_->ptr, ws_->ptr, ws_bytes_, warm, nullptr);
+    grabcut::cuda::maxflow_cuda(g, cut_->ptr, flows_->ptr, ws_->ptr, ws_bytes_, warm, nullptr, schedule);
     GRABCUT_CUDA_CHECK(cudaDeviceSynchronize());
   }
   std::vector<std::uint8_t> cut(std::size_t b, std::size_t n) const {
@@ -407,6 +407,44 @@ TEST(MaxflowCuda, WarmStartMatchesCold) {
   }
 }
 
+// Every schedule (sweeps, queued relabel, queued relabel and push; short and long
+// visits), whatever GRABCUT_TEST_QUEUE says: the CPU's cut and flow, cold and warm.
+TEST(MaxflowCuda, EverySchedule) {
+  const HostGraph grabcut_like = grabcut_graph(300, 420, 91);
+  const HostGraph random = random_graph(150, 190, true, 100, 300, 92);
+  for (int queue = 0; queue <= 2; ++queue) {
+    for (const auto& [visits, rounds] : {std::pair{8, 24}, std::pair{1, 1}, std::pair{3, 200}}) {
+      const std::string what = "queue " + std::to_string(queue) + " visits " + std::to_string(visits) + " rounds " +
+                               std::to_string(rounds);
+      HostGraph g0 = grabcut_like;
+      HostGraph g1 = random;
+      const std::vector<const HostGraph*> graphs{&g0, &g1};
+      GpuBatch batch(graphs);
+      batch.schedule.queue = queue;
+      batch.schedule.push_visits = visits;
+      batch.schedule.local_rounds = rounds;
+      batch.solve(false);
+      for (std::size_t b = 0; b < graphs.size(); ++b) {
+        const CpuResult ref = cpu_solve(*graphs[b]);
+        EXPECT_EQ(batch.flows()[b], ref.flow) << what << " cold graph " << b;
+        EXPECT_EQ(count_mismatch(batch.cut(b, graphs[b]->size()), ref.cut), 0U) << what << " cold graph " << b;
+      }
+      std::mt19937 rng(93);
+      std::normal_distribution<double> gauss(0.0, 3000.0);
+      for (HostGraph* g : {&g0, &g1}) {
+        for (auto& t : g->terminal) t = static_cast<std::int32_t>(std::clamp(std::lround(t + gauss(rng)), -115200L, 115200L));
+      }
+      batch.upload(graphs, false);
+      batch.solve(true);
+      for (std::size_t b = 0; b < graphs.size(); ++b) {
+        const CpuResult ref = cpu_solve(*graphs[b]);
+        EXPECT_EQ(batch.flows()[b], ref.flow) << what << " warm graph " << b;
+        EXPECT_EQ(count_mismatch(batch.cut(b, graphs[b]->size()), ref.cut), 0U) << what << " warm graph " << b;
+      }
+    }
+  }
+}
+
 TEST(MaxflowCuda, Deterministic) {
   const HostGraph a = grabcut_graph(700, 500, 71);
   const HostGraph b = random_graph(300, 300, true, 500, 1000, 72);
@@ -438,6 +476,15 @@ TEST(MaxflowCuda, RejectsBadArguments) {
   bg.desc[0].width = 8;
   bg.total_pixels = 64;
   EXPECT_THROW(grabcut::cuda::maxflow_cuda(bg, nullptr, nullptr, nullptr, 0, false, nullptr), std::invalid_argument);
+  for (int field = 0; field < 4; ++field) {
+    grabcut::cuda::MaxflowSchedule bad;
+    if (field == 0) bad.push_visits = 0;
+    if (field == 1) bad.local_rounds = 0;
+    if (field == 2) bad.queue = -1;
+    if (field == 3) bad.queue = 3;
+    batch.schedule = bad;
+    EXPECT_THROW(batch.solve(false), std::invalid_argument) << "schedule field " << field;
+  }
 }
 
 }  // namespace
