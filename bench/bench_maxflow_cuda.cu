@@ -7,7 +7,8 @@
 //   bench_maxflow_cuda            the standard table for three variants side by side:
 //                                 grid-wide sweeps, the global relabel from a work
 //                                 queue, the relabel and the push phase from it
-//   bench_maxflow_cuda tune       also tries several (push sweeps, local rounds)
+//   bench_maxflow_cuda tune [Q]   also tries several (push visits, local rounds) with
+//                                 MaxflowSchedule::queue Q (default 0)
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -15,6 +16,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <cstdio>
 #include <cstring>
 #include <functional>
@@ -229,6 +231,7 @@ Results run_all(Batch& one, const std::vector<std::int32_t>& t0, const std::vect
 
 int main(int argc, char** argv) {
   const bool tune = argc > 1 && std::strcmp(argv[1], "tune") == 0;
+  const int tune_queue = tune && argc > 2 ? std::clamp(std::atoi(argv[2]), 0, 2) : 0;
   cudaDeviceProp prop{};
   GRABCUT_CUDA_CHECK(cudaGetDeviceProperties(&prop, 0));
   std::printf("device: %s, %d SMs, L2 %d MB\n", prop.name, prop.multiProcessorCount, prop.l2CacheSize >> 20);
@@ -268,12 +271,14 @@ int main(int argc, char** argv) {
     float best = 1e30f;
     int best_k = 8;
     int best_r = 24;
-    const int configs[][2] = {{8, 24}, {8, 12}, {8, 8}, {12, 12}, {16, 12}, {16, 8}, {12, 16}, {6, 12}};
+    const int configs[][2] = {{8, 24}, {8, 12}, {8, 8}, {12, 12}, {16, 12}, {16, 8}, {12, 16}, {6, 12}, {16, 24},
+                              {32, 24}, {4, 48}};
     for (const auto& kr : configs) {
       {
         const int k = kr[0];
         const int rr = kr[1];
         grabcut::cuda::MaxflowSchedule schedule;
+        schedule.queue = tune_queue;
         schedule.push_visits = k;
         schedule.local_rounds = rr;
         const Results r = run_all(one, t0, t1, fifty, crops, nullptr, 3, schedule);
