@@ -7,6 +7,7 @@
 //   bench_maxflow_cuda            the standard table for three variants side by side:
 //                                 grid-wide sweeps, the global relabel from a work
 //                                 queue, the relabel and the push phase from it
+//   bench_maxflow_cuda quick      the same without 4096x4096, medians of 5
 //   bench_maxflow_cuda tune [Q]   also tries several (push visits, local rounds) with
 //                                 MaxflowSchedule::queue Q (default 0)
 #include <cuda_runtime.h>
@@ -100,6 +101,7 @@ class Batch {
   void set_terminals(std::size_t b, const std::vector<std::int32_t>& t) {
     GRABCUT_CUDA_CHECK(cudaMemcpy(static_cast<char*>(terminal_->ptr) + static_cast<std::size_t>(desc_[b].offset) * 4,
                                   t.data(), t.size() * 4, cudaMemcpyHostToDevice));
+    if (graphs_[b].terminal != t) reference_.clear();
     graphs_[b].terminal = t;
   }
   grabcut::cuda::MaxflowSchedule schedule;  // what solve() passes
@@ -113,19 +115,24 @@ class Batch {
     grabcut::cuda::maxflow_cuda(g, static_cast<std::uint8_t*>(cut_->ptr), static_cast<std::int64_t*>(flows_->ptr),
                                 ws_->ptr, ws_bytes_, warm, s, schedule);
   }
-  // Every graph's cut must be the CPU solver's, and its capacity the flow.
-  bool verify() const {
+  // Every graph's cut must be the CPU solver's, and its capacity the flow. The CPU's
+  // cuts are computed once per set of terminals (set_terminals forgets them).
+  bool verify() {
     std::vector<std::uint8_t> cut(n_);
     std::vector<std::int64_t> flows(graphs_.size());
     GRABCUT_CUDA_CHECK(cudaMemcpy(cut.data(), cut_->ptr, n_, cudaMemcpyDeviceToHost));
     GRABCUT_CUDA_CHECK(cudaMemcpy(flows.data(), flows_->ptr, 8 * flows.size(), cudaMemcpyDeviceToHost));
-    grabcut::GridMaxflowSolver cpu;
-    std::vector<std::uint8_t> ref;
+    if (reference_.empty()) {
+      reference_.resize(n_);
+      grabcut::GridMaxflowSolver cpu;
+      for (std::size_t b = 0; b < graphs_.size(); ++b) {
+        cpu.solve(graphs_[b].view(), reference_.data() + desc_[b].offset);
+      }
+    }
     for (std::size_t b = 0; b < graphs_.size(); ++b) {
       const std::uint8_t* got = cut.data() + desc_[b].offset;
-      ref.resize(graphs_[b].terminal.size());
-      cpu.solve(graphs_[b].view(), ref.data());
-      if (!std::equal(ref.begin(), ref.end(), got)) {
+      const std::uint8_t* want = reference_.data() + desc_[b].offset;
+      if (!std::equal(want, want + graphs_[b].terminal.size(), got)) {
         std::printf("  graph %zu: the cut differs from the CPU solver's\n", b);
         return false;
       }
@@ -147,6 +154,7 @@ class Batch {
   std::unique_ptr<DeviceMem> flows_;
   std::size_t ws_bytes_ = 0;
   std::unique_ptr<DeviceMem> ws_;
+  std::vector<std::uint8_t> reference_;  // the CPU's cuts, empty until verify needs them
 };
 
 // Median over `runs` of the time of `timed`, each preceded by the untimed `setup`.
@@ -202,6 +210,7 @@ Results run_all(Batch& one, const std::vector<std::int32_t>& t0, const std::vect
   one.set_terminals(0, t0);
   r.cold1024 = median_ms(runs, [] {}, [&] { one.solve(false, nullptr); });
   r.ok = r.ok && one.verify();
+  std::printf("  1024x1024 cold: %.3f ms\n", r.cold1024);
   print_stats("1024x1024 cold", one);
   r.warm1024 = median_ms(
       runs,
@@ -212,16 +221,20 @@ Results run_all(Batch& one, const std::vector<std::int32_t>& t0, const std::vect
       },
       [&] { one.solve(true, nullptr); });
   r.ok = r.ok && one.verify();
+  std::printf("  1024x1024 warm: %.3f ms\n", r.warm1024);
   print_stats("1024x1024 warm", one);
   r.batch50 = median_ms(runs, [] {}, [&] { fifty.solve(false, nullptr); });
   r.ok = r.ok && fifty.verify();
+  std::printf("  50 x 500x400 cold: %.3f ms\n", r.batch50);
   print_stats("50 x 500x400 cold", fifty);
   r.crops = median_ms(runs, [] {}, [&] { crops.solve(false, nullptr); });
   r.ok = r.ok && crops.verify();
+  std::printf("  512 crops cold: %.3f ms\n", r.crops);
   print_stats("512 crops cold", crops);
   if (big != nullptr) {
     r.big = median_ms(runs, [] {}, [&] { big->solve(false, nullptr); });
     r.ok = r.ok && big->verify();
+    std::printf("  4096x4096 cold: %.3f ms\n", r.big);
     print_stats("4096x4096 cold", *big);
   }
   return r;
@@ -230,7 +243,10 @@ Results run_all(Batch& one, const std::vector<std::int32_t>& t0, const std::vect
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Line by line: a run stopped by a time limit still shows what it measured.
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);
   const bool tune = argc > 1 && std::strcmp(argv[1], "tune") == 0;
+  const bool quick = argc > 1 && std::strcmp(argv[1], "quick") == 0;
   const int tune_queue = tune && argc > 2 ? std::clamp(std::atoi(argv[2]), 0, 2) : 0;
   cudaDeviceProp prop{};
   GRABCUT_CUDA_CHECK(cudaGetDeviceProperties(&prop, 0));
@@ -253,7 +269,7 @@ int main(int argc, char** argv) {
   }
   Batch crops(gcrops);
   gcrops.clear();
-  std::vector<HostGraph> g4k{grabcut_graph(4096, 4096, 7)};
+  std::vector<HostGraph> g4k{grabcut_graph(quick ? 64 : 4096, quick ? 64 : 4096, 7)};
   Batch big(g4k);
   g4k.clear();
 
@@ -302,9 +318,9 @@ int main(int argc, char** argv) {
     grabcut::cuda::MaxflowSchedule schedule;
     schedule.queue = mode;
     std::printf("\nvariant: %s\n", names[mode]);
-    by_variant[mode] = run_all(one, t0, t1, fifty, crops, &big, 10, schedule);
+    by_variant[mode] = run_all(one, t0, t1, fifty, crops, quick ? nullptr : &big, quick ? 5 : 10, schedule);
   }
-  std::printf("\nGPU max-flow, ms (median of 10, GrabCut-like graphs)  %s | %s | %s\n", names[0], names[1], names[2]);
+  std::printf("\nGPU max-flow, ms (medians, GrabCut-like graphs)  %s | %s | %s\n", names[0], names[1], names[2]);
   const auto row = [&](const char* what, float Results::*field) {
     const float base = by_variant[0].*field;
     std::printf("  %-22s %9.3f | %9.3f (%.2fx) | %9.3f (%.2fx)\n", what, base, by_variant[1].*field,

@@ -327,7 +327,9 @@ TEST(MaxflowCuda, EarlyFinishersKeepTheirCut) {
     }
     std::printf("[stats] early finishers iter %d: %lld tiles, relabels %llu, checked tiles %llu, bfs tiles %llu\n",
                 iter, tiles, s.global_relabels, s.check_tiles, s.bfs_tiles);
-    if (!warm) ASSERT_GT(s.global_relabels, 3U) << "the corridor should need several relabels";
+    // Retiring shows from the third relabel on (the grid-wide sweeps need ~36 for the
+    // corridor, the queued push phase 3).
+    if (!warm) ASSERT_GE(s.global_relabels, 3U) << "the corridor should need several relabels";
     // Without retiring, every relabel checks every tile.
     if (s.global_relabels >= 2) {
       EXPECT_LT(s.check_tiles, s.global_relabels * static_cast<unsigned long long>(tiles)) << "iter " << iter;
