@@ -82,9 +82,9 @@ namespace {
 namespace cg = cooperative_groups;
 
 constexpr int kTileW = 32;
-// 32x16 tiles, two blocks per SM (64 registers): of 32x8, 32x16 and 32x32 tiles, the
-// fastest (bench/RESULTS.md, v0.4). A global relabel needs about one sweep per tile
-// its wave crosses, so taller tiles mean fewer grid-wide sweeps.
+// 32x16 tiles, two blocks per SM (64 registers). A global relabel by sweeps needs
+// about one sweep per tile its wave crosses, so taller tiles mean fewer grid-wide
+// sweeps; 32x32 tiles halve the blocks per SM and lose more than that gains.
 constexpr int kTileH = 16;
 constexpr int kMinBlocksPerSm = 2;
 constexpr int kThreads = kTileW * kTileH;
