@@ -185,7 +185,7 @@ def bench_batch(root: Path, megapixels: float, count: int, rounds: int = 3) -> N
     items = load_scaled(root, count, megapixels)
     images = [img for _, img, _ in items]
     boxes = [box for _, _, box in items]
-    print(f"batch of {len(images)} images at {megapixels:g} MP as one list call, 5 iterations; seconds")
+    print(f"batch of {len(images)} images at {megapixels:g} MP as one list call, 5 iterations; seconds", flush=True)
     times: dict[int, list[float]] = {1: [], all_threads: []}
     masks: dict[int, list[np.ndarray]] = {}
     for _ in range(rounds):
@@ -193,6 +193,7 @@ def bench_batch(root: Path, megapixels: float, count: int, rounds: int = 3) -> N
             torch.set_num_threads(threads)
             out, t = timed(torchgrabcut.grabcut, images, box=boxes, device="cpu")
             times[threads].append(t)
+            print(f"  {threads} threads: {t:.2f} s", flush=True)
             masks[threads] = out
     torch.set_num_threads(all_threads)
     if not all(np.array_equal(a, b) for a, b in zip(masks[1], masks[all_threads])):
@@ -211,6 +212,7 @@ def main() -> None:
     parser.add_argument("--grabcut50", type=Path, default=DEFAULT_GRABCUT50)
     parser.add_argument("--maxflow", action="store_true", help="the max-flow alone against PyMaxflow")
     parser.add_argument("--batch", action="store_true", help="one list call on 1 thread against all threads")
+    parser.add_argument("--rounds", type=int, default=3, help="--batch: rounds of both (default 3)")
     args = parser.parse_args()
     if not (args.grabcut50 / "boxes.csv").is_file():
         sys.exit(f"GrabCut-50 not found at {args.grabcut50} (--grabcut50 DIR)")
@@ -220,7 +222,7 @@ def main() -> None:
             bench_maxflow(args.grabcut50, mp, args.images)
     elif args.batch:
         for mp in sizes:
-            bench_batch(args.grabcut50, mp, args.images)
+            bench_batch(args.grabcut50, mp, args.images, max(1, args.rounds))
     else:
         bench_calls(args.grabcut50, sizes, args.images)
 
