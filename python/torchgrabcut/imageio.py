@@ -25,6 +25,7 @@ from __future__ import annotations
 import io
 import re
 import struct
+import threading
 import warnings
 import zlib
 from pathlib import Path
@@ -178,6 +179,9 @@ def _decode(im: Image.Image, name: str, grayscale: bool) -> np.ndarray:
     return np.asarray(im.convert("RGB"), dtype=np.uint8)
 
 
+_FILTERS_LOCK = threading.Lock()
+
+
 def _read(source: Path | io.BytesIO, name: str, grayscale: bool, max_pixels: int | None) -> np.ndarray:
     """What read_image and read_image_bytes return, from a file or its bytes; ``name`` is for messages."""
     limit = MAX_IMAGE_PIXELS if max_pixels is None else min(max_pixels, MAX_IMAGE_PIXELS)
@@ -185,7 +189,10 @@ def _read(source: Path | io.BytesIO, name: str, grayscale: bool, max_pixels: int
         # Our own limit is checked from the header below; Pillow's warning between its
         # two thresholds would only repeat it for an image we accept. Its plugins' warnings
         # about damaged metadata (TIFF tags, EXIF) concern files whose pixels did decode.
-        with warnings.catch_warnings():
+        # catch_warnings swaps the process-wide filter list and puts back what it found:
+        # two readers on different threads (the server's requests) could each put back
+        # the other's filters, so readers take turns.
+        with _FILTERS_LOCK, warnings.catch_warnings():
             warnings.simplefilter("ignore", Image.DecompressionBombWarning)
             warnings.filterwarnings("ignore", category=UserWarning, module=r"PIL\.")
             with Image.open(source) as im:

@@ -298,3 +298,33 @@ def test_bytes_over_the_pixel_limit_are_refused_from_the_header(monkeypatch: pyt
     with pytest.raises(imageio.ImageTooLarge, match=r"x\.png is 400\.0 megapixels, over the limit") as info:
         imageio.read_image_bytes(_png_bytes(20000, 20000), "x.png")
     assert (info.value.width, info.value.pixels, info.value.limit) == (None, 400_000_000, 50_000)
+
+
+def test_readers_on_many_threads_leave_the_warning_filters_as_they_were() -> None:
+    # Each read swaps the process-wide filter list for its own and puts back what it
+    # found; readers on different threads (the server's requests) must not put back
+    # each other's lists, or Pillow's warnings stay silenced (or a caller's filter is lost).
+    import threading
+
+    buf = io.BytesIO()
+    Image.fromarray(_distinct_channels(64, 64)).save(buf, format="PNG")
+    data = buf.getvalue()
+    before = list(warnings.filters)
+    start = threading.Barrier(8)
+    errors: list[BaseException] = []
+
+    def reader() -> None:
+        try:
+            start.wait()
+            for _ in range(200):
+                imageio.read_image_bytes(data)
+        except BaseException as err:  # reported by the main thread
+            errors.append(err)
+
+    threads = [threading.Thread(target=reader) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    assert warnings.filters == before

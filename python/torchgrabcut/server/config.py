@@ -6,14 +6,20 @@ import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from torchgrabcut.imageio import MAX_IMAGE_PIXELS
 from torchgrabcut.server.access import is_host_name
 from torchgrabcut.server.sessions import DEFAULT_HISTORY_BYTES, DEFAULT_IDLE_TIMEOUT_S
 
 __all__ = ["LIMIT_MAX", "ServerConfig"]
 
-# Upper bounds of the limits: far beyond use, below where they would overflow (pixel and byte
-# counts as integers, a lock's wait in seconds).
-LIMIT_MAX = {"max_upload_mb": 1e6, "max_megapixels": 1e6, "session_timeout_s": 1e9, "queue_timeout_s": 86400.0}
+# Upper bounds of the limits: far beyond use, below where they would overflow (byte counts as
+# integers, a lock's wait in seconds); images no larger than the library reads at all.
+LIMIT_MAX = {
+    "max_upload_mb": 1e6,
+    "max_megapixels": MAX_IMAGE_PIXELS / 1e6,
+    "session_timeout_s": 1e9,
+    "queue_timeout_s": 86400.0,
+}
 
 
 @dataclass
