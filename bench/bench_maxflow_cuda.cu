@@ -8,8 +8,8 @@
 //                                 grid-wide sweeps, the global relabel from a work
 //                                 queue, the relabel and the push phase from it
 //   bench_maxflow_cuda quick      the same without 4096x4096, medians of 5
-//   bench_maxflow_cuda tune [Q]   also tries several (push visits, local rounds) with
-//                                 MaxflowSchedule::queue Q (default 0)
+//   bench_maxflow_cuda tune [Q]   instead, several (push visits, local rounds) with
+//                                 MaxflowSchedule::queue Q (default 0), medians of 3
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -287,6 +287,7 @@ int main(int argc, char** argv) {
     float best = 1e30f;
     int best_k = 8;
     int best_r = 24;
+    bool all_ok = true;
     const int configs[][2] = {{8, 24}, {8, 12}, {8, 8}, {12, 12}, {16, 12}, {16, 8}, {12, 16}, {6, 12}, {16, 24},
                               {32, 24}, {4, 48}};
     for (const auto& kr : configs) {
@@ -301,6 +302,7 @@ int main(int argc, char** argv) {
         std::printf("tune K=%2d R=%2d: 1024 cold %8.3f ms  warm %8.3f ms  batch50 %8.3f ms  crops %8.3f ms %s\n", k,
                     rr, r.cold1024, r.warm1024, r.batch50, r.crops, r.ok ? "" : "CHECK FAILED");
         const float score = r.cold1024 + r.warm1024 + r.batch50 + r.crops;
+        all_ok = all_ok && r.ok;
         if (r.ok && score < best) {
           best = score;
           best_k = k;
@@ -308,7 +310,8 @@ int main(int argc, char** argv) {
         }
       }
     }
-    std::printf("best: K=%d R=%d (the table below uses the defaults)\n", best_k, best_r);
+    std::printf("best: K=%d R=%d\n", best_k, best_r);
+    return all_ok ? 0 : 1;
   }
 
   // The three variants in the same run, each one's table after its statistics.

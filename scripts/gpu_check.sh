@@ -6,6 +6,9 @@
 #   build cmake sanitize pytest   the extension, CUDA tests, compute-sanitizer
 #   cppbench bench                torch-free timings (and the max-flow's phase profile),
 #                                 the end-to-end benchmark
+#   schedules                     only the max-flow benchmarks, built alone: the three
+#                                 MaxflowSchedule queue modes side by side (quick), their
+#                                 phase profile, then the tuning grid of mode 2
 #   robust                        CUDA pytest of robustness, limits, dataset, server, CLI
 #   coco serve pictures scaling   dataset and server benchmarks, the speed plot, the
 #                                 dataset job under torchrun with 1..all GPUs
@@ -37,6 +40,7 @@ OUT=${OUT:-/tmp/gpu_out}
 LOGS=/tmp/gpu_logs
 mkdir -p "$OUT" "$LOGS"
 STEPS=${STEPS:-build cmake sanitize pytest cppbench bench robust coco serve pictures scaling wheel oomcrash}
+# (schedules is not in the default list: cppbench runs the same benchmark in full.)
 status=0
 started=$SECONDS
 bundle_logs() { tar czf "$OUT/logs.tgz" -C /tmp gpu_logs 2>/dev/null || true; }
@@ -123,6 +127,19 @@ if [[ " $STEPS " == *" cppbench "* ]]; then
       tail -14 "$LOGS/$b.log"
     fi
   done
+fi
+
+if [[ " $STEPS " == *" schedules "* ]]; then
+  step "max-flow schedules: the queue modes side by side, their phases, the mode-2 tuning grid"
+  cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release -DGRABCUT_CUDA=ON -DGRABCUT_GTEST_SOURCE="$PWD/.gtest" \
+    > "$LOGS/schedules_build.log" 2>&1 \
+    && cmake --build build-gpu -j 16 --target bench_maxflow_cuda bench_maxflow_cuda_phases >> "$LOGS/schedules_build.log" 2>&1 \
+    || { tail -30 "$LOGS/schedules_build.log"; status=1; }
+  # The benchmarks print line by line: a run stopped by its timeout still shows what it measured.
+  timeout 200 build-gpu/bench_maxflow_cuda quick 2>&1 | tee "$LOGS/schedules.log" | grep -E "variant|ms$|^  [0-9a-z]|cuts =="
+  timeout 150 build-gpu/bench_maxflow_cuda_phases quick > "$LOGS/schedules_phases.log" 2>&1
+  grep -E -A2 "variant:| cold" "$LOGS/schedules_phases.log" | grep -E "variant|phases|push visits"
+  timeout 200 build-gpu/bench_maxflow_cuda tune 2 2>&1 | grep -E "tune K|best"
 fi
 
 if [[ " $STEPS " == *" bench "* ]]; then
