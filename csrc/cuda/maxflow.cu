@@ -18,7 +18,7 @@
 //   old_term[p] int32  the terminal of the last solve (for warm starts).
 //   resmask[p]  uint8  which arcs of p have residual capacity (a global relabel's
 //                      first sweep writes it, its later sweeps read it).
-// That is 33 bytes per pixel, plus 24 bytes per 32x16 tile and 40 bytes per graph.
+// That is 33 bytes per pixel, plus 32 bytes per 32x16 tile and 40 bytes per graph.
 //
 // Why this representation is a valid preflow of an equivalent graph: splitting the
 // net terminal t into source capacity s + D and sink capacity k + D (s - k = t) with
@@ -42,7 +42,7 @@
 //    per graph too (graphs share no arcs): a graph with no such pixel is finished
 //    and its tiles are left out of every later relabel and check ("retired"), so a
 //    batch's easy graphs stop costing sweeps while a hard one is still solving.
-//  * push sweeps (up to push_sweeps between global relabels): each tile that has, or
+//  * push sweeps (up to push_visits between global relabels): each tile that has, or
 //    just received, active pixels loads its heights, residuals and the halo heights
 //    into shared memory (each pixel's own excess and height into its thread's
 //    registers) and runs up to local_rounds rounds of synchronous
@@ -124,7 +124,7 @@ struct Header {
   unsigned int counter[4];
   unsigned int list_count[4];  // tiles on the list of a sweep (slot sweep % 3)
   unsigned int list_next[4];   // how many of them blocks have taken
-  unsigned int outstanding;    // tiles queued or being relaxed (see relax_queued_tiles)
+  unsigned int outstanding;    // tiles queued or running (see run_queued_tiles)
   unsigned int pad[3];
   unsigned long long stats[16];
   unsigned long long queue_head;  // queue entries taken (see queue_pop)
@@ -200,7 +200,8 @@ struct SolverArgs {
   int* flow;  // 4 planes of `pixels` entries
   std::int32_t* old_term;
   std::uint8_t* resmask;  // bit k: residual arc in direction k, as of the relabel's first sweep
-  int* pmark;   // last sweep + 1 the tile was put on a push list for
+  int* pmark;   // last sweep + 1 the tile was put on a push list for (queued push:
+                // its visits in this push phase)
   int* bmark;   // last sweep + 1 the tile was put on a BFS list for
   int* lists;   // 3 x num_tiles: the tiles of sweep s are in row s % 3
   int* tile_state;  // queued relaxation: kTileRunning | kTilePending bits, 0 when idle
@@ -209,7 +210,7 @@ struct SolverArgs {
   std::uint8_t* source_side;
   unsigned long long* flows;  // may be null
   int warm;
-  int push_sweeps;
+  int push_sweeps;  // MaxflowSchedule::push_visits
   int local_rounds;
   int queued_bfs;    // 1: a relabel's sweeps after the first run from a work queue
   int queued_push;   // 1: the push phase runs from the work queue (each tile at most
@@ -404,7 +405,6 @@ __device__ __forceinline__ void list_for_next_sweep(const SolverArgs& a, int* ma
   }
 }
 
-
 // ---------------------------------------------------------------- queued relaxation
 // The alternative to BFS sweeps after a relabel's first one: tiles wait in a queue
 // and any block takes the next one as soon as it is free, so a relabel costs the
@@ -550,7 +550,6 @@ __device__ bool bfs_tile(const SolverArgs& a, int t, int sweep, bool first, Shar
   if (tile_changed && tid == 0) atomicAdd(&a.header->counter[sweep % 3], 1U);
   return tile_changed;
 }
-
 
 // Runs work(t) on queued tiles until none is queued or running; returns how many this
 // block ran. outstanding == 0 is final (see request_tile), so every block returns and
@@ -754,7 +753,8 @@ __device__ void push_tile(const SolverArgs& a, int t, int sweep, Shared& sh) {
     // (see request_tile); a slot's tile is asked for by the thread that sent to it.
     for_each_halo_slot(c, [&](int i, int gx, int gy) {
       const long long v = sh.e[i];
-      if (v != 0) atomicAdd(reinterpret_cast<unsigned long long*>(a.excess + pix(c, gx, gy)), static_cast<unsigned long long>(v));
+      if (v == 0) return;
+      atomicAdd(reinterpret_cast<unsigned long long*>(a.excess + pix(c, gx, gy)), static_cast<unsigned long long>(v));
     });
     __threadfence();
     const bool again = __syncthreads_or(remain);

@@ -434,7 +434,9 @@ TEST(MaxflowCuda, EverySchedule) {
       std::mt19937 rng(93);
       std::normal_distribution<double> gauss(0.0, 3000.0);
       for (HostGraph* g : {&g0, &g1}) {
-        for (auto& t : g->terminal) t = static_cast<std::int32_t>(std::clamp(std::lround(t + gauss(rng)), -115200L, 115200L));
+        for (auto& t : g->terminal) {
+          t = static_cast<std::int32_t>(std::clamp(std::lround(t + gauss(rng)), -115200L, 115200L));
+        }
       }
       batch.upload(graphs, false);
       batch.solve(true);
