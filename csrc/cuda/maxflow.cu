@@ -53,7 +53,10 @@
 //    pushes along it), so capacities hold under any interleaving.
 // A relabel's first sweep and the check find their tiles kThreads at a time
 // (sweep_tiles); every other sweep works on a list of the tiles that need it, built
-// by the sweep before and shared out among the blocks (pull_tiles). Exactness does
+// by the sweep before and shared out among the blocks (pull_tiles). With
+// MaxflowSchedule::queue 1, a relabel's sweeps after its first are replaced by one
+// phase in which blocks take tiles from a work queue (run_queued_tiles); with 2, the
+// push sweeps too (each tile at most push_visits visits per phase). Exactness does
 // not depend on the heights being valid labels: it rests only on the preflow
 // invariants and on the exact BFS of the final check. The outputs (cut and flow
 // value) are unique for a graph, so they are deterministic although the order of
