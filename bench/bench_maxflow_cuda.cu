@@ -333,7 +333,7 @@ int main(int argc, char** argv) {
   row("1024x1024 warm", &Results::warm1024);
   row("50 x 500x400 (batch)", &Results::batch50);
   row("512 crops (batch)", &Results::crops);
-  row("4096x4096 cold", &Results::big);
+  if (!quick) row("4096x4096 cold", &Results::big);
   const bool ok = by_variant[0].ok && by_variant[1].ok && by_variant[2].ok;
   std::printf("  workspace             %9.3f bytes/pixel (1024x1024), %.3f (4096x4096)\n",
               static_cast<double>(one.workspace_bytes()) / static_cast<double>(one.pixels()),
