@@ -274,7 +274,9 @@ def _image_to_chw(image: object, name: str) -> tuple[torch.Tensor, bool]:
         if image.dtype != np.uint8:
             raise _not_uint8(image, name)
         if image.ndim != 3 or image.shape[2] != 3:
-            raise ValueError(f"{name}: expected a numpy array of shape (H, W, 3), got {image.shape}")
+            raise ValueError(
+                f"{name}: expected a numpy array of shape (H, W, 3), got {image.shape}{_shape_hint(image.shape, False)}"
+            )
         if image.shape[0] == 0 or image.shape[1] == 0:
             raise ValueError(f"{name}: expected a non-empty image, got shape {image.shape}")
         return _from_numpy(image).permute(2, 0, 1), True
@@ -289,11 +291,30 @@ def _check_tensor_image(image: torch.Tensor, name: str, batched: bool) -> None:
         raise _not_uint8(image, name)
     shape = "(B, 3, H, W)" if batched else "(3, H, W)"
     if image.dim() != (4 if batched else 3) or image.shape[-3] != 3:
-        raise ValueError(f"{name}: expected a tensor of shape {shape}, got {tuple(image.shape)}")
+        hint = _shape_hint(tuple(image.shape), True)
+        raise ValueError(f"{name}: expected a tensor of shape {shape}, got {tuple(image.shape)}{hint}")
     if image.shape[-1] == 0 or image.shape[-2] == 0:
         raise ValueError(f"{name}: expected a non-empty image, got shape {tuple(image.shape)}")
     if image.device.type not in ("cpu", "cuda"):
         raise ValueError(f"{name}: expected a CPU or CUDA tensor, got device {image.device}")
+
+
+def _shape_hint(shape: tuple[int, ...], tensor: bool) -> str:
+    """How to get from the usual wrong shapes to the expected one (channels last or first, grey, alpha)."""
+    n = len(shape)
+    if tensor:
+        channels = shape[-3] if n in (3, 4) else None
+        if channels != 3 and n in (3, 4) and shape[-1] == 3:
+            return f" (channels last? pass image.permute({'0, 3, 1, 2' if n == 4 else '2, 0, 1'}))"
+    else:
+        channels = shape[2] if n == 3 else None
+        if channels != 3 and n == 3 and shape[0] == 3:
+            return " (channels first? pass image.transpose(1, 2, 0))"
+    if n == 2 or channels == 1:
+        return " (a grey image: repeat it into 3 channels)"
+    if channels == 4:
+        return " (drop the alpha channel)"
+    return ""
 
 
 def _not_uint8(image: np.ndarray | torch.Tensor, name: str) -> TypeError:

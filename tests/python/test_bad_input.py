@@ -207,3 +207,23 @@ def test_direct_op_calls_are_checked() -> None:
     out, learnt = op(img, m, model, [], 1, 5, 50.0, 0, False, False)  # not frozen: learnt from the mask
     assert torch.equal(out, m) and learnt[0, 0, 0] == 1.0 and learnt[0, 5, 0] == 1.0
     assert torch.all(mask == GC_BGD)
+
+
+HWC = torch.from_numpy(IMG)
+HINTS = [
+    (HWC, r"got \(20, 30, 3\) \(channels last\? pass image\.permute\(2, 0, 1\)\)"),
+    (HWC[None].expand(2, -1, -1, -1), r"got \(2, 20, 30, 3\) \(channels last\? pass image\.permute\(0, 3, 1, 2\)\)"),
+    (np.ascontiguousarray(IMG.transpose(2, 0, 1)), r"\(channels first\? pass image\.transpose\(1, 2, 0\)\)"),
+    (IMG[:, :, 0], r"\(a grey image: repeat it into 3 channels\)"),
+    (HWC[:, :, 0], r"\(a grey image: repeat it into 3 channels\)"),
+    (HWC.permute(2, 0, 1)[:1], r"\(a grey image: repeat it into 3 channels\)"),
+    (np.zeros((20, 30, 4), np.uint8), r"\(drop the alpha channel\)"),
+    (torch.zeros(4, 20, 30, dtype=torch.uint8), r"\(drop the alpha channel\)"),
+    (np.zeros((20, 30, 2), np.uint8), r"got \(20, 30, 2\)$"),
+]
+
+
+@pytest.mark.parametrize(("image", "pattern"), HINTS)
+def test_wrong_image_shapes_say_how_to_fix_the_usual_ones(image: np.ndarray | torch.Tensor, pattern: str) -> None:
+    with pytest.raises(ValueError, match=pattern):
+        grabcut(image, box=BOX)
