@@ -71,7 +71,7 @@ if [[ " $STEPS " == *" cmake "* ]]; then
     timeout 240 build-gpu/cuda_tests --gtest_brief=1 > "$LOGS/cuda_tests.log" 2>&1
     [[ $? -eq 0 ]] || status=1
     tail -25 "$LOGS/cuda_tests.log"
-    # Every solve again with the work queue (detail::maxflow_set_queue): mode 1, the
+    # Every max-flow test again with the work queue (MaxflowSchedule::queue): mode 1, the
     # global relabel; mode 2, the relabel and the push phase.
     for mode in 1 2; do
       GRABCUT_TEST_QUEUE=$mode timeout 240 build-gpu/cuda_tests --gtest_brief=1 > "$LOGS/cuda_tests_queue$mode.log" 2>&1
