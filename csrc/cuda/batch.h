@@ -1,6 +1,6 @@
 // A batch of images of different sizes on the GPU: where image b lives (one
-// descriptor, BatchImage, for the stages and the batch transfer; the max-flow's
-// GridDesc, maxflow_cuda.h, has the same fields), and how a kernel is launched
+// descriptor, BatchImage, for the stages, the batch transfer and the max-flow,
+// whose GridDesc is this type), and how a kernel is launched
 // over all images at once (one grid shape, one way of opening a per-pixel kernel).
 //
 // Two layouts hold a batch. Images and masks are pitched: every image padded to one

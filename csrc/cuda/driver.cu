@@ -42,12 +42,7 @@ struct DriverBuffers {
 std::vector<GridDesc> graph_descs(const BatchLayout& layout) {
   std::vector<GridDesc> desc;
   for (const BatchImage& im : layout.images) {
-    if (im.pixels() == 0) continue;
-    GridDesc d;
-    d.offset = im.offset;
-    d.height = im.height;
-    d.width = im.width;
-    desc.push_back(d);
+    if (im.pixels() > 0) desc.push_back(im);
   }
   return desc;
 }

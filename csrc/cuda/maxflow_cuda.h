@@ -9,16 +9,13 @@
 #include <vector>
 
 #include "core/maxflow.h"
+#include "cuda/batch.h"
 
 namespace grabcut::cuda {
 
 // Where graph b of a batch lives in the flat per-pixel arrays: pixels
-// offset .. offset + height * width - 1, row-major.
-struct GridDesc {
-  std::int64_t offset = 0;
-  std::int32_t height = 0;
-  std::int32_t width = 0;
-};
+// offset .. offset + height * width - 1, row-major (the stages' image descriptor).
+using GridDesc = BatchImage;
 
 // Device arrays of a batch of graphs, packed one after another (see GridDesc).
 // terminal and nlink[d] are as in core/maxflow.h (net terminal capacities; forward
