@@ -1,0 +1,78 @@
+"""Writes GrabCut-50 as PPM images and a box list for the torch-free C++ benchmarks.
+
+    python bench/grabcut50_ppm.py --out DIR [--size 1024] [--data data/grabcut50]
+
+Each image is resized to exactly SIZE x SIZE (bicubic, Pillow; the box scaled with
+it, as the GPU benchmark of issue 20 does) or, with --size 0, kept at its own size.
+DIR/list.txt gets one line per image, "name.ppm x0 y0 x1 y1" with a half-open box,
+which tests/common/ppm_image.h reads. The PPMs hold the image's channels in OpenCV's
+order (BGR), the order the library's callers pass. The dataset's licence is for
+research only: write DIR outside the package (a temporary folder).
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import os
+from pathlib import Path
+
+import numpy as np
+from PIL import Image
+
+
+def scale_box(box: tuple[int, int, int, int], sy: float, sx: float, h: int, w: int) -> tuple[int, int, int, int]:
+    x0, y0, x1, y1 = box
+    return int(x0 * sx), int(y0 * sy), min(w, int(np.ceil(x1 * sx))), min(h, int(np.ceil(y1 * sy)))
+
+
+def load_items(root: Path) -> list[tuple[str, np.ndarray, tuple[int, int, int, int]]]:
+    """(name, BGR image, half-open box) of each row of boxes.csv (inclusive corners there).
+
+    Reads the files with Pillow alone, so that it runs where the extension is not built.
+    """
+    items = []
+    with (root / "boxes.csv").open(newline="", encoding="utf-8-sig") as f:
+        for row in csv.DictReader(f):
+            with Image.open(root / "images" / row["name"]) as im:
+                image = np.asarray(im.convert("RGB"))[:, :, ::-1]
+            h, w = image.shape[:2]
+            x0, y0, x1, y1 = (int(row[c]) for c in ("x0", "y0", "x1", "y1"))
+            if not (0 <= x0 <= x1 < w and 0 <= y0 <= y1 < h):
+                raise ValueError(f"boxes.csv: the box of {row['name']} does not fit its {h}x{w} image")
+            items.append((row["name"], image, (x0, y0, x1 + 1, y1 + 1)))
+    return items
+
+
+def write_ppm(path: Path, image: np.ndarray) -> None:
+    h, w = image.shape[:2]
+    with path.open("wb") as f:
+        f.write(f"P6\n{w} {h}\n255\n".encode("ascii"))
+        f.write(np.ascontiguousarray(image, dtype=np.uint8).tobytes())
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", required=True, type=Path)
+    parser.add_argument("--size", type=int, default=1024, help="side of the square images; 0 keeps each size")
+    parser.add_argument("--data", default=os.environ.get("TORCHGRABCUT_GRABCUT50", "data/grabcut50"))
+    args = parser.parse_args()
+    if args.size < 0 or args.size > 8192:
+        parser.error("--size: expected 0..8192")
+    args.out.mkdir(parents=True, exist_ok=True)
+    lines = []
+    for name_in, image, box in load_items(Path(args.data)):
+        h, w = image.shape[:2]
+        if args.size > 0:
+            resized = Image.fromarray(image[:, :, ::-1]).resize((args.size, args.size), Image.BICUBIC)
+            image = np.asarray(resized)[:, :, ::-1]
+            box = scale_box(box, args.size / h, args.size / w, args.size, args.size)
+        name = Path(name_in).stem + ".ppm"
+        write_ppm(args.out / name, image)
+        lines.append(f"{name} {box[0]} {box[1]} {box[2]} {box[3]}\n")
+    (args.out / "list.txt").write_text("".join(lines))
+    print(f"{len(lines)} images written to {args.out}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,900 @@
+// A model of the GPU max-flow's schedule (csrc/cuda/maxflow.cu), run on the CPU: the
+// same tiles, the same per-tile steps (Jacobi BFS relaxation, synchronous push and
+// relabel rounds), the same phases and work queue, with the GPU's blocks simulated as
+// a discrete-event system. It counts what the GPU solver would do (global relabels,
+// phases, tile visits, push rounds, grid barriers) and estimates its time from costs
+// per step measured on the H200 (bench/RESULTS.md, v0.7), so that schedules can be
+// compared on real GrabCut graphs where no GPU is at hand. Every cut is checked
+// against the CPU solver (core/maxflow.cpp); a mismatch is an error (exit 1).
+//
+//   model_maxflow_tiles synthetic [SIDE [SEED]]      the GrabCut-like test graph of
+//                        tests/cuda (the one whose GPU counts RESULTS.md records),
+//                        cold and one warm solve
+//   model_maxflow_tiles list FILE [COUNT]            images of a list written by
+//                        bench/grabcut50_ppm.py: every iteration of a 5-iteration
+//                        GrabCut from the box (the first cold, then warm)
+//   options: --variants a,b,...  (default: all; see kVariants) --blocks B (264)
+//
+// What the model leaves out: memory traffic beyond the per-visit costs, the order in
+// which concurrent visits' atomics land (a visit reads the state at its start and its
+// writes land at its end), and within a grid-wide sweep every tile reads the state of
+// the sweep's start. The counts of the GPU solver are the reference for it.
+#include <algorithm>
+#include <array>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <deque>
+#include <limits>
+#include <queue>
+#include <random>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "common/grabcut_graph.h"
+#include "common/grabcut_iterations.h"
+#include "common/grid_graph.h"
+#include "common/ppm_image.h"
+#include "core/common.h"
+#include "core/driver.h"
+#include "core/maxflow.h"
+
+namespace {
+
+using grabcut::testing::HostGridGraph;
+
+constexpr int kTileW = 32;
+constexpr int kTileH = 16;
+constexpr int kPadW = kTileW + 2;
+constexpr int kPadH = kTileH + 2;
+constexpr int kPad = kPadW * kPadH;
+constexpr int kThreads = kTileW * kTileH;
+constexpr int kInf = 0x3fffffff;
+
+constexpr int dir_dy(int k) { return (k == 0 || k == 4) ? 0 : (k < 4 ? 1 : -1); }
+constexpr int dir_dx(int k) { return (k == 0 || k == 1 || k == 7) ? 1 : ((k == 2 || k == 6) ? 0 : -1); }
+
+// A schedule of the GPU solver, or a candidate for one.
+struct Variant {
+  const char* name;
+  int queue;         // 0: grid-wide sweeps; 2: the relabel's later sweeps and the push phase from a queue
+  int push_visits;   // visits of a tile per push phase (sweeps per phase with queue 0)
+  int local_rounds;  // push-relabel rounds per visit
+  // Region relabel inside a push visit: the tile's labels set to their exact
+  // distances inside the tile (halo labels fixed) at the visit's start (bit 0) and
+  // after a round that relabelled a pixel but pushed nothing (bit 1).
+  int region_relabel;
+  bool warm = true;  // later graphs of a sequence start from the last flow (else cold)
+};
+
+const Variant kVariants[] = {
+    {"q0", 0, 8, 24, 0, true},  // v0.7, the library's default
+    {"q2", 2, 8, 24, 0, true},  // v0.9 prototype
+    {"q2rs", 2, 8, 24, 1, true},  // + region relabel at each visit's start
+    {"q2rr", 2, 8, 24, 3, true},  // + region relabel at the start and when stalled
+    {"q2rr64", 2, 8, 64, 3, true},  // the same with longer visits
+    {"q2rr16v", 2, 16, 64, 3, true},
+    {"q0cold", 0, 8, 24, 0, false},  // every iteration from zero flow
+    {"q2cold", 2, 8, 24, 0, false},
+};
+
+// Costs of the GPU solver's steps on the H200 (us), from the v0.7 profile: a push
+// round ~1.4 us, a BFS tile relaxation ~4.7 us (a load and ~10 Jacobi steps).
+struct Costs {
+  int blocks = 264;  // 132 SMs x 2 blocks
+  double bfs_visit = 1.7;
+  double bfs_step = 0.3;
+  double push_visit = 1.5;
+  double push_round = 1.4;
+  double idle_visit = 0.8;  // a push visit that finds nothing to do, a check of a tile
+  double barrier = 3.0;
+};
+
+struct Counts {
+  long long relabels = 0, bfs_phases = 0, push_phases = 0, barriers = 0;
+  long long bfs_visits = 0, bfs_steps = 0, push_visits = 0, push_rounds = 0, capped_visits = 0;
+  long long region_relabels = 0;
+  double time_us = 0;
+  double bfs_us = 0, check_us = 0, push_us = 0;  // time_us by phase
+
+  Counts& operator+=(const Counts& o) {
+    relabels += o.relabels;
+    bfs_phases += o.bfs_phases;
+    push_phases += o.push_phases;
+    barriers += o.barriers;
+    bfs_visits += o.bfs_visits;
+    bfs_steps += o.bfs_steps;
+    push_visits += o.push_visits;
+    push_rounds += o.push_rounds;
+    capped_visits += o.capped_visits;
+    region_relabels += o.region_relabels;
+    time_us += o.time_us;
+    bfs_us += o.bfs_us;
+    check_us += o.check_us;
+    push_us += o.push_us;
+    return *this;
+  }
+};
+
+// What one tile visit changes, applied when the visit ends.
+struct Writes {
+  std::vector<std::pair<std::int64_t, long long>> excess;      // pixel, delta
+  std::vector<std::pair<std::int64_t, int>> flow;              // 4 * pixel + d, delta
+  std::vector<std::pair<std::int64_t, int>> height;            // pixel, new label
+  std::vector<int> requests;                                   // tiles asked for
+  bool again = false;                                          // asks for itself
+  bool changed = false;
+  double cost = 0;
+  void clear() {
+    excess.clear();
+    flow.clear();
+    height.clear();
+    requests.clear();
+    again = false;
+    changed = false;
+    cost = 0;
+  }
+};
+
+class TileModel {
+ public:
+  TileModel(const Variant& v, const Costs& costs) : v_(v), c_(costs) {}
+
+  // Solves g (warm: from the flow of the last solve, whose graph had the same
+  // n-links); returns the canonical cut (1 = source side).
+  std::vector<std::uint8_t> solve(const HostGridGraph& g, bool warm, Counts& counts) {
+    counts = Counts{};
+    counts_ = &counts;
+    setup(g, warm);
+    for (;;) {
+      ++counts.relabels;
+      double start = counts.time_us;
+      global_relabel();
+      counts.bfs_us += counts.time_us - start;
+      start = counts.time_us;
+      const bool active = check();
+      counts.check_us += counts.time_us - start;
+      if (!active) break;
+      start = counts.time_us;
+      push_phase();
+      counts.push_us += counts.time_us - start;
+      if (counts.push_visits > 50'000'000) throw std::runtime_error("model: no progress");
+    }
+    std::vector<std::uint8_t> cut(n_);
+    for (std::int64_t p = 0; p < n_; ++p) cut[p] = height_[p] >= kInf ? 1 : 0;
+    return cut;
+  }
+
+ private:
+  const Variant& v_;
+  Costs c_;
+  Counts* counts_ = nullptr;
+  const HostGridGraph* g_ = nullptr;
+  int H_ = 0, W_ = 0, tiles_x_ = 0, tiles_y_ = 0, tiles_ = 0;
+  std::int64_t n_ = 0;
+  std::vector<long long> excess_;
+  std::vector<int> height_;
+  std::vector<int> flow_;  // 4 per pixel
+  std::vector<std::int32_t> old_term_;
+  std::vector<std::uint8_t> resmask_;
+  std::vector<int> tile_state_, visits_;
+  std::deque<int> queue_;
+  long long outstanding_ = 0;
+
+  static constexpr int kRunning = 1;
+  static constexpr int kPending = 2;
+
+  bool in_grid(int x, int y) const { return x >= 0 && y >= 0 && x < W_ && y < H_; }
+  std::int64_t pix(int x, int y) const { return static_cast<std::int64_t>(y) * W_ + x; }
+
+  unsigned residual(int x, int y, int k) const {
+    const int nx = x + dir_dx(k);
+    const int ny = y + dir_dy(k);
+    if (!in_grid(nx, ny)) return 0;
+    if (k < 4) {
+      const std::int64_t p = pix(x, y);
+      return static_cast<unsigned>(g_->nlink[k][p]) - static_cast<unsigned>(flow_[4 * p + k]);
+    }
+    const std::int64_t q = pix(nx, ny);
+    return static_cast<unsigned>(g_->nlink[k - 4][q]) + static_cast<unsigned>(flow_[4 * q + k - 4]);
+  }
+
+  void setup(const HostGridGraph& g, bool warm) {
+    const bool same = g_ != nullptr && warm && H_ == g.height && W_ == g.width;
+    g_ = &g;
+    H_ = g.height;
+    W_ = g.width;
+    n_ = static_cast<std::int64_t>(H_) * W_;
+    tiles_x_ = (W_ + kTileW - 1) / kTileW;
+    tiles_y_ = (H_ + kTileH - 1) / kTileH;
+    tiles_ = tiles_x_ * tiles_y_;
+    if (!same) {
+      excess_.assign(n_, 0);
+      flow_.assign(4 * n_, 0);
+      old_term_.assign(n_, 0);
+      for (std::int64_t p = 0; p < n_; ++p) excess_[p] = g.terminal[p];
+    } else {
+      for (std::int64_t p = 0; p < n_; ++p) excess_[p] += static_cast<long long>(g.terminal[p]) - old_term_[p];
+    }
+    old_term_ = g.terminal;
+    height_.assign(n_, kInf);
+    resmask_.assign(n_, 0);
+    tile_state_.assign(tiles_, 0);
+    visits_.assign(tiles_, 0);
+    queue_.clear();
+    outstanding_ = 0;
+  }
+
+  void apply(const Writes& w) {
+    for (const auto& [p, d] : w.excess) excess_[p] += d;
+    for (const auto& [i, d] : w.flow) flow_[i] += d;
+    for (const auto& [p, h] : w.height) height_[p] = h;
+  }
+
+  void neighbours_of_tile(int t, std::vector<int>& out) const {
+    const int tx = t % tiles_x_;
+    const int ty = t / tiles_x_;
+    for (int dy = -1; dy <= 1; ++dy) {
+      for (int dx = -1; dx <= 1; ++dx) {
+        if (dx == 0 && dy == 0) continue;
+        const int nx = tx + dx;
+        const int ny = ty + dy;
+        if (nx >= 0 && ny >= 0 && nx < tiles_x_ && ny < tiles_y_) out.push_back(ny * tiles_x_ + nx);
+      }
+    }
+  }
+
+  // ------------------------------------------------------------ tile work
+  // Jacobi relaxation of labels in a padded tile: lab holds the halo (fixed) and the
+  // interior's starting labels; relaxing pixels take min(own, 1 + residual neighbour)
+  // until nothing changes. Returns the Jacobi steps (the GPU's barriers).
+  int jacobi(std::array<int, kPad>& lab, const std::array<std::uint8_t, kThreads>& mask,
+             const std::array<bool, kThreads>& relaxes, bool& changed) {
+    std::array<int, kPad> next = lab;
+    std::vector<int> frontier;
+    for (int i = 0; i < kThreads; ++i) {
+      if (relaxes[i]) frontier.push_back(i);
+    }
+    std::array<int, kThreads> stamp{};
+    int steps = 0;
+    changed = false;
+    std::vector<int> moved;
+    for (;;) {
+      ++steps;
+      moved.clear();
+      for (const int i : frontier) {
+        const int me = (i / kTileW + 1) * kPadW + i % kTileW + 1;
+        int d = lab[me];
+        for (int k = 0; k < 8; ++k) {
+          if (mask[i] & (1U << k)) d = std::min(d, lab[me + dir_dy(k) * kPadW + dir_dx(k)] + 1);
+        }
+        if (d < lab[me]) {
+          next[me] = d;
+          moved.push_back(i);
+        }
+      }
+      for (const int i : moved) {
+        const int me = (i / kTileW + 1) * kPadW + i % kTileW + 1;
+        lab[me] = next[me];
+      }
+      if (moved.empty()) break;
+      changed = true;
+      // The next step re-evaluates the relaxing pixels with a residual arc into a
+      // pixel that moved.
+      frontier.clear();
+      for (const int i : moved) {
+        const int lx = i % kTileW;
+        const int ly = i / kTileW;
+        for (int k = 0; k < 8; ++k) {
+          const int nx = lx + dir_dx(k);
+          const int ny = ly + dir_dy(k);
+          if (nx < 0 || ny < 0 || nx >= kTileW || ny >= kTileH) continue;
+          const int j = ny * kTileW + nx;
+          if (!relaxes[j] || !(mask[j] & (1U << (k ^ 4))) || stamp[j] == steps) continue;
+          stamp[j] = steps;
+          frontier.push_back(j);
+        }
+      }
+    }
+    return steps;
+  }
+
+  // bfs_tile: relaxes tile t to local stability (first: from the sinks, writing the
+  // residual masks; otherwise from the current labels).
+  void bfs_visit(int t, bool first, Writes& w) {
+    w.clear();
+    const int x0 = (t % tiles_x_) * kTileW;
+    const int y0 = (t / tiles_x_) * kTileH;
+    std::array<int, kPad> lab;
+    std::array<std::uint8_t, kThreads> mask{};
+    std::array<bool, kThreads> relaxes{};
+    for (int py = 0; py < kPadH; ++py) {
+      for (int px = 0; px < kPadW; ++px) {
+        const int gx = x0 + px - 1;
+        const int gy = y0 + py - 1;
+        int h = kInf;
+        if (in_grid(gx, gy)) h = first ? (excess_[pix(gx, gy)] < 0 ? 0 : kInf) : height_[pix(gx, gy)];
+        lab[py * kPadW + px] = h;
+      }
+    }
+    for (int i = 0; i < kThreads; ++i) {
+      const int x = x0 + i % kTileW;
+      const int y = y0 + i / kTileW;
+      if (!in_grid(x, y)) continue;
+      const std::int64_t p = pix(x, y);
+      if (first) {
+        unsigned m = 0;
+        for (int k = 0; k < 8; ++k) {
+          if (residual(x, y, k) != 0U) m |= 1U << k;
+        }
+        resmask_[p] = static_cast<std::uint8_t>(m);  // read only by this tile, later in this relabel
+      }
+      mask[i] = resmask_[p];
+      const int me = (i / kTileW + 1) * kPadW + i % kTileW + 1;
+      relaxes[i] = lab[me] != 0 && mask[i] != 0;
+    }
+    bool changed = false;
+    const int steps = jacobi(lab, mask, relaxes, changed);
+    counts_->bfs_steps += steps;
+    for (int i = 0; i < kThreads; ++i) {
+      const int x = x0 + i % kTileW;
+      const int y = y0 + i / kTileW;
+      if (!in_grid(x, y)) continue;
+      const int me = (i / kTileW + 1) * kPadW + i % kTileW + 1;
+      if (first || lab[me] != height_[pix(x, y)]) w.height.emplace_back(pix(x, y), lab[me]);
+    }
+    w.changed = changed;
+    if (changed) {
+      neighbours_of_tile(t, w.requests);
+      // A sweep lists the tile itself again; the queue does not (it is locally stable).
+      if (v_.queue == 0) w.requests.push_back(t);
+    }
+    w.cost = c_.bfs_visit + c_.bfs_step * steps;
+  }
+
+  // push_tile: up to local_rounds synchronous push and relabel rounds.
+  void push_visit(int t, Writes& w) {
+    w.clear();
+    const int x0 = (t % tiles_x_) * kTileW;
+    const int y0 = (t / tiles_x_) * kTileH;
+    std::array<long long, kThreads> ex{};
+    std::array<long long, kPad> inbox{};
+    std::array<int, kPad> lab;
+    std::array<std::array<unsigned, 8>, kThreads> res{};
+    std::array<std::array<unsigned, 8>, kThreads> res0{};
+    std::array<bool, kThreads> valid{};
+    std::array<long long, kThreads> e0{};
+    std::array<int, kPad> h0{};
+    bool any = false;
+    for (int py = 0; py < kPadH; ++py) {
+      for (int px = 0; px < kPadW; ++px) {
+        const int gx = x0 + px - 1;
+        const int gy = y0 + py - 1;
+        lab[py * kPadW + px] = in_grid(gx, gy) ? height_[pix(gx, gy)] : kInf;
+      }
+    }
+    for (int i = 0; i < kThreads; ++i) {
+      const int x = x0 + i % kTileW;
+      const int y = y0 + i / kTileW;
+      valid[i] = in_grid(x, y);
+      if (!valid[i]) continue;
+      const std::int64_t p = pix(x, y);
+      ex[i] = e0[i] = excess_[p];
+      const int me = (i / kTileW + 1) * kPadW + i % kTileW + 1;
+      any = any || (ex[i] > 0 && lab[me] < kInf);
+    }
+    if (!any) {
+      w.cost = c_.idle_visit;
+      return;
+    }
+    for (int i = 0; i < kThreads; ++i) {
+      if (!valid[i]) continue;
+      const int x = x0 + i % kTileW;
+      const int y = y0 + i / kTileW;
+      for (int k = 0; k < 8; ++k) res[i][k] = res0[i][k] = residual(x, y, k);
+    }
+    h0 = lab;
+    auto me_of = [](int i) { return (i / kTileW + 1) * kPadW + i % kTileW + 1; };
+    double cost = c_.push_visit;
+    if (v_.region_relabel & 1) cost += region_relabel(lab, res, ex, valid);
+    int round = 0;
+    std::vector<std::pair<int, int>> relabelled;
+    for (; round < v_.local_rounds; ++round) {
+      // Push: every active pixel to its strictly lower residual neighbours.
+      bool pushed = false;
+      for (int i = 0; i < kThreads; ++i) {
+        const int me = me_of(i);
+        const int hm = lab[me];
+        if (!valid[i] || ex[i] <= 0 || hm >= kInf) continue;
+        long long left = ex[i];
+        for (int k = 0; k < 8 && left > 0; ++k) {
+          const int nb = me + dir_dy(k) * kPadW + dir_dx(k);
+          const unsigned r = res[i][k];
+          if (lab[nb] >= hm || r == 0U) continue;
+          const long long amount = std::min<long long>(left, r);
+          res[i][k] = r - static_cast<unsigned>(amount);
+          const int nlx = i % kTileW + dir_dx(k);
+          const int nly = i / kTileW + dir_dy(k);
+          if (nlx >= 0 && nlx < kTileW && nly >= 0 && nly < kTileH) {
+            res[nly * kTileW + nlx][k ^ 4] += static_cast<unsigned>(amount);
+          }
+          inbox[nb] += amount;
+          left -= amount;
+          pushed = true;
+        }
+        ex[i] = left;
+      }
+      // Relabel: from the labels the push saw.
+      bool still = false;
+      relabelled.clear();
+      for (int i = 0; i < kThreads; ++i) {
+        if (!valid[i]) continue;
+        const int me = me_of(i);
+        ex[i] += inbox[me];
+        inbox[me] = 0;
+        int hm = lab[me];
+        if (ex[i] > 0 && hm < kInf) {
+          int m = kInf;
+          for (int k = 0; k < 8; ++k) {
+            if (res[i][k] != 0U) m = std::min(m, lab[me + dir_dy(k) * kPadW + dir_dx(k)]);
+          }
+          if (m >= hm) {
+            hm = m >= kInf - 1 ? kInf : m + 1;
+            relabelled.emplace_back(me, hm);
+          }
+          still = still || hm < kInf;
+        }
+      }
+      for (const auto& [me, h] : relabelled) lab[me] = h;
+      if ((v_.region_relabel & 2) && !pushed && !relabelled.empty()) {
+        cost += region_relabel(lab, res, ex, valid);
+        still = false;
+        for (int i = 0; i < kThreads; ++i) still = still || (valid[i] && ex[i] > 0 && lab[me_of(i)] < kInf);
+      }
+      if (!still) break;
+    }
+    const int rounds = std::min(round + 1, v_.local_rounds);
+    counts_->push_rounds += rounds;
+    if (round == v_.local_rounds) ++counts_->capped_visits;
+    cost += c_.push_round * rounds;
+    // Write-back.
+    bool remain = false;
+    for (int i = 0; i < kThreads; ++i) {
+      if (!valid[i]) continue;
+      const int x = x0 + i % kTileW;
+      const int y = y0 + i / kTileW;
+      const std::int64_t p = pix(x, y);
+      const int me = me_of(i);
+      if (ex[i] != e0[i]) w.excess.emplace_back(p, ex[i] - e0[i]);
+      if (lab[me] != h0[me]) w.height.emplace_back(p, lab[me]);
+      for (int k = 0; k < 8; ++k) {
+        if (res[i][k] == res0[i][k]) continue;
+        if (k < 4) {
+          w.flow.emplace_back(4 * p + k, static_cast<int>(res0[i][k] - res[i][k]));
+        } else {
+          const int nlx = i % kTileW + dir_dx(k);
+          const int nly = i / kTileW + dir_dy(k);
+          if (nlx >= 0 && nlx < kTileW && nly >= 0 && nly < kTileH) continue;
+          w.flow.emplace_back(4 * pix(x + dir_dx(k), y + dir_dy(k)) + (k - 4), static_cast<int>(res[i][k] - res0[i][k]));
+        }
+      }
+      remain = remain || (ex[i] > 0 && lab[me] < kInf);
+    }
+    const int tx = t % tiles_x_;
+    const int ty = t / tiles_x_;
+    for (int py = 0; py < kPadH; ++py) {
+      for (int px = 0; px < kPadW; ++px) {
+        const bool interior = py >= 1 && py <= kTileH && px >= 1 && px <= kTileW;
+        const long long v = inbox[py * kPadW + px];
+        if (interior || v == 0) continue;
+        const int gx = x0 + px - 1;
+        const int gy = y0 + py - 1;
+        w.excess.emplace_back(pix(gx, gy), v);
+        const int ntx = tx + (px == 0 ? -1 : (px == kPadW - 1 ? 1 : 0));
+        const int nty = ty + (py == 0 ? -1 : (py == kPadH - 1 ? 1 : 0));
+        w.requests.push_back(nty * tiles_x_ + ntx);
+      }
+    }
+    std::sort(w.requests.begin(), w.requests.end());
+    w.requests.erase(std::unique(w.requests.begin(), w.requests.end()), w.requests.end());
+    w.again = remain;
+    w.cost = cost;
+  }
+
+  // Exact distances inside the tile to its sinks (pixels with sink capacity left)
+  // or to the halo (labels fixed), over the current residual arcs. A label only
+  // rises: labels across tile boundaries are not always valid (a visit pushes on
+  // what it last saw of its halo), so a distance may be below the current label.
+  // Returns its cost.
+  double region_relabel(std::array<int, kPad>& lab, const std::array<std::array<unsigned, 8>, kThreads>& res,
+                        const std::array<long long, kThreads>& ex, const std::array<bool, kThreads>& valid) {
+    ++counts_->region_relabels;
+    std::array<std::uint8_t, kThreads> mask{};
+    std::array<bool, kThreads> relaxes{};
+    std::array<int, kPad> d = lab;
+    for (int i = 0; i < kThreads; ++i) {
+      const int me = (i / kTileW + 1) * kPadW + i % kTileW + 1;
+      if (!valid[i]) {
+        d[me] = kInf;
+        continue;
+      }
+      unsigned m = 0;
+      for (int k = 0; k < 8; ++k) {
+        if (res[i][k] != 0U) m |= 1U << k;
+      }
+      mask[i] = static_cast<std::uint8_t>(m);
+      const bool sink = ex[i] < 0;
+      d[me] = sink ? 0 : kInf;
+      relaxes[i] = !sink && m != 0;
+    }
+    bool changed = false;
+    const int steps = jacobi(d, mask, relaxes, changed);
+    for (int i = 0; i < kThreads; ++i) {
+      if (!valid[i]) continue;
+      const int me = (i / kTileW + 1) * kPadW + i % kTileW + 1;
+      lab[me] = std::max(lab[me], d[me]);
+    }
+    return c_.bfs_step * steps;
+  }
+
+  // ------------------------------------------------------------ phases
+  // A grid-wide sweep over `tiles` (every block reads the state of the sweep's start;
+  // blocks take tiles in list order as they free up, or statically: t % blocks).
+  template <class Visit>
+  std::vector<int> sweep(const std::vector<int>& tiles, bool static_shares, Visit visit) {
+    std::vector<Writes> writes(tiles.size());
+    for (std::size_t i = 0; i < tiles.size(); ++i) visit(tiles[i], writes[i]);
+    std::vector<double> block(static_cast<std::size_t>(c_.blocks), 0.0);
+    std::priority_queue<std::pair<double, int>, std::vector<std::pair<double, int>>, std::greater<>> free_at;
+    for (int b = 0; b < c_.blocks; ++b) free_at.emplace(0.0, b);
+    double longest = 0;
+    for (std::size_t i = 0; i < tiles.size(); ++i) {
+      double end = 0;
+      if (static_shares) {
+        auto& b = block[static_cast<std::size_t>(tiles[i] % c_.blocks)];
+        b += writes[i].cost;
+        end = b;
+      } else {
+        auto [at, b] = free_at.top();
+        free_at.pop();
+        end = at + writes[i].cost;
+        free_at.emplace(end, b);
+      }
+      longest = std::max(longest, end);
+    }
+    std::vector<int> next;
+    for (const auto& w : writes) {
+      apply(w);
+      for (const int r : w.requests) next.push_back(r);
+    }
+    std::sort(next.begin(), next.end());
+    next.erase(std::unique(next.begin(), next.end()), next.end());
+    counts_->time_us += longest + c_.barrier;
+    ++counts_->barriers;
+    return next;
+  }
+
+  void request(int t) {
+    if (tile_state_[t] == 0) {
+      tile_state_[t] = kPending;
+      ++outstanding_;
+      queue_.push_back(t);
+    } else {
+      tile_state_[t] |= kPending;
+    }
+  }
+
+  // run_queued_tiles: blocks take tiles from the queue as they free up; a visit reads
+  // the state when it starts and its writes and requests land when it ends.
+  template <class Visit>
+  void queued_phase(int cap, Visit visit) {
+    struct Running {
+      double end;
+      int tile;
+      std::size_t slot;
+      bool operator>(const Running& o) const { return end > o.end || (end == o.end && tile > o.tile); }
+    };
+    std::priority_queue<Running, std::vector<Running>, std::greater<>> running;
+    std::vector<Writes> slots(static_cast<std::size_t>(c_.blocks));
+    std::vector<std::size_t> free_slots;
+    for (int b = c_.blocks - 1; b >= 0; --b) free_slots.push_back(static_cast<std::size_t>(b));
+    double now = 0;
+    for (;;) {
+      while (!free_slots.empty() && !queue_.empty()) {
+        const int t = queue_.front();
+        queue_.pop_front();
+        tile_state_[t] = kRunning;
+        if (cap > 0 && visits_[t]++ >= cap) {
+          tile_state_[t] = 0;
+          --outstanding_;
+          continue;
+        }
+        const std::size_t s = free_slots.back();
+        free_slots.pop_back();
+        visit(t, slots[s]);
+        running.push({now + slots[s].cost, t, s});
+      }
+      if (running.empty()) break;
+      const Running r = running.top();
+      running.pop();
+      now = r.end;
+      Writes& w = slots[r.slot];
+      apply(w);
+      for (const int q : w.requests) request(q);
+      if (w.again) request(r.tile);
+      const int old = tile_state_[r.tile];
+      tile_state_[r.tile] = old & ~kRunning;
+      if ((old & kPending) != 0 && (cap == 0 || visits_[r.tile] < cap)) {
+        queue_.push_back(r.tile);
+      } else {
+        if ((old & kPending) != 0) tile_state_[r.tile] = 0;
+        --outstanding_;
+      }
+      free_slots.push_back(r.slot);
+    }
+    if (outstanding_ != 0 || !queue_.empty()) throw std::runtime_error("model: queue not drained");
+    counts_->time_us += now + c_.barrier;
+    ++counts_->barriers;
+  }
+
+  std::vector<int> all_tiles() const {
+    std::vector<int> t(static_cast<std::size_t>(tiles_));
+    for (int i = 0; i < tiles_; ++i) t[static_cast<std::size_t>(i)] = i;
+    return t;
+  }
+
+  void global_relabel() {
+    std::vector<int> next = sweep(all_tiles(), true, [&](int t, Writes& w) {
+      bfs_visit(t, true, w);
+      ++counts_->bfs_visits;
+    });
+    ++counts_->bfs_phases;
+    if (v_.queue == 0) {
+      while (!next.empty()) {
+        next = sweep(next, false, [&](int t, Writes& w) {
+          bfs_visit(t, false, w);
+          ++counts_->bfs_visits;
+        });
+        ++counts_->bfs_phases;
+      }
+      return;
+    }
+    for (const int t : next) request(t);
+    if (outstanding_ == 0) return;
+    queued_phase(0, [&](int t, Writes& w) {
+      bfs_visit(t, false, w);
+      ++counts_->bfs_visits;
+    });
+    ++counts_->bfs_phases;
+  }
+
+  // Whether any pixel has excess and a finite label; queues (or lists) those tiles.
+  std::vector<int> active_;
+  bool check() {
+    active_.clear();
+    for (int t = 0; t < tiles_; ++t) {
+      const int x0 = (t % tiles_x_) * kTileW;
+      const int y0 = (t / tiles_x_) * kTileH;
+      bool act = false;
+      for (int y = y0; y < std::min(H_, y0 + kTileH) && !act; ++y) {
+        for (int x = x0; x < std::min(W_, x0 + kTileW); ++x) {
+          const std::int64_t p = pix(x, y);
+          if (excess_[p] > 0 && height_[p] < kInf) {
+            act = true;
+            break;
+          }
+        }
+      }
+      if (act) active_.push_back(t);
+    }
+    const double per_block = c_.idle_visit * ((tiles_ + c_.blocks - 1) / c_.blocks);
+    counts_->time_us += per_block + c_.barrier;
+    ++counts_->barriers;
+    return !active_.empty();
+  }
+
+  void push_phase() {
+    if (v_.queue == 0) {
+      std::vector<int> list = active_;
+      for (int i = 0; i < v_.push_visits && !list.empty(); ++i) {
+        list = sweep_push(list);
+        ++counts_->push_phases;
+      }
+      return;
+    }
+    std::fill(visits_.begin(), visits_.end(), 0);
+    for (const int t : active_) request(t);
+    queued_phase(v_.push_visits, [&](int t, Writes& w) {
+      push_visit(t, w);
+      ++counts_->push_visits;
+    });
+    ++counts_->push_phases;
+  }
+
+  std::vector<int> sweep_push(const std::vector<int>& list) {
+    std::vector<int> again;
+    std::vector<int> next = sweep(list, false, [&](int t, Writes& w) {
+      push_visit(t, w);
+      ++counts_->push_visits;
+      if (w.again) again.push_back(t);
+    });
+    next.insert(next.end(), again.begin(), again.end());
+    std::sort(next.begin(), next.end());
+    next.erase(std::unique(next.begin(), next.end()), next.end());
+    return next;
+  }
+};
+
+// ---------------------------------------------------------------- driver
+struct Sequence {
+  std::string name;
+  std::vector<HostGridGraph> graphs;  // first solved cold, the others warm
+};
+
+std::vector<Sequence> synthetic(int side, unsigned seed) {
+  Sequence s;
+  s.name = "grabcut-like " + std::to_string(side);
+  s.graphs.push_back(grabcut::testing::grabcut_graph(side, side, seed, {grabcut::testing::GrabCutScene::kSmoothScore}));
+  HostGridGraph warm = s.graphs[0];
+  std::mt19937 rng(seed + 1);
+  std::normal_distribution<float> gauss(0.0f, 1500.0f);
+  for (auto& t : warm.terminal) {
+    if (t != -115200) t = static_cast<std::int32_t>(std::clamp(std::lround(static_cast<float>(t) + gauss(rng)), -115200L, 115200L));
+  }
+  s.graphs.push_back(std::move(warm));
+  return {s};
+}
+
+Sequence from_image(const grabcut::testing::ListedImage& item) {
+  const std::vector<std::uint8_t> planar = item.image.planar();
+  const auto it = grabcut::testing::grabcut_iterations(planar.data(), item.image.height, item.image.width,
+                                                       item.x0, item.y0, item.x1, item.y1);
+  // The graphs are those of the library's loop only if it ends where grabcut_cpu does.
+  std::vector<std::uint8_t> mask(planar.size() / 3, grabcut::kBackground);
+  for (int y = item.y0; y < item.y1; ++y) {
+    for (int x = item.x0; x < item.x1; ++x) mask[static_cast<std::size_t>(y) * item.image.width + x] = grabcut::kProbForeground;
+  }
+  const grabcut::GrabCutOptions options;
+  std::vector<double> model(static_cast<std::size_t>(2 * options.components * grabcut::kParamsPerComponent));
+  grabcut::grabcut_cpu(planar.data(), item.image.height, item.image.width, mask.data(), model.data(), options);
+  if (mask != it.mask) throw std::runtime_error(item.name + ": grabcut_iterations ends with another mask than grabcut_cpu");
+  Sequence s;
+  s.name = item.name;
+  for (std::size_t i = 0; i < it.terminals.size(); ++i) s.graphs.push_back(it.graph(i));
+  return s;
+}
+
+double percentile(std::vector<double> v, double q) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const auto i = static_cast<std::size_t>(q * static_cast<double>(v.size() - 1) + 0.5);
+  return v[std::min(i, v.size() - 1)];
+}
+
+int run(int argc, char** argv) {
+  if (argc < 2) {
+    std::fprintf(stderr, "usage: model_maxflow_tiles synthetic [SIDE [SEED]] | list FILE [COUNT] [--variants a,b] [--blocks B]\n");
+    return 2;
+  }
+  std::vector<std::string> pos;
+  std::string variants_arg;
+  Costs costs;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--variants" && i + 1 < argc) {
+      variants_arg = argv[++i];
+    } else if (a == "--blocks" && i + 1 < argc) {
+      costs.blocks = std::max(1, std::atoi(argv[++i]));
+    } else {
+      pos.push_back(a);
+    }
+  }
+  std::vector<const Variant*> variants;
+  for (const Variant& v : kVariants) {
+    if (variants_arg.empty() || ("," + variants_arg + ",").find("," + std::string(v.name) + ",") != std::string::npos) {
+      variants.push_back(&v);
+    }
+  }
+  if (variants.empty()) throw std::invalid_argument("no such variant: " + variants_arg);
+
+  const bool is_list = pos[0] == "list";
+  std::vector<grabcut::testing::ListedImage> items;
+  std::vector<Sequence> synth;
+  std::size_t count = 1;
+  if (is_list) {
+    if (pos.size() < 2) throw std::invalid_argument("list: expected FILE");
+    items = grabcut::testing::read_image_list(pos[1]);
+    count = pos.size() > 2 ? std::min<std::size_t>(items.size(), std::stoul(pos[2])) : items.size();
+  } else if (pos[0] == "synthetic") {
+    synth = synthetic(pos.size() > 1 ? std::stoi(pos[1]) : 1024, pos.size() > 2 ? static_cast<unsigned>(std::stoul(pos[2])) : 34U);
+  } else {
+    throw std::invalid_argument("unknown mode " + pos[0]);
+  }
+
+  std::printf("model of the GPU max-flow: %d blocks; us per BFS visit %.1f + %.2f/step, push visit %.1f + %.1f/round, barrier %.1f\n",
+              costs.blocks, costs.bfs_visit, costs.bfs_step, costs.push_visit, costs.push_round, costs.barrier);
+  std::printf("%-14s %-8s %5s | %8s %6s %6s %7s %9s %9s %9s %7s | %9s %7s %7s %7s\n", "graph", "variant", "solve",
+              "relabels", "bfsph", "pushph", "barrier", "bfsvisit", "pushvisit", "rounds", "capped", "model ms", "bfs",
+              "check", "push");
+  std::vector<std::vector<double>> totals(variants.size());
+  std::vector<std::vector<double>> colds(variants.size());
+  std::vector<std::vector<double>> warm_ratio(variants.size());
+  std::vector<Counts> sums(variants.size());
+  int failures = 0;
+  for (std::size_t img = 0; img < count; ++img) {
+    Sequence seq;
+    try {
+      seq = is_list ? from_image(items[img]) : synth[img];
+    } catch (const std::invalid_argument& e) {  // a box that leaves a class empty
+      std::printf("%-14s skipped: %s\n", items[img].name.c_str(), e.what());
+      continue;
+    }
+    grabcut::GridMaxflowSolver reference;
+    std::vector<std::vector<std::uint8_t>> expected;
+    for (const auto& g : seq.graphs) {
+      std::vector<std::uint8_t> cut(g.size());
+      reference.solve(g.view(), cut.data());
+      expected.push_back(std::move(cut));
+    }
+    for (std::size_t vi = 0; vi < variants.size(); ++vi) {
+      TileModel model(*variants[vi], costs);
+      double total = 0;
+      double cold = 0;
+      double warm_sum = 0;
+      for (std::size_t i = 0; i < seq.graphs.size(); ++i) {
+        Counts c;
+        const auto cut = model.solve(seq.graphs[i], i > 0 && variants[vi]->warm, c);
+        if (cut != expected[i]) {
+          std::printf("CUT MISMATCH: %s, variant %s, solve %zu\n", seq.name.c_str(), variants[vi]->name, i);
+          ++failures;
+        }
+        std::printf("%-14s %-8s %5s | %8lld %6lld %6lld %7lld %9lld %9lld %9lld %7lld | %9.2f %7.2f %7.2f %7.2f\n",
+                    seq.name.c_str(), variants[vi]->name, i == 0 ? "cold" : ("warm" + std::to_string(i)).c_str(),
+                    c.relabels, c.bfs_phases, c.push_phases, c.barriers, c.bfs_visits, c.push_visits, c.push_rounds,
+                    c.capped_visits, c.time_us / 1000.0, c.bfs_us / 1000.0, c.check_us / 1000.0, c.push_us / 1000.0);
+        std::fflush(stdout);
+        total += c.time_us;
+        if (i == 0) cold = c.time_us;
+        else warm_sum += c.time_us;
+        sums[vi] += c;
+      }
+      totals[vi].push_back(total / 1000.0);
+      colds[vi].push_back(cold / 1000.0);
+      if (seq.graphs.size() > 1) {
+        warm_ratio[vi].push_back(warm_sum / static_cast<double>(seq.graphs.size() - 1) / cold);
+      }
+    }
+  }
+  std::printf("\nover %zu graph sequences (model ms: all solves of a sequence; cold: its first solve; warm/cold: mean warm solve over cold)\n",
+              count);
+  std::printf("%-8s | %8s %8s %8s | %8s %8s | %9s %9s | %9s %9s %9s\n", "variant", "median", "p90", "max", "cold med",
+              "cold max", "warm/cold", "wc max", "barriers", "bfsvisits", "pushvis");
+  for (std::size_t vi = 0; vi < variants.size(); ++vi) {
+    std::printf("%-8s | %8.2f %8.2f %8.2f | %8.2f %8.2f | %9.2f %9.2f | %9lld %9lld %9lld\n", variants[vi]->name,
+                percentile(totals[vi], 0.5), percentile(totals[vi], 0.9), percentile(totals[vi], 1.0),
+                percentile(colds[vi], 0.5), percentile(colds[vi], 1.0), percentile(warm_ratio[vi], 0.5),
+                percentile(warm_ratio[vi], 1.0), sums[vi].barriers, sums[vi].bfs_visits, sums[vi].push_visits);
+  }
+  if (failures > 0) {
+    std::printf("%d cut mismatches\n", failures);
+    return 1;
+  }
+  std::printf("every cut equals the CPU solver's\n");
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return run(argc, argv);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "model_maxflow_tiles: %s\n", e.what());
+    return 2;
+  }
+}
