@@ -23,6 +23,7 @@ each differently (the server: 413 for too large, 400 otherwise): :class:`ImageTo
 from __future__ import annotations
 
 import io
+import os
 import re
 import struct
 import threading
@@ -274,6 +275,10 @@ def check_output_path(path: str | Path, what: str, labels: bool = False, extensi
     parent = p.parent
     if not parent.is_dir():
         raise ValueError(f"{what}: {p}: no such folder: {parent}")
+    if p.exists() and not os.access(p, os.W_OK):
+        raise ValueError(f"{what}: {p}: the file exists and is read-only")
+    if not p.exists() and not os.access(parent, os.W_OK | os.X_OK):
+        raise ValueError(f"{what}: {p}: cannot create files in {parent} (permission denied)")
     return p
 
 

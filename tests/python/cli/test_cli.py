@@ -241,6 +241,29 @@ def test_lossy_mask_formats_are_refused_before_any_work(
     assert list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.parametrize("existing", [False, True])
+def test_an_unwritable_output_is_refused_before_any_work(
+    files: Path, tmp_path: Path, capsys: pytest.CaptureFixture, monkeypatch: pytest.MonkeyPatch, existing: bool
+) -> None:
+    # Permissions are faked: the tests may run as root, whom no permission stops.
+    out = tmp_path / "m.png"
+    if existing:
+        out.write_bytes(b"old")
+    denied = out if existing else tmp_path
+
+    def access(path: object, mode: int) -> bool:
+        return Path(str(path)) != denied
+
+    def no_work(*args: object, **kwargs: object) -> None:
+        raise AssertionError("GrabCut ran before the output was checked")
+
+    monkeypatch.setattr("torchgrabcut.imageio.os.access", access)
+    monkeypatch.setattr("torchgrabcut.api.grabcut", no_work)
+    status, err = run_main(["segment", str(files / "img.png"), "--box", "10,5,40,35", "-o", str(out)], capsys)
+    assert_one_line_error(status, err, "segment", "read-only" if existing else "permission denied")
+    assert sorted(p.name for p in tmp_path.iterdir()) == (["m.png"] if existing else [])
+
+
 def test_every_lossless_mask_format_holds_the_labels_and_the_overlay_may_be_jpeg(
     files: Path, tmp_path: Path, capsys: pytest.CaptureFixture
 ) -> None:
