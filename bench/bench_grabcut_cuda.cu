@@ -5,6 +5,13 @@
 // also checked against grabcut_cpu (masks and models identical).
 //
 // Usage: bench_grabcut_cuda [repeats (default 10)]
+//        bench_grabcut_cuda list FILE [repeats (default 5)] [batch]
+// The second form times real images, a list written by bench/grabcut50_ppm.py, under
+// each max-flow schedule (MaxflowSchedule::queue 0, 1, 2) side by side: every image
+// alone, 5 iterations from its box, schedules alternated image by image; then the
+// median, 90th percentile and slowest image per schedule. Every schedule's masks are
+// checked against grabcut_cpu. With `batch`, also all images as one batch per
+// schedule (the GPU benchmark's GrabCut-50 list call at native sizes).
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -18,8 +25,10 @@
 #include <random>
 #include <string>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
+#include "common/ppm_image.h"
 #include "core/driver.h"
 #include "core/energy.h"
 #include "cuda/check.h"
@@ -116,25 +125,53 @@ struct Size {
   int width;
 };
 
-std::unique_ptr<Problem> make_problem(const std::vector<Size>& sizes, const GrabCutOptions& options) {
+// An image (planar) and its starting mask.
+struct HostImage {
+  int height = 0;
+  int width = 0;
+  std::vector<std::uint8_t> pixels;
+  std::vector<std::uint8_t> mask;
+};
+
+// Synthetic images of these sizes, each with a box of 1/8 margins.
+std::vector<HostImage> synthetic_images(const std::vector<Size>& sizes) {
+  std::vector<HostImage> out;
+  for (std::size_t b = 0; b < sizes.size(); ++b) {
+    const int h = sizes[b].height;
+    const int w = sizes[b].width;
+    out.push_back({h, w, synthetic_image(h, w, static_cast<std::uint32_t>(1234 + b)), box_mask(h, w)});
+  }
+  return out;
+}
+
+// A listed image (bench/grabcut50_ppm.py) with PR_FGD in its box, BGD outside.
+HostImage listed_image(const grabcut::testing::ListedImage& item) {
+  HostImage img{item.image.height, item.image.width, item.image.planar(), {}};
+  img.mask.assign(static_cast<std::size_t>(img.height) * img.width, grabcut::kBackground);
+  for (int y = item.y0; y < item.y1; ++y)
+    for (int x = item.x0; x < item.x1; ++x) img.mask[static_cast<std::size_t>(y) * img.width + x] = grabcut::kProbForeground;
+  return img;
+}
+
+std::unique_ptr<Problem> make_image_problem(const std::vector<HostImage>& host, const GrabCutOptions& options) {
   auto pr = std::make_unique<Problem>();
-  for (const Size& e : sizes) {
+  for (const HostImage& e : host) {
     pr->layout.pitch_height = std::max(pr->layout.pitch_height, e.height);
     pr->layout.pitch_width = std::max(pr->layout.pitch_width, e.width);
     pr->layout.add(e.height, e.width);
   }
   const auto ph = static_cast<std::size_t>(pr->layout.pitch_height);
   const auto pw = static_cast<std::size_t>(pr->layout.pitch_width);
-  const std::size_t nb = sizes.size();
+  const std::size_t nb = host.size();
   std::vector<std::uint8_t> images(nb * 3 * ph * pw, 0);
   std::vector<std::uint8_t> masks(nb * ph * pw, 0);
   for (std::size_t b = 0; b < nb; ++b) {
-    const int h = sizes[b].height;
-    const int w = sizes[b].width;
+    const int h = host[b].height;
+    const int w = host[b].width;
     const std::size_t n = static_cast<std::size_t>(h) * static_cast<std::size_t>(w);
     pr->pixels += static_cast<std::int64_t>(n);
-    pr->host_images.push_back(synthetic_image(h, w, static_cast<std::uint32_t>(1234 + b)));
-    pr->host_masks.push_back(box_mask(h, w));
+    pr->host_images.push_back(host[b].pixels);
+    pr->host_masks.push_back(host[b].mask);
     for (int y = 0; y < h; ++y) {
       for (int x = 0; x < w; ++x) {
         const std::size_t p = static_cast<std::size_t>(y) * w + x;
@@ -153,6 +190,10 @@ std::unique_ptr<Problem> make_problem(const std::vector<Size>& sizes, const Grab
   pr->workspace_bytes = grabcut::cuda::grabcut_workspace_bytes(pr->layout, options);
   pr->workspace = device_alloc(pr->workspace_bytes);
   return pr;
+}
+
+std::unique_ptr<Problem> make_problem(const std::vector<Size>& sizes, const GrabCutOptions& options) {
+  return make_image_problem(synthetic_images(sizes), options);
 }
 
 double median(std::vector<double> v) {
@@ -184,7 +225,8 @@ double time_median(cudaStream_t stream, int repeats, const std::function<void()>
   return median(ms);
 }
 
-double time_grabcut(Problem& pr, const GrabCutOptions& options, cudaStream_t stream, int repeats) {
+double time_grabcut(Problem& pr, const GrabCutOptions& options, cudaStream_t stream, int repeats,
+                    const grabcut::cuda::MaxflowSchedule& schedule = {}) {
   return time_median(
       stream, repeats,
       [&] {
@@ -194,7 +236,7 @@ double time_grabcut(Problem& pr, const GrabCutOptions& options, cudaStream_t str
       [&] {
         grabcut::cuda::grabcut_cuda(pr.layout, static_cast<const std::uint8_t*>(pr.images.get()),
                                     static_cast<std::uint8_t*>(pr.masks.get()), static_cast<double*>(pr.models.get()),
-                                    pr.workspace.get(), pr.workspace_bytes, options, stream);
+                                    pr.workspace.get(), pr.workspace_bytes, options, stream, schedule);
       });
 }
 
@@ -337,9 +379,129 @@ bool check_against_cpu(Problem& pr, const GrabCutOptions& options) {
   return ok;
 }
 
+// Whether the problem's masks and models on the device are `masks` and `models`
+// (one per image, grabcut_cpu's results); prints the images that differ.
+bool equals_reference(Problem& pr, const std::vector<std::vector<std::uint8_t>>& masks,
+                      const std::vector<std::vector<double>>& models, const char* what) {
+  const std::size_t nb = pr.layout.images.size();
+  const auto ph = static_cast<std::size_t>(pr.layout.pitch_height);
+  const auto pw = static_cast<std::size_t>(pr.layout.pitch_width);
+  const std::size_t row = models.at(0).size();
+  std::vector<std::uint8_t> got(pr.mask_bytes);
+  std::vector<double> got_models(nb * row);
+  GRABCUT_CUDA_CHECK(cudaDeviceSynchronize());
+  GRABCUT_CUDA_CHECK(cudaMemcpy(got.data(), pr.masks.get(), got.size(), cudaMemcpyDeviceToHost));
+  GRABCUT_CUDA_CHECK(cudaMemcpy(got_models.data(), pr.models.get(), got_models.size() * 8, cudaMemcpyDeviceToHost));
+  bool ok = true;
+  for (std::size_t b = 0; b < nb; ++b) {
+    const int h = pr.layout.images[b].height;
+    const int w = pr.layout.images[b].width;
+    std::int64_t diff = 0;
+    for (int y = 0; y < h; ++y)
+      for (int x = 0; x < w; ++x) diff += got[(b * ph + y) * pw + x] != masks[b][static_cast<std::size_t>(y) * w + x];
+    const bool model_same = std::memcmp(models[b].data(), got_models.data() + b * row, row * 8) == 0;
+    if (diff != 0 || !model_same) {
+      std::printf("  %s, image %zu: %lld mask pixels differ from grabcut_cpu's, models %s\n", what, b,
+                  static_cast<long long>(diff), model_same ? "identical" : "DIFFER");
+      ok = false;
+    }
+  }
+  return ok;
+}
+
+double percentile(std::vector<double> v, double q) {
+  std::sort(v.begin(), v.end());
+  const auto i = static_cast<std::size_t>(q * static_cast<double>(v.size() - 1) + 0.5);
+  return v[std::min(i, v.size() - 1)];
+}
+
+// The list form (see the usage at the top).
+int run_list(const std::string& list, int repeats, bool batch, cudaStream_t stream) {
+  const auto items = grabcut::testing::read_image_list(list);
+  GrabCutOptions options;
+  options.max_iter = 5;
+  struct Named {
+    const char* name;
+    grabcut::cuda::MaxflowSchedule schedule;
+  };
+  std::vector<Named> schedules;
+  for (int q = 0; q <= 2; ++q) {
+    grabcut::cuda::MaxflowSchedule s;
+    s.queue = q;
+    schedules.push_back({q == 0 ? "queue 0 (sweeps)" : (q == 1 ? "queue 1 (relabel)" : "queue 2 (relabel+push)"), s});
+  }
+  std::vector<std::vector<double>> ms(schedules.size());
+  bool ok = true;
+  std::vector<HostImage> all;
+  std::vector<std::vector<std::uint8_t>> all_masks;
+  std::vector<std::vector<double>> all_models;
+  std::printf("%-16s %11s", "image", "size");
+  for (const Named& n : schedules) std::printf(" %24s", n.name);
+  std::printf("   (ms, 5 iterations, median of %d)\n", repeats);
+  for (const auto& item : items) {
+    HostImage img = listed_image(item);
+    std::vector<std::uint8_t> mask = img.mask;
+    std::vector<double> model(2 * static_cast<std::size_t>(options.components) * kParamsPerComponent);
+    try {
+      grabcut::grabcut_cpu(img.pixels.data(), img.height, img.width, mask.data(), model.data(), options);
+    } catch (const std::invalid_argument& e) {  // a box that leaves a class empty
+      std::printf("%-16s skipped: %s\n", item.name.c_str(), e.what());
+      continue;
+    }
+    auto pr = make_image_problem(std::vector<HostImage>{img}, options);
+    std::printf("%-16s %5dx%-5d", item.name.c_str(), img.height, img.width);
+    for (std::size_t i = 0; i < schedules.size(); ++i) {
+      const double t = time_grabcut(*pr, options, stream, repeats, schedules[i].schedule);
+      ms[i].push_back(t);
+      std::printf(" %24.3f", t);
+      ok = equals_reference(*pr, {mask}, {model}, schedules[i].name) && ok;
+    }
+    if (batch) {
+      all.push_back(std::move(img));
+      all_masks.push_back(std::move(mask));
+      all_models.push_back(std::move(model));
+    }
+    std::printf("\n");
+    std::fflush(stdout);
+  }
+  if (ms[0].empty()) throw std::runtime_error(list + ": no image could be run");
+  std::printf("over %zu images:\n", ms[0].size());
+  for (std::size_t i = 0; i < schedules.size(); ++i) {
+    std::printf("  %-24s median %8.3f  p90 %8.3f  slowest %8.3f ms\n", schedules[i].name, percentile(ms[i], 0.5),
+                percentile(ms[i], 0.9), percentile(ms[i], 1.0));
+  }
+  if (batch && !all.empty()) {
+    auto pr = make_image_problem(all, options);
+    for (const Named& n : schedules) {
+      const double t = time_grabcut(*pr, options, stream, repeats, n.schedule);
+      ok = equals_reference(*pr, all_masks, all_models, n.name) && ok;
+      std::printf("  all %zu images as one batch, %-24s %8.3f ms\n", all.size(), n.name, t);
+    }
+  }
+  if (!ok) {
+    std::printf("FAILED: GPU and CPU results differ\n");
+    return 1;
+  }
+  std::printf("every schedule's masks and models equal grabcut_cpu's\n");
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (argc > 2 && std::strcmp(argv[1], "list") == 0) {
+    try {
+      cudaStream_t raw_stream = nullptr;
+      GRABCUT_CUDA_CHECK(cudaStreamCreateWithFlags(&raw_stream, cudaStreamNonBlocking));
+      const Stream owned_stream(raw_stream);
+      const int repeats = argc > 3 ? std::max(3, std::atoi(argv[3])) : 5;
+      const bool batch = argc > 4 && std::strcmp(argv[4], "batch") == 0;
+      return run_list(argv[2], repeats, batch, owned_stream.get());
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "error: %s\n", e.what());
+      return 1;
+    }
+  }
   const int repeats = argc > 1 ? std::max(10, std::atoi(argv[1])) : 10;
   try {
     cudaStream_t raw_stream = nullptr;

@@ -9,6 +9,9 @@
 #   schedules                     only the max-flow benchmarks, built alone: the three
 #                                 MaxflowSchedule queue modes side by side (quick), their
 #                                 phase profile, then the tuning grid of mode 2
+#   realimages                    torch-free, built alone: GrabCut-50 scaled to 1024x1024, each
+#                                 image under every MaxflowSchedule queue mode side by side
+#                                 (median, p90, slowest), then at native sizes as one batch
 #   robust                        CUDA pytest of robustness, limits, dataset, server, CLI
 #   coco serve pictures scaling   dataset and server benchmarks, the speed plot, the
 #                                 dataset job under torchrun with 1..all GPUs
@@ -140,6 +143,20 @@ if [[ " $STEPS " == *" schedules "* ]]; then
   timeout 150 build-gpu/bench_maxflow_cuda_phases quick > "$LOGS/schedules_phases.log" 2>&1
   grep -E -A2 "variant:| cold" "$LOGS/schedules_phases.log" | grep -E "variant|phases|push visits"
   timeout 200 build-gpu/bench_maxflow_cuda tune 2 2>&1 | grep -E "tune K|best"
+fi
+
+if [[ " $STEPS " == *" realimages "* ]]; then
+  step "GrabCut-50 under each max-flow schedule (torch-free, masks checked against grabcut_cpu)"
+  cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release -DGRABCUT_CUDA=ON -DGRABCUT_GTEST_SOURCE="$PWD/.gtest" \
+    > "$LOGS/realimages_build.log" 2>&1 \
+    && cmake --build build-gpu -j 16 --target bench_grabcut_cuda >> "$LOGS/realimages_build.log" 2>&1 \
+    || { tail -30 "$LOGS/realimages_build.log"; status=1; }
+  python3 bench/grabcut50_ppm.py --out /tmp/g50_1024 --size 1024 --data data/grabcut50 \
+    && python3 bench/grabcut50_ppm.py --out /tmp/g50_native --size 0 --data data/grabcut50 || status=1
+  timeout 240 build-gpu/bench_grabcut_cuda list /tmp/g50_1024/list.txt 5 2>&1 | tee "$LOGS/realimages_1024.log" \
+    | grep -E -A4 "^over|FAILED|differ|error" || status=1
+  timeout 120 build-gpu/bench_grabcut_cuda list /tmp/g50_native/list.txt 5 batch 2>&1 \
+    | tee "$LOGS/realimages_native.log" | grep -E -A4 "^over|one batch|FAILED|differ|error" || status=1
 fi
 
 if [[ " $STEPS " == *" bench "* ]]; then

@@ -75,7 +75,8 @@ std::size_t grabcut_workspace_bytes(const BatchLayout& layout, const GrabCutOpti
 }
 
 void grabcut_cuda(const BatchLayout& layout, const std::uint8_t* images, std::uint8_t* masks, double* models,
-                  void* workspace, std::size_t workspace_bytes, const GrabCutOptions& options, cudaStream_t stream) {
+                  void* workspace, std::size_t workspace_bytes, const GrabCutOptions& options, cudaStream_t stream,
+                  const MaxflowSchedule& schedule) {
   validate_options(options);
   layout.check();
   if (layout.images.empty()) return;
@@ -121,7 +122,7 @@ void grabcut_cuda(const BatchLayout& layout, const std::uint8_t* images, std::ui
     tlinks_cuda(batch, images, masks, k, models, options.gamma, s.evals, buf.terminal, stream);
     // Stopped images keep their terminals, so warm starts stay valid for them too.
     maxflow_cuda(graph, buf.source_side, buf.flows, buf.maxflow_workspace, buf.maxflow_workspace_bytes, iter > 0,
-                 stream);
+                 stream, schedule);
     update_masks_cuda(batch, masks, buf.source_side, s.flags.mask_changed, stream);
     end_iteration_cuda(batch, s.flags, options.freeze_model, stream);
   }

@@ -9,6 +9,7 @@
 
 #include "core/driver.h"
 #include "cuda/batch.h"
+#include "cuda/maxflow_cuda.h"
 
 namespace grabcut::cuda {
 
@@ -21,8 +22,10 @@ std::size_t grabcut_workspace_bytes(const BatchLayout& layout, const GrabCutOpti
 // inputs (labels 0..3, both classes present when init_model, usable models);
 // the kernels never read or write outside the buffers whatever the data. Both
 // functions throw std::invalid_argument on bad options or a bad layout
-// (BatchLayout::check).
+// (BatchLayout::check). `schedule` is the max-flow's (the masks do not depend on it;
+// benchmarks compare schedules through it).
 void grabcut_cuda(const BatchLayout& layout, const std::uint8_t* images, std::uint8_t* masks, double* models,
-                  void* workspace, std::size_t workspace_bytes, const GrabCutOptions& options, cudaStream_t stream);
+                  void* workspace, std::size_t workspace_bytes, const GrabCutOptions& options, cudaStream_t stream,
+                  const MaxflowSchedule& schedule = {});
 
 }  // namespace grabcut::cuda
