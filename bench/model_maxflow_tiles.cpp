@@ -14,6 +14,7 @@
 //                        bench/grabcut50_ppm.py: every iteration of a 5-iteration
 //                        GrabCut from the box (the first cold, then warm)
 //   options: --variants a,b,...  (default: all; see kVariants) --blocks B (264)
+//            --read-delay US (1): when a queued visit reads the state after its take
 //
 // What the model leaves out: memory traffic beyond the per-visit costs, the order in
 // which concurrent visits' atomics land (a visit reads the state at its start and its
@@ -75,6 +76,9 @@ struct Variant {
   // others from their current labels; a full relabel after a phase that sent none,
   // and before the solve may end.
   bool partial = false;
+  // A push visit that sent no excess into a sink pixel or out of its tile does not ask
+  // for its tile again in the same push phase (its excess waits for the next relabel).
+  bool stop_barren = false;
 };
 
 const Variant kVariants[] = {
@@ -86,8 +90,11 @@ const Variant kVariants[] = {
     {"q2rr16v", 2, 16, 64, 3, true},
     {"q0cold", 0, 8, 24, 0, false},  // every iteration from zero flow
     {"q2cold", 2, 8, 24, 0, false},
+    {"q2v32", 2, 32, 24, 0, true},  // more visits per push phase: fewer global relabels
+    {"q2v4", 2, 4, 24, 0, true},
     {"q2p", 2, 8, 24, 0, true, true},
     {"q0p", 0, 8, 24, 0, true, true},
+    {"q2b", 2, 8, 24, 0, true, false, true},
 };
 
 // Costs of the GPU solver's steps on the H200 (us), from the v0.7 profile: a push
@@ -100,12 +107,16 @@ struct Costs {
   double push_round = 1.4;
   double idle_visit = 0.8;  // a push visit that finds nothing to do, a check of a tile
   double barrier = 3.0;
+  // A queued visit reads the state this long after its block took the tile (its loads
+  // in flight; --read-delay). Requests that come meanwhile are already in what it reads.
+  double read_delay = 1.0;
 };
 
 struct Counts {
   long long relabels = 0, bfs_phases = 0, push_phases = 0, barriers = 0;
   long long bfs_visits = 0, bfs_steps = 0, push_visits = 0, push_rounds = 0, capped_visits = 0;
   long long region_relabels = 0, full_relabels = 0;
+  long long barren_visits = 0, barren_rounds = 0;  // visits that sent nothing into a sink or out
   double time_us = 0;
   double bfs_us = 0, check_us = 0, push_us = 0;  // time_us by phase
 
@@ -121,6 +132,8 @@ struct Counts {
     capped_visits += o.capped_visits;
     region_relabels += o.region_relabels;
     full_relabels += o.full_relabels;
+    barren_visits += o.barren_visits;
+    barren_rounds += o.barren_rounds;
     time_us += o.time_us;
     bfs_us += o.bfs_us;
     check_us += o.check_us;
@@ -435,13 +448,26 @@ class TileModel {
     if (v_.region_relabel & 1) cost += region_relabel(lab, res, ex, valid);
     int round = 0;
     std::vector<std::pair<int, int>> relabelled;
+    // Only pixels active at a round's start or sent excess in it can change in it.
+    std::vector<int> active;
+    std::vector<int> touched;
+    std::array<int, kThreads> seen{};
+    auto collect_active = [&] {
+      active.clear();
+      for (int i = 0; i < kThreads; ++i) {
+        if (valid[i] && ex[i] > 0 && lab[me_of(i)] < kInf) active.push_back(i);
+      }
+    };
+    collect_active();
     for (; round < v_.local_rounds; ++round) {
+      const int stamp = round + 1;
+      touched = active;
+      for (const int i : active) seen[i] = stamp;
       // Push: every active pixel to its strictly lower residual neighbours.
       bool pushed = false;
-      for (int i = 0; i < kThreads; ++i) {
+      for (const int i : active) {
         const int me = me_of(i);
         const int hm = lab[me];
-        if (!valid[i] || ex[i] <= 0 || hm >= kInf) continue;
         long long left = ex[i];
         for (int k = 0; k < 8 && left > 0; ++k) {
           const int nb = me + dir_dy(k) * kPadW + dir_dx(k);
@@ -452,7 +478,12 @@ class TileModel {
           const int nlx = i % kTileW + dir_dx(k);
           const int nly = i / kTileW + dir_dy(k);
           if (nlx >= 0 && nlx < kTileW && nly >= 0 && nly < kTileH) {
-            res[nly * kTileW + nlx][k ^ 4] += static_cast<unsigned>(amount);
+            const int j = nly * kTileW + nlx;
+            res[j][k ^ 4] += static_cast<unsigned>(amount);
+            if (seen[j] != stamp) {
+              seen[j] = stamp;
+              touched.push_back(j);
+            }
           }
           inbox[nb] += amount;
           left -= amount;
@@ -461,33 +492,32 @@ class TileModel {
         ex[i] = left;
       }
       // Relabel: from the labels the push saw.
-      bool still = false;
       relabelled.clear();
-      for (int i = 0; i < kThreads; ++i) {
-        if (!valid[i]) continue;
+      for (const int i : touched) {
         const int me = me_of(i);
         ex[i] += inbox[me];
         inbox[me] = 0;
-        int hm = lab[me];
+        const int hm = lab[me];
         if (ex[i] > 0 && hm < kInf) {
           int m = kInf;
           for (int k = 0; k < 8; ++k) {
             if (res[i][k] != 0U) m = std::min(m, lab[me + dir_dy(k) * kPadW + dir_dx(k)]);
           }
-          if (m >= hm) {
-            hm = m >= kInf - 1 ? kInf : m + 1;
-            relabelled.emplace_back(me, hm);
-          }
-          still = still || hm < kInf;
+          if (m >= hm) relabelled.emplace_back(me, m >= kInf - 1 ? kInf : m + 1);
         }
       }
       for (const auto& [me, h] : relabelled) lab[me] = h;
       if ((v_.region_relabel & 2) && !pushed && !relabelled.empty()) {
         cost += region_relabel(lab, res, ex, valid);
-        still = false;
-        for (int i = 0; i < kThreads; ++i) still = still || (valid[i] && ex[i] > 0 && lab[me_of(i)] < kInf);
+        collect_active();
+      } else {
+        active.clear();
+        for (const int i : touched) {
+          if (ex[i] > 0 && lab[me_of(i)] < kInf) active.push_back(i);
+        }
+        std::sort(active.begin(), active.end());  // the order of the pixels' threads
       }
-      if (!still) break;
+      if (active.empty()) break;
     }
     const int rounds = std::min(round + 1, v_.local_rounds);
     counts_->push_rounds += rounds;
@@ -533,6 +563,13 @@ class TileModel {
     }
     std::sort(w.requests.begin(), w.requests.end());
     w.requests.erase(std::unique(w.requests.begin(), w.requests.end()), w.requests.end());
+    bool absorbed = !w.requests.empty();
+    for (int i = 0; i < kThreads && !absorbed; ++i) absorbed = valid[i] && e0[i] < 0 && ex[i] > e0[i];
+    if (!absorbed) {
+      ++counts_->barren_visits;
+      counts_->barren_rounds += rounds;
+      if (v_.stop_barren) remain = false;
+    }
     if (!w.excess.empty() || !w.flow.empty() || !w.height.empty()) dirty_[static_cast<std::size_t>(t)] = 1;
     for (const int r : w.requests) dirty_[static_cast<std::size_t>(r)] = 1;
     w.again = remain;
@@ -626,13 +663,21 @@ class TileModel {
   // the state when it starts and its writes and requests land when it ends.
   template <class Visit>
   void queued_phase(int cap, Visit visit) {
-    struct Running {
-      double end;
+    // Two events per visit: its reads (read_delay after the block took the tile: the
+    // loads of the tile and its halo are in flight that long) and its end.
+    struct Event {
+      double at;
+      int kind;  // 0: end (writes and requests land), 1: reads
       int tile;
       std::size_t slot;
-      bool operator>(const Running& o) const { return end > o.end || (end == o.end && tile > o.tile); }
+      double taken;
+      bool operator>(const Event& o) const {
+        if (at != o.at) return at > o.at;
+        if (kind != o.kind) return kind > o.kind;
+        return tile > o.tile;
+      }
     };
-    std::priority_queue<Running, std::vector<Running>, std::greater<>> running;
+    std::priority_queue<Event, std::vector<Event>, std::greater<>> events;
     std::vector<Writes> slots(static_cast<std::size_t>(c_.blocks));
     std::vector<std::size_t> free_slots;
     for (int b = c_.blocks - 1; b >= 0; --b) free_slots.push_back(static_cast<std::size_t>(b));
@@ -649,26 +694,30 @@ class TileModel {
         }
         const std::size_t s = free_slots.back();
         free_slots.pop_back();
-        visit(t, slots[s]);
-        running.push({now + slots[s].cost, t, s});
+        events.push({now + c_.read_delay, 1, t, s, now});
       }
-      if (running.empty()) break;
-      const Running r = running.top();
-      running.pop();
-      now = r.end;
-      Writes& w = slots[r.slot];
+      if (events.empty()) break;
+      const Event e = events.top();
+      events.pop();
+      now = e.at;
+      Writes& w = slots[e.slot];
+      if (e.kind == 1) {
+        visit(e.tile, w);
+        events.push({std::max(now, e.taken + w.cost), 0, e.tile, e.slot, e.taken});
+        continue;
+      }
       apply(w);
       for (const int q : w.requests) request(q);
-      if (w.again) request(r.tile);
-      const int old = tile_state_[r.tile];
-      tile_state_[r.tile] = old & ~kRunning;
-      if ((old & kPending) != 0 && (cap == 0 || visits_[r.tile] < cap)) {
-        queue_.push_back(r.tile);
+      if (w.again) request(e.tile);
+      const int old = tile_state_[e.tile];
+      tile_state_[e.tile] = old & ~kRunning;
+      if ((old & kPending) != 0 && (cap == 0 || visits_[e.tile] < cap)) {
+        queue_.push_back(e.tile);
       } else {
-        if ((old & kPending) != 0) tile_state_[r.tile] = 0;
+        if ((old & kPending) != 0) tile_state_[e.tile] = 0;
         --outstanding_;
       }
-      free_slots.push_back(r.slot);
+      free_slots.push_back(e.slot);
     }
     if (outstanding_ != 0 || !queue_.empty()) throw std::runtime_error("model: queue not drained");
     counts_->time_us += now + c_.barrier;
@@ -822,7 +871,9 @@ double percentile(std::vector<double> v, double q) {
 
 int run(int argc, char** argv) {
   if (argc < 2) {
-    std::fprintf(stderr, "usage: model_maxflow_tiles synthetic [SIDE [SEED]] | list FILE [COUNT] [--variants a,b] [--blocks B]\n");
+    std::fprintf(stderr,
+                 "usage: model_maxflow_tiles synthetic [SIDE [SEED]] | list FILE [COUNT] [--variants a,b] [--blocks B] "
+                 "[--read-delay US]\n");
     return 2;
   }
   std::vector<std::string> pos;
@@ -834,6 +885,8 @@ int run(int argc, char** argv) {
       variants_arg = argv[++i];
     } else if (a == "--blocks" && i + 1 < argc) {
       costs.blocks = std::max(1, std::atoi(argv[++i]));
+    } else if (a == "--read-delay" && i + 1 < argc) {
+      costs.read_delay = std::max(0.0, std::atof(argv[++i]));
     } else {
       pos.push_back(a);
     }
@@ -860,8 +913,10 @@ int run(int argc, char** argv) {
     throw std::invalid_argument("unknown mode " + pos[0]);
   }
 
-  std::printf("model of the GPU max-flow: %d blocks; us per BFS visit %.1f + %.2f/step, push visit %.1f + %.1f/round, barrier %.1f\n",
-              costs.blocks, costs.bfs_visit, costs.bfs_step, costs.push_visit, costs.push_round, costs.barrier);
+  std::printf("model of the GPU max-flow: %d blocks; us per BFS visit %.1f + %.2f/step, push visit %.1f + %.1f/round, "
+              "barrier %.1f, queued reads %.1f after the take\n",
+              costs.blocks, costs.bfs_visit, costs.bfs_step, costs.push_visit, costs.push_round, costs.barrier,
+              costs.read_delay);
   std::printf("%-14s %-8s %5s | %8s %6s %6s %7s %9s %9s %9s %7s | %9s %7s %7s %7s\n", "graph", "variant", "solve",
               "rel/full", "bfsph", "pushph", "barrier", "bfsvisit", "pushvisit", "rounds", "capped", "model ms", "bfs",
               "check", "push");
@@ -917,13 +972,15 @@ int run(int argc, char** argv) {
   }
   std::printf("\nover %zu graph sequences (model ms: all solves of a sequence; cold: its first solve; warm/cold: mean warm solve over cold)\n",
               count);
-  std::printf("%-8s | %8s %8s %8s | %8s %8s | %9s %9s | %9s %9s %9s\n", "variant", "median", "p90", "max", "cold med",
-              "cold max", "warm/cold", "wc max", "barriers", "bfsvisits", "pushvis");
+  std::printf("%-8s | %8s %8s %8s | %8s %8s | %9s %9s | %9s %9s %9s %8s\n", "variant", "median", "p90", "max", "cold med",
+              "cold max", "warm/cold", "wc max", "barriers", "bfsvisits", "pushvis", "barren%");
   for (std::size_t vi = 0; vi < variants.size(); ++vi) {
-    std::printf("%-8s | %8.2f %8.2f %8.2f | %8.2f %8.2f | %9.2f %9.2f | %9lld %9lld %9lld\n", variants[vi]->name,
+    const double barren = 100.0 * static_cast<double>(sums[vi].barren_rounds) /
+                          static_cast<double>(std::max(1LL, sums[vi].push_rounds));
+    std::printf("%-8s | %8.2f %8.2f %8.2f | %8.2f %8.2f | %9.2f %9.2f | %9lld %9lld %9lld %8.1f\n", variants[vi]->name,
                 percentile(totals[vi], 0.5), percentile(totals[vi], 0.9), percentile(totals[vi], 1.0),
                 percentile(colds[vi], 0.5), percentile(colds[vi], 1.0), percentile(warm_ratio[vi], 0.5),
-                percentile(warm_ratio[vi], 1.0), sums[vi].barriers, sums[vi].bfs_visits, sums[vi].push_visits);
+                percentile(warm_ratio[vi], 1.0), sums[vi].barriers, sums[vi].bfs_visits, sums[vi].push_visits, barren);
   }
   if (failures > 0) {
     std::printf("%d cut mismatches\n", failures);

@@ -516,7 +516,8 @@ enum class Launch {
 };
 
 DriverResult check_driver(const std::vector<HostImage>& imgs, const GrabCutOptions& options,
-                          const std::vector<std::vector<double>>& models_in, Launch launch = Launch::kDirect) {
+                          const std::vector<std::vector<double>>& models_in, Launch launch = Launch::kDirect,
+                          const grabcut::cuda::MaxflowSchedule& schedule = {}) {
   const int k = options.components;
   const std::size_t row = static_cast<std::size_t>(2 * k * kParamsPerComponent);
   const std::size_t nb = imgs.size();
@@ -538,7 +539,7 @@ DriverResult check_driver(const std::vector<HostImage>& imgs, const GrabCutOptio
   cudaStream_t stream = owned_stream.get();
   const auto run = [&] {
     grabcut::cuda::grabcut_cuda(d->layout, d->images.get(), d->masks.get(), models.get(), workspace.get(), bytes,
-                                options, stream);
+                                options, stream, schedule);
   };
   if (launch == Launch::kDirect) {
     run();
@@ -620,6 +621,21 @@ TEST(Driver, BoxInitMatchesCpu) {
     GrabCutOptions o;
     o.max_iter = 5;
     check_driver(driver_batch(sizes, rng, /*trimap=*/sizes.size() > 3), o, {});
+  }
+}
+
+// The masks do not depend on the max-flow's schedule (its cut is unique): every queue
+// mode, called directly and captured into a CUDA graph, gives grabcut_cpu's results.
+TEST(Driver, EveryScheduleMatchesCpu) {
+  for (int queue = 0; queue <= 2; ++queue) {
+    SCOPED_TRACE("queue " + std::to_string(queue));
+    grabcut::cuda::MaxflowSchedule schedule;
+    schedule.queue = queue;
+    std::mt19937 rng(17);
+    GrabCutOptions o;
+    o.max_iter = 5;
+    check_driver(driver_batch(kMixedSizes, rng, /*trimap=*/true), o, {}, Launch::kDirect, schedule);
+    check_driver(driver_batch({{200, 300}}, rng, /*trimap=*/false), o, {}, Launch::kGraph, schedule);
   }
 }
 
