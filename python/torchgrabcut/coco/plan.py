@@ -150,12 +150,18 @@ def _ann_where(a: int, ann: dict[str, Any]) -> str:
     return f"annotations[{a}] (id {ann.get('id')!r})"
 
 
+# The largest height or width the file may give: an image side the operators take (int32).
+_MAX_SIDE = 2**31 - 1
+
+
 def _size(image: dict[str, Any], key: str, where: str) -> int | None:
     v = image.get(key)
     if v is None:
         return None
-    if isinstance(v, bool) or not isinstance(v, (int, float)) or v != int(v) or v <= 0:
-        raise ValueError(f"--coco: {where}: expected a positive integer {key}, got {v!r}")
+    # Python's JSON reader gives NaN and Infinity as floats, and 1e300 as a float int() takes.
+    whole = isinstance(v, int) or (isinstance(v, float) and math.isfinite(v) and v == math.floor(v))
+    if isinstance(v, bool) or not whole or not 0 < v <= _MAX_SIDE:
+        raise ValueError(f"--coco: {where}: expected a positive integer {key} (at most {_MAX_SIDE}), got {v!r}")
     return int(v)
 
 

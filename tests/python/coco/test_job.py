@@ -477,6 +477,17 @@ def test_ids_are_integers_and_iscrowd_is_0_or_1(clean: Path, tmp_path: Path, cap
         err = _one_line_error(capsys, ["dataset", *dataset_args(bad, images, out, "--device", "cpu")])
         assert named in err and repr(value) in err, err
         assert not parts_dir(out).exists()
+    # Sizes: positive whole numbers an image side can be (Python's JSON reader takes NaN,
+    # Infinity and 1e999, and int() of the last two raised OverflowError).
+    for key in ("height", "width"):
+        for text in ("NaN", "Infinity", "-Infinity", "1e999", "1e300", "2147483648", "0", "-3", "2.5", '"240"', "true"):
+            raw = clean.read_text()
+            coco = json.loads(raw)
+            coco["images"][0][key] = "@SIZE@"
+            bad.write_text(json.dumps(coco).replace('"@SIZE@"', text))
+            err = _one_line_error(capsys, ["dataset", *dataset_args(bad, images, out, "--device", "cpu")])
+            assert f"images[0]: expected a positive integer {key}" in err, (text, err)
+            assert not parts_dir(out).exists()
     # An image id 1.0 beside an image id 1 used to be "appears twice"; a crowd flag "0" a crowd region.
     coco = json.loads(clean.read_text())
     coco["images"].append({**coco["images"][0], "id": 1.0})
