@@ -79,6 +79,12 @@ struct Variant {
   // A push visit that sent no excess into a sink pixel or out of its tile does not ask
   // for its tile again in the same push phase (its excess waits for the next relabel).
   bool stop_barren = false;
+  // A push round as line passes instead of one synchronous step: one thread per row
+  // (then per column) walks its line in each of the four directions, and excess pushed
+  // along the line is pushed on by the next pixel in the same pass (pushes across
+  // lines land after the pass); then the relabel step. Excess can cross a tile in
+  // one pass instead of one pixel per round.
+  bool line_passes = false;
 };
 
 const Variant kVariants[] = {
@@ -95,6 +101,8 @@ const Variant kVariants[] = {
     {"q2p", 2, 8, 24, 0, true, true},
     {"q0p", 0, 8, 24, 0, true, true},
     {"q2b", 2, 8, 24, 0, true, false, true},
+    {"q2line", 2, 8, 6, 0, true, false, false, true},
+    {"q2line12", 2, 8, 12, 0, true, false, false, true},
 };
 
 // Costs of the GPU solver's steps on the H200 (us), from the v0.7 profile: a push
@@ -106,6 +114,11 @@ struct Costs {
   double push_visit = 1.5;
   double push_round = 1.4;
   double idle_visit = 0.8;  // a push visit that finds nothing to do, a check of a tile
+  // A line pass (Variant::line_passes): per pixel step of a line's thread (a few
+  // dependent shared-memory operations), per pass (a barrier), and the relabel step.
+  double line_step = 0.06;
+  double line_pass = 0.3;
+  double line_relabel = 0.7;
   double barrier = 3.0;
   // A queued visit reads the state this long after its block took the tile (its loads
   // in flight; --read-delay). Requests that come meanwhile are already in what it reads.
@@ -465,6 +478,14 @@ class TileModel {
       for (const int i : active) seen[i] = stamp;
       // Push: every active pixel to its strictly lower residual neighbours.
       bool pushed = false;
+      if (v_.line_passes) {
+        pushed = push_line_passes(lab, res, ex, valid, inbox);
+        touched.clear();
+        for (int i = 0; i < kThreads; ++i) {
+          if (valid[i] && (ex[i] > 0 || seen[i] == stamp)) touched.push_back(i);
+        }
+        active.clear();  // the passes moved the excess already
+      }
       for (const int i : active) {
         const int me = me_of(i);
         const int hm = lab[me];
@@ -522,7 +543,9 @@ class TileModel {
     const int rounds = std::min(round + 1, v_.local_rounds);
     counts_->push_rounds += rounds;
     if (round == v_.local_rounds) ++counts_->capped_visits;
-    cost += c_.push_round * rounds;
+    cost += (v_.line_passes ? 2 * (c_.line_step * (kTileW + kTileH) + 2 * c_.line_pass) + c_.line_relabel
+                            : c_.push_round) *
+            rounds;
     // Write-back.
     bool remain = false;
     for (int i = 0; i < kThreads; ++i) {
@@ -574,6 +597,59 @@ class TileModel {
     for (const int r : w.requests) dirty_[static_cast<std::size_t>(r)] = 1;
     w.again = remain;
     w.cost = cost;
+  }
+
+  // The four line passes of a round (Variant::line_passes). Returns whether anything
+  // was pushed. Pushes into the halo go to inbox, as in a synchronous round.
+  bool push_line_passes(const std::array<int, kPad>& lab, std::array<std::array<unsigned, 8>, kThreads>& res,
+                        std::array<long long, kThreads>& ex, const std::array<bool, kThreads>& valid,
+                        std::array<long long, kPad>& inbox) {
+    bool pushed = false;
+    // (along the line, the two diagonals that leave it forward)
+    constexpr int kPasses[4][3] = {{0, 1, 7}, {4, 3, 5}, {2, 1, 3}, {6, 5, 7}};
+    for (const auto& pass : kPasses) {
+      const int along = pass[0];
+      const bool horizontal = dir_dy(along) == 0;
+      const int lines = horizontal ? kTileH : kTileW;
+      const int steps = horizontal ? kTileW : kTileH;
+      std::array<long long, kThreads> across{};
+      for (int l = 0; l < lines; ++l) {
+        for (int st = 0; st < steps; ++st) {
+          const int lx = horizontal ? (dir_dx(along) > 0 ? st : kTileW - 1 - st) : l;
+          const int ly = horizontal ? l : (dir_dy(along) > 0 ? st : kTileH - 1 - st);
+          const int i = ly * kTileW + lx;
+          if (!valid[i] || ex[i] <= 0) continue;
+          const int me = (ly + 1) * kPadW + lx + 1;
+          const int hm = lab[me];
+          if (hm >= kInf) continue;
+          for (const int k : pass) {
+            if (ex[i] <= 0) break;
+            const int nb = me + dir_dy(k) * kPadW + dir_dx(k);
+            const unsigned r = res[i][k];
+            if (lab[nb] >= hm || r == 0U) continue;
+            const long long amount = std::min<long long>(ex[i], r);
+            res[i][k] = r - static_cast<unsigned>(amount);
+            ex[i] -= amount;
+            pushed = true;
+            const int nlx = lx + dir_dx(k);
+            const int nly = ly + dir_dy(k);
+            if (nlx >= 0 && nlx < kTileW && nly >= 0 && nly < kTileH) {
+              const int j = nly * kTileW + nlx;
+              res[j][k ^ 4] += static_cast<unsigned>(amount);
+              if (k == along) {
+                ex[j] += amount;  // its thread reaches it next in this pass
+              } else {
+                across[j] += amount;
+              }
+            } else {
+              inbox[nb] += amount;
+            }
+          }
+        }
+      }
+      for (int j = 0; j < kThreads; ++j) ex[j] += across[j];
+    }
+    return pushed;
   }
 
   // Exact distances inside the tile to its sinks (pixels with sink capacity left)
