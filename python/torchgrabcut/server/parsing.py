@@ -30,6 +30,9 @@ MAX_JSON_BYTES = 1 << 20
 MAX_STROKES = 100
 MAX_STROKE_POINTS = 20_000
 MAX_RADIUS = 200
+# Stroke points may lie outside the image (a drag past the canvas edge), but not absurdly far:
+# within this bound, the clipping of server/strokes.py computes in doubles without overflow.
+MAX_COORDINATE = 1e12
 
 
 def read_json_object(request: Request) -> dict[str, Any]:
@@ -76,8 +79,8 @@ def _parse_point(p: Any, where: str) -> tuple[float, float]:
         raise ValueError(f"{where}: expected a point [x, y], got {p!r}")
     x, y = p
     for v in (x, y):
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or not np.isfinite(v):
-            raise ValueError(f"{where}: expected finite numbers [x, y], got {p!r}")
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not np.isfinite(v) or abs(v) > MAX_COORDINATE:
+            raise ValueError(f"{where}: expected finite numbers [x, y] within +-{MAX_COORDINATE:g}, got {p!r}")
     return float(x), float(y)
 
 

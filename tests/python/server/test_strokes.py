@@ -32,6 +32,11 @@ def distance_to_polyline(h: int, w: int, pts: list[tuple[float, float]]) -> np.n
         ("bg", 5, [(30.0, 20.0)]),
         ("bg", 2, [(-5.0, 3), (70, 3)]),  # partly outside the image
         ("fg", 3, [(-50, -50), (-20, -30)]),  # entirely outside: nothing painted
+        # Far outside, past what Pillow's C ints hold: only the part near the image is drawn.
+        ("fg", 2, [(-1e9, 20), (1e9, 25)]),
+        ("bg", 3, [(-3e9, -3e9), (3e9, 3e9)]),
+        ("fg", 1, [(1e12, 10), (-1e12, 10), (30, -1e12)]),
+        ("bg", 4, [(20, 20), (1e12, 1e12)]),
     ],
 )
 def test_paint_strokes_against_distance(label: str, radius: float, pts) -> None:
@@ -57,6 +62,8 @@ def test_paint_strokes_against_distance(label: str, radius: float, pts) -> None:
         ([{"label": "fg", "points": []}], "points"),
         ([{"label": "fg", "points": [[1, "a"]]}], "finite numbers"),
         ([{"label": "fg", "points": [[1, float("nan")]]}], "finite numbers"),
+        ([{"label": "fg", "points": [[1, 1.1e12]]}], "within +-1e+12"),
+        ([{"label": "fg", "points": [[-1e300, 1]]}], "within +-1e+12"),
         ([{"label": "fg", "radius": -1, "points": [[1, 1]]}], "radius"),
         ([{"label": "fg", "radius": 1e9, "points": [[1, 1]]}], "radius"),
         ([{"label": "fg", "points": [[1, 2, 3]]}], "point"),
