@@ -258,6 +258,9 @@ __global__ void __launch_bounds__(kThreads) learn_accumulate_kernel(StageBatch b
 
 constexpr int kFinalizeThreads = 64;
 static_assert(kFinalizeThreads >= kMaxSlots, "one thread per slot");
+// Blocks of learn_finalize_kernel: one per image up to this many (the blocks stride over
+// the images beyond), enough to fill any GPU with these small blocks.
+constexpr int kMaxFinalizeBlocks = 65535;
 
 // One block per image: component_from_sums for every slot, then clears the sums.
 __global__ void __launch_bounds__(kFinalizeThreads) learn_finalize_kernel(StageBatch batch, int k, double* models,
@@ -368,7 +371,7 @@ void learn_gmms_cuda(const StageBatch& batch, const std::uint8_t* images, const 
                                                                                        component, sums);
     GRABCUT_CUDA_CHECK_LAUNCH("learn_accumulate_kernel");
   }
-  const unsigned blocks = static_cast<unsigned>(batch.batch < 65535 ? batch.batch : 65535);
+  const auto blocks = static_cast<unsigned>(batch.batch < kMaxFinalizeBlocks ? batch.batch : kMaxFinalizeBlocks);
   learn_finalize_kernel<<<blocks, kFinalizeThreads, 0, stream>>>(batch, k, models, sums);
   GRABCUT_CUDA_CHECK_LAUNCH("learn_finalize_kernel");
 }
