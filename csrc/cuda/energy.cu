@@ -147,7 +147,7 @@ void nlinks_cuda(const StageBatch& batch, const std::uint8_t* images, double gam
 void tlinks_cuda(const StageBatch& batch, const std::uint8_t* images, const std::uint8_t* masks, int k,
                  const double* models, double gamma, ComponentEval* evals, std::int32_t* terminal,
                  cudaStream_t stream) {
-  if (k < 1 || k > kMaxComponents) throw std::invalid_argument("components: expected 1..16");
+  check_components(k);
   if (!detail::has_work(batch)) return;
   prepare_evals_cuda(batch, k, models, evals, stream);
   tlinks_kernel<<<detail::image_grid(batch, kThreads), kThreads, 0, stream>>>(batch, images, masks, k, evals,

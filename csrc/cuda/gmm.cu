@@ -292,14 +292,15 @@ __global__ void __launch_bounds__(kFinalizeThreads) learn_finalize_kernel(StageB
   }
 }
 
+
+}  // namespace
+
 void check_components(int k) {
   if (k < 1 || k > kMaxComponents) {
     throw std::invalid_argument("components: expected 1.." + std::to_string(kMaxComponents) + ", got " +
                                 std::to_string(k));
   }
 }
-
-}  // namespace
 
 void prepare_evals_cuda(const StageBatch& batch, int k, const double* models, ComponentEval* evals,
                         cudaStream_t stream) {

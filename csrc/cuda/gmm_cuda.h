@@ -39,6 +39,10 @@ void assign_components_cuda(const StageBatch& batch, const std::uint8_t* images,
 void learn_gmms_cuda(const StageBatch& batch, const std::uint8_t* images, const std::uint8_t* masks, int k,
                      const std::uint8_t* component, double* models, std::int64_t* sums, cudaStream_t stream);
 
+// Throws std::invalid_argument unless 1 <= k <= kMaxComponents (every stage taking a
+// component count checks it the same way).
+void check_components(int k);
+
 // evals[b * 2k + i] = prepare_component(row i of model b), for active images.
 void prepare_evals_cuda(const StageBatch& batch, int k, const double* models, ComponentEval* evals,
                         cudaStream_t stream);
