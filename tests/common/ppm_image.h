@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <fstream>
+#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -95,9 +96,19 @@ inline std::vector<ListedImage> read_image_list(const std::string& list_path) {
   const std::size_t slash = list_path.find_last_of('/');
   const std::string folder = slash == std::string::npos ? std::string() : list_path.substr(0, slash + 1);
   std::vector<ListedImage> out;
-  std::string name;
-  int x0 = 0, y0 = 0, x1 = 0, y1 = 0;
-  while (in >> name >> x0 >> y0 >> x1 >> y1) {
+  std::string line;
+  int line_number = 0;
+  while (std::getline(in, line)) {
+    ++line_number;
+    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;  // blank
+    std::istringstream fields(line);
+    std::string name;
+    int x0 = 0, y0 = 0, x1 = 0, y1 = 0;
+    std::string extra;
+    if (!(fields >> name >> x0 >> y0 >> x1 >> y1) || (fields >> extra)) {
+      throw std::runtime_error(list_path + ", line " + std::to_string(line_number) +
+                               ": expected \"file.ppm x0 y0 x1 y1\"");
+    }
     ListedImage item;
     item.name = name;
     item.image = read_ppm(folder + name);
@@ -110,7 +121,6 @@ inline std::vector<ListedImage> read_image_list(const std::string& list_path) {
     item.y1 = y1;
     out.push_back(std::move(item));
   }
-  if (!in.eof()) throw std::runtime_error(list_path + ": bad line after " + std::to_string(out.size()) + " images");
   return out;
 }
 
