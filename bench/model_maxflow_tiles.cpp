@@ -90,6 +90,10 @@ struct Variant {
   // lines land after the pass); then the relabel step. Excess can cross a tile in
   // one pass instead of one pixel per round.
   bool line_passes = false;
+  // A warm solve starts pushing with the last solve's final labels (exact for the old
+  // residual graph; pixels that gained sink capacity get 0) instead of a relabel; the
+  // solve still ends only after a full relabel finds nothing to push.
+  bool keep_labels = false;
 };
 
 const Variant kVariants[] = {
@@ -108,6 +112,7 @@ const Variant kVariants[] = {
     {"q2b", 2, 8, 24, 0, true, false, true},
     {"q2line", 2, 8, 6, 0, true, false, false, true},
     {"q2line12", 2, 8, 12, 0, true, false, false, true},
+    {"q2k", 2, 8, 24, 0, true, false, false, false, true},
 };
 
 // Costs of the GPU solver's steps on the H200 (us), from the v0.7 profile: a push
@@ -189,13 +194,19 @@ class TileModel {
   std::vector<std::uint8_t> solve(const HostGridGraph& g, bool warm, Counts& counts) {
     counts = Counts{};
     counts_ = &counts;
-    setup(g, warm);
-    bool full = true;
+    const bool kept = setup(g, warm) && v_.keep_labels;
+    bool full = !kept;
     long long waiting = positive_excess();
-    for (;;) {
-      ++counts.relabels;
+    for (bool first = true;; first = false) {
       double start = counts.time_us;
-      global_relabel(full);
+      if (first && kept) {
+        for (std::int64_t p = 0; p < n_; ++p) {
+          if (excess_[p] < 0) height_[p] = 0;
+        }
+      } else {
+        ++counts.relabels;
+        global_relabel(full);
+      }
       counts.bfs_us += counts.time_us - start;
       start = counts.time_us;
       const bool active = check();
@@ -261,7 +272,8 @@ class TileModel {
     return static_cast<unsigned>(g_->nlink[k - 4][q]) + static_cast<unsigned>(flow_[4 * q + k - 4]);
   }
 
-  void setup(const HostGridGraph& g, bool warm) {
+  // Returns whether the solve starts from the last one's flow (a warm start).
+  bool setup(const HostGridGraph& g, bool warm) {
     const bool same = g_ != nullptr && warm && H_ == g.height && W_ == g.width;
     g_ = &g;
     H_ = g.height;
@@ -279,13 +291,14 @@ class TileModel {
       for (std::int64_t p = 0; p < n_; ++p) excess_[p] += static_cast<long long>(g.terminal[p]) - old_term_[p];
     }
     old_term_ = g.terminal;
-    height_.assign(n_, kInf);
+    if (!same) height_.assign(n_, kInf);
     resmask_.assign(n_, 0);
     tile_state_.assign(tiles_, 0);
     visits_.assign(tiles_, 0);
     dirty_.assign(tiles_, 1);
     queue_.clear();
     outstanding_ = 0;
+    return same;
   }
 
   void apply(const Writes& w) {
