@@ -287,6 +287,32 @@ def test_a_cpu_batch_runs_its_images_in_parallel_one_thread_each(torch_threads: 
     assert _stage_threads_of(lambda: grabcut([IMG, IMG, IMG], box=BOX, device="cpu")) == 1
 
 
+@pytest.mark.parametrize("threads", [2, 3])
+def test_an_image_with_more_than_a_threads_share_of_a_batchs_work_runs_on_every_thread(
+    threads: int, torch_threads: None
+) -> None:
+    # One image with most of a list's pixels would otherwise run on one thread while
+    # the others idle: it runs first, alone, on every thread; the rest one per thread.
+    rng = np.random.default_rng(7)
+    big = object_image(rng, 150, 200, (40, 30, 160, 120))
+    torch.set_num_threads(threads)
+    images = [IMG, big, IMG]
+    boxes = [BOX, (40, 30, 160, 120), BOX]
+    singles = [grabcut(im, box=b, device="cpu") for im, b in zip(images, boxes)]
+    results: list[list[np.ndarray]] = []
+    used = _stage_threads_of(lambda: results.append(grabcut(images, box=boxes, device="cpu")))
+    assert used == threads
+    for got, want in zip(results[0], singles):
+        np.testing.assert_array_equal(got, want)
+    # Images of equal work stay one per thread.
+    assert _stage_threads_of(lambda: grabcut([big, big, big], box=boxes[1], device="cpu")) == 1
+    # The work is measured by the probable pixels (what the max-flow solves), not the size:
+    # a large image with a small box is not, a small one with a large box is.
+    tiny, wide = (20, 15, 30, 25), (2, 2, 98, 73)
+    assert _stage_threads_of(lambda: grabcut([big, *[IMG] * 4], box=[tiny, *[BOX] * 4], device="cpu")) == 1
+    assert _stage_threads_of(lambda: grabcut([IMG] * 3, box=[tiny, wide, tiny], device="cpu")) == threads
+
+
 def test_a_worker_thread_follows_torch_set_num_threads(torch_threads: None) -> None:
     import threading
 
