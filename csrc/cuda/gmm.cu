@@ -292,7 +292,6 @@ __global__ void __launch_bounds__(kFinalizeThreads) learn_finalize_kernel(StageB
   }
 }
 
-
 }  // namespace
 
 void check_components(int k) {
