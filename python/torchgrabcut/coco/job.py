@@ -40,6 +40,7 @@ from torchgrabcut.coco.parts import (
     OutputShare,
     PartWriter,
     check_run_config,
+    finished_images,
     parts_dir,
     read_parts,
     remove_parts,
@@ -70,7 +71,8 @@ def run_dataset(opts: DatasetOptions) -> DatasetSummary | None:
         gc.freeze()
         plans = index_images(coco)
         out = Path(opts.out)
-        done = read_parts(parts_dir(out))  # an earlier run's, used only once its settings are checked
+        # An earlier run's finished images, used only once its settings are checked.
+        done = finished_images(read_parts(parts_dir(out)), {p.image: p.anns for p in plans})
         todo = _plan_rank_share(plans, done, coco, opts, me)
         created = _check_resumable(parts_dir(out), digest, opts, done)
         if me.rank == 0 and not opts.quiet:

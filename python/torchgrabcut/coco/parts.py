@@ -32,6 +32,7 @@ and encodes only what the shares do not hold).
 from __future__ import annotations
 
 import json
+import math
 import os
 import shutil
 from collections.abc import Iterable
@@ -43,6 +44,8 @@ __all__ = [
     "OutputShare",
     "PartWriter",
     "check_run_config",
+    "complete_line",
+    "finished_images",
     "parts_dir",
     "read_parts",
     "remove_parts",
@@ -109,14 +112,62 @@ def _lines(path: Path) -> Iterable[dict[str, Any]]:
             yield rec
 
 
-def read_parts(directory: Path) -> dict[int, dict[str, Any]]:
-    """Finished images: image index -> its line, over every part file in ``directory``."""
-    done: dict[int, dict[str, Any]] = {}
+def read_parts(directory: Path) -> dict[int, list[dict[str, Any]]]:
+    """Finished images: image index -> its lines, over every part file in ``directory``.
+
+    An image has several lines when a run redid it (see :func:`complete_line`).
+    """
+    done: dict[int, list[dict[str, Any]]] = {}
     if not directory.is_dir():
         return done
     for path in sorted(directory.glob("rank*.jsonl")):
         for rec in _lines(path):
-            done[rec["image"]] = rec
+            done.setdefault(rec["image"], []).append(rec)
+    return done
+
+
+def _json_int(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _json_number(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+
+def complete_line(line: dict[str, Any], anns: list[int]) -> bool:
+    """Whether a part line is a whole record of an image with these annotations (indices, in order).
+
+    Lines are only ever written whole by this module, but a part file is a file on disk:
+    a line that parses yet does not hold what the merge reads (an edited or damaged file)
+    means the image is done again, rather than a crash or an output missing its masks.
+    """
+    size = line.get("size")
+    if not (isinstance(size, list) and len(size) == 2 and all(_json_int(v) and v > 0 for v in size)):
+        return False
+    results = line["results"]
+    if len(results) != len(anns) or not all(isinstance(r, dict) for r in results):
+        return False
+    for r, a in zip(results, anns):
+        if not _json_int(r.get("a")) or r["a"] != a:
+            return False
+        if "skip" in r:
+            if not isinstance(r["skip"], str):
+                return False
+            continue
+        if not isinstance(r.get("counts"), str) or not _json_number(r.get("area")) or r["area"] < 0:
+            return False
+        if ("iou" in r and not _json_number(r["iou"])) or ("gt_error" in r and not isinstance(r["gt_error"], str)):
+            return False
+    return True
+
+
+def finished_images(lines: dict[int, list[dict[str, Any]]], anns: dict[int, list[int]]) -> dict[int, dict[str, Any]]:
+    """Image index -> the last complete line of each image in ``anns`` (its annotation indices)."""
+    done = {}
+    for image, image_anns in anns.items():
+        whole = [line for line in lines.get(image, []) if complete_line(line, image_anns)]
+        if whole:
+            done[image] = whole[-1]
     return done
 
 

@@ -608,6 +608,48 @@ def test_resume_with_a_line_cut_short(clean: Path, reference: tuple[Path, object
     assert all(json.loads(line) for line in text.splitlines())
 
 
+def test_resume_redoes_images_whose_lines_parse_but_are_not_whole(
+    clean: Path, reference: tuple[Path, object], tmp_path: Path
+) -> None:
+    """A damaged or edited part file: a line that is JSON but not what the merge reads
+    (a wrong annotation index, a missing or wrong field, no results) means the image is
+    done again, not a crash or an output missing masks."""
+    out = tmp_path / "out.json"
+    run_dataset(_opts(clean, out, keep_parts=True))
+    part = parts_dir(out) / "rank0.jsonl"
+    lines = [json.loads(line) for line in part.read_text().splitlines()]
+    assert len(lines) == 7
+    segmented = [rec for rec in lines if any("counts" in r for r in rec["results"])]
+    assert len(segmented) >= 5
+
+    def damaged(i: int) -> dict:
+        rec = json.loads(json.dumps(segmented[i]))
+        first = next(r for r in rec["results"] if "counts" in r)
+        if i == 0:
+            first["a"] = 10**9
+        elif i == 1:
+            del first["counts"]
+        elif i == 2:
+            rec["size"] = "x"
+        elif i == 3:
+            rec["results"] = []
+        else:
+            first["area"] = "big"
+        return rec
+
+    kept = [rec for rec in lines if rec not in segmented[:5]]
+    part.write_text("".join(json.dumps(rec) + "\n" for rec in kept + [damaged(i) for i in range(5)]))
+    out.unlink()
+    summary = run_dataset(_opts(clean, out, keep_parts=True))
+    assert summary is not None and summary.run_images == 5
+    assert out.read_bytes() == reference[0].read_bytes()
+    # Redone images have whole lines now, after the damaged ones: a third run does nothing.
+    out.unlink()
+    summary = run_dataset(_opts(clean, out))
+    assert summary is not None and summary.run_images == 0
+    assert out.read_bytes() == reference[0].read_bytes()
+
+
 def test_resume_with_other_settings_is_refused(clean: Path, tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
     out = tmp_path / "out.json"
     run_dataset(_opts(clean, out, keep_parts=True))
