@@ -17,7 +17,8 @@ killed run loses at most the chunk it was working on.
 On a restart every rank reads every part file (whatever the number of ranks of
 the earlier run) and skips the images already there. A line cut short by the
 kill (no newline at its end) is ignored and, before appending, its writer cuts
-it off. Each file has one writer: rank ``r`` of the current run appends to
+it off; a line that parses but is not a whole record of its image (a damaged or
+edited file) is ignored too, and the image done again. Each file has one writer: rank ``r`` of the current run appends to
 ``rank{r}.jsonl``; ranks take disjoint shards, so no image is written twice.
 
 The output keeps every other key of the input in place and rewrites only the
