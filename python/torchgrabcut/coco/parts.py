@@ -18,8 +18,9 @@ On a restart every rank reads every part file (whatever the number of ranks of
 the earlier run) and skips the images already there. A line cut short by the
 kill (no newline at its end) is ignored and, before appending, its writer cuts
 it off; a line that parses but is not a whole record of its image (a damaged or
-edited file) is ignored too, and the image done again. Each file has one writer: rank ``r`` of the current run appends to
-``rank{r}.jsonl``; ranks take disjoint shards, so no image is written twice.
+edited file) is ignored too, and the image done again. Each file has one writer:
+rank ``r`` of the current run appends to ``rank{r}.jsonl``; ranks take disjoint
+shards, so no image is written twice.
 
 The output keeps every other key of the input in place and rewrites only the
 annotations, in their original order: the same bytes whatever the number of ranks
@@ -90,6 +91,8 @@ def check_run_config(directory: Path, config: dict[str, Any], replace: bool = Fa
             old = json.loads(path.read_text(encoding="utf-8"))
         except (json.JSONDecodeError, UnicodeDecodeError, OSError) as err:
             raise RuntimeError(f"{path} is unreadable ({err}); delete {directory} to start over") from err
+        if not isinstance(old, dict):
+            raise RuntimeError(f"{path} is unreadable (not a JSON object); delete {directory} to start over")
         if old != config:
             keys = sorted(k for k in set(old) | set(config) if old.get(k) != config.get(k))
             raise RuntimeError(

@@ -650,6 +650,18 @@ def test_resume_redoes_images_whose_lines_parse_but_are_not_whole(
     assert out.read_bytes() == reference[0].read_bytes()
 
 
+def test_a_damaged_run_record_is_one_line(clean: Path, tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    out = tmp_path / "out.json"
+    run_dataset(_opts(clean, out, keep_parts=True))
+    out.unlink()
+    for text in ("5", "[1, 2]", "null", '"x"', "{", "\xff"):
+        (parts_dir(out) / "run.json").write_bytes(text.encode("latin-1"))
+        args = ["dataset", *dataset_args(clean, clean.parent / "images", out, "--device", "cpu")]
+        err = _one_line_error(capsys, args)
+        assert "run.json is unreadable" in err and "delete" in err, (text, err)
+        assert not out.exists()
+
+
 def test_resume_with_other_settings_is_refused(clean: Path, tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
     out = tmp_path / "out.json"
     run_dataset(_opts(clean, out, keep_parts=True))
