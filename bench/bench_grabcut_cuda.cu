@@ -28,6 +28,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/grabcut_iterations.h"
 #include "common/ppm_image.h"
 #include "core/driver.h"
 #include "core/energy.h"
@@ -104,10 +105,7 @@ std::vector<std::uint8_t> synthetic_image(int h, int w, std::uint32_t seed) {
 
 // PR_FGD inside a box of 1/8 margins, BGD outside.
 std::vector<std::uint8_t> box_mask(int h, int w) {
-  std::vector<std::uint8_t> m(static_cast<std::size_t>(h) * static_cast<std::size_t>(w), grabcut::kBackground);
-  for (int y = h / 8; y < h - h / 8; ++y)
-    for (int x = w / 8; x < w - w / 8; ++x) m[static_cast<std::size_t>(y) * w + x] = grabcut::kProbForeground;
-  return m;
+  return grabcut::testing::box_labels(h, w, w / 8, h / 8, w - w / 8, h - h / 8);
 }
 
 struct Problem {
@@ -146,11 +144,8 @@ std::vector<HostImage> synthetic_images(const std::vector<Size>& sizes) {
 
 // A listed image (bench/grabcut50_ppm.py) with PR_FGD in its box, BGD outside.
 HostImage listed_image(const grabcut::testing::ListedImage& item) {
-  HostImage img{item.image.height, item.image.width, item.image.planar(), {}};
-  img.mask.assign(static_cast<std::size_t>(img.height) * img.width, grabcut::kBackground);
-  for (int y = item.y0; y < item.y1; ++y)
-    for (int x = item.x0; x < item.x1; ++x) img.mask[static_cast<std::size_t>(y) * img.width + x] = grabcut::kProbForeground;
-  return img;
+  return {item.image.height, item.image.width, item.image.planar(),
+          grabcut::testing::box_labels(item.image.height, item.image.width, item.x0, item.y0, item.x1, item.y1)};
 }
 
 std::unique_ptr<Problem> make_image_problem(const std::vector<HostImage>& host, const GrabCutOptions& options) {
@@ -342,18 +337,50 @@ void time_stages(Problem& pr, const GrabCutOptions& options, cudaStream_t stream
   for (const Row& r : rows) std::printf("    %-28s %9.3f\n", r.name, r.ms);
 }
 
-bool check_against_cpu(Problem& pr, const GrabCutOptions& options) {
-  const std::size_t nb = pr.layout.images.size();
+// The problem's masks (pitched, as on the device) and models, after its last run.
+struct DeviceResults {
+  std::vector<std::uint8_t> masks;
+  std::vector<double> models;  // `row` doubles per image
+  std::size_t row = 0;
+};
+
+DeviceResults download_results(Problem& pr, std::size_t row) {
+  DeviceResults r{std::vector<std::uint8_t>(pr.mask_bytes), std::vector<double>(pr.layout.images.size() * row), row};
+  GRABCUT_CUDA_CHECK(cudaDeviceSynchronize());
+  GRABCUT_CUDA_CHECK(cudaMemcpy(r.masks.data(), pr.masks.get(), r.masks.size(), cudaMemcpyDeviceToHost));
+  GRABCUT_CUDA_CHECK(cudaMemcpy(r.models.data(), pr.models.get(), r.models.size() * 8, cudaMemcpyDeviceToHost));
+  return r;
+}
+
+struct ImageComparison {
+  std::int64_t differing = 0;  // mask pixels that differ from the reference
+  std::int64_t foreground = 0;  // of the device's mask
+  bool model_same = false;
+};
+
+// Image b of the device results against a CPU mask (compact) and model.
+ImageComparison compare_image(const Problem& pr, const DeviceResults& got, std::size_t b,
+                              const std::vector<std::uint8_t>& mask, const std::vector<double>& model) {
   const auto ph = static_cast<std::size_t>(pr.layout.pitch_height);
   const auto pw = static_cast<std::size_t>(pr.layout.pitch_width);
-  std::vector<std::uint8_t> masks(pr.mask_bytes);
+  const int h = pr.layout.images[b].height;
+  const int w = pr.layout.images[b].width;
+  ImageComparison c;
+  for (int y = 0; y < h; ++y)
+    for (int x = 0; x < w; ++x) {
+      const std::uint8_t g = got.masks[(b * ph + y) * pw + x];
+      c.differing += g != mask[static_cast<std::size_t>(y) * w + x];
+      c.foreground += g & 1;
+    }
+  c.model_same = std::memcmp(model.data(), got.models.data() + b * got.row, got.row * 8) == 0;
+  return c;
+}
+
+bool check_against_cpu(Problem& pr, const GrabCutOptions& options) {
   const std::size_t row = 2 * static_cast<std::size_t>(options.components) * kParamsPerComponent;
-  std::vector<double> models(nb * row);
-  GRABCUT_CUDA_CHECK(cudaDeviceSynchronize());
-  GRABCUT_CUDA_CHECK(cudaMemcpy(masks.data(), pr.masks.get(), masks.size(), cudaMemcpyDeviceToHost));
-  GRABCUT_CUDA_CHECK(cudaMemcpy(models.data(), pr.models.get(), models.size() * 8, cudaMemcpyDeviceToHost));
+  const DeviceResults got = download_results(pr, row);
   bool ok = true;
-  for (std::size_t b = 0; b < nb; ++b) {
+  for (std::size_t b = 0; b < pr.layout.images.size(); ++b) {
     const int h = pr.layout.images[b].height;
     const int w = pr.layout.images[b].width;
     std::vector<std::uint8_t> mask = pr.host_masks[b];
@@ -361,20 +388,13 @@ bool check_against_cpu(Problem& pr, const GrabCutOptions& options) {
     const auto t0 = std::chrono::steady_clock::now();
     const grabcut::GrabCutStats st = grabcut::grabcut_cpu(pr.host_images[b].data(), h, w, mask.data(), model.data(), options);
     const double cpu_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-    std::int64_t diff = 0;
-    std::int64_t fg = 0;
-    for (int y = 0; y < h; ++y)
-      for (int x = 0; x < w; ++x) {
-        const std::uint8_t g = masks[(b * ph + y) * pw + x];
-        diff += g != mask[static_cast<std::size_t>(y) * w + x];
-        fg += g & 1;
-      }
-    const bool model_same = std::memcmp(model.data(), models.data() + b * row, row * 8) == 0;
+    const ImageComparison c = compare_image(pr, got, b, mask, model);
     std::printf("  check vs grabcut_cpu, image %zu: %lld differing mask pixels, models %s, fg %lld of %lld, "
                 "CPU %.1f ms (%d iterations)\n",
-                b, static_cast<long long>(diff), model_same ? "identical" : "DIFFER", static_cast<long long>(fg),
-                static_cast<long long>(static_cast<std::int64_t>(h) * w), cpu_ms, st.iterations);
-    ok = ok && diff == 0 && model_same;
+                b, static_cast<long long>(c.differing), c.model_same ? "identical" : "DIFFER",
+                static_cast<long long>(c.foreground), static_cast<long long>(static_cast<std::int64_t>(h) * w), cpu_ms,
+                st.iterations);
+    ok = ok && c.differing == 0 && c.model_same;
   }
   return ok;
 }
@@ -383,26 +403,13 @@ bool check_against_cpu(Problem& pr, const GrabCutOptions& options) {
 // (one per image, grabcut_cpu's results); prints the images that differ.
 bool equals_reference(Problem& pr, const std::vector<std::vector<std::uint8_t>>& masks,
                       const std::vector<std::vector<double>>& models, const char* what) {
-  const std::size_t nb = pr.layout.images.size();
-  const auto ph = static_cast<std::size_t>(pr.layout.pitch_height);
-  const auto pw = static_cast<std::size_t>(pr.layout.pitch_width);
-  const std::size_t row = models.at(0).size();
-  std::vector<std::uint8_t> got(pr.mask_bytes);
-  std::vector<double> got_models(nb * row);
-  GRABCUT_CUDA_CHECK(cudaDeviceSynchronize());
-  GRABCUT_CUDA_CHECK(cudaMemcpy(got.data(), pr.masks.get(), got.size(), cudaMemcpyDeviceToHost));
-  GRABCUT_CUDA_CHECK(cudaMemcpy(got_models.data(), pr.models.get(), got_models.size() * 8, cudaMemcpyDeviceToHost));
+  const DeviceResults got = download_results(pr, models.at(0).size());
   bool ok = true;
-  for (std::size_t b = 0; b < nb; ++b) {
-    const int h = pr.layout.images[b].height;
-    const int w = pr.layout.images[b].width;
-    std::int64_t diff = 0;
-    for (int y = 0; y < h; ++y)
-      for (int x = 0; x < w; ++x) diff += got[(b * ph + y) * pw + x] != masks[b][static_cast<std::size_t>(y) * w + x];
-    const bool model_same = std::memcmp(models[b].data(), got_models.data() + b * row, row * 8) == 0;
-    if (diff != 0 || !model_same) {
+  for (std::size_t b = 0; b < pr.layout.images.size(); ++b) {
+    const ImageComparison c = compare_image(pr, got, b, masks[b], models[b]);
+    if (c.differing != 0 || !c.model_same) {
       std::printf("  %s, image %zu: %lld mask pixels differ from grabcut_cpu's, models %s\n", what, b,
-                  static_cast<long long>(diff), model_same ? "identical" : "DIFFER");
+                  static_cast<long long>(c.differing), c.model_same ? "identical" : "DIFFER");
       ok = false;
     }
   }
