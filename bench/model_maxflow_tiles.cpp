@@ -27,14 +27,11 @@
 // bench/RESULTS.md (v0.9 model) has the numbers.
 #include <algorithm>
 #include <array>
-#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <deque>
-#include <limits>
 #include <queue>
 #include <random>
 #include <stdexcept>
@@ -137,8 +134,8 @@ struct Costs {
 
 struct Counts {
   long long relabels = 0, bfs_phases = 0, push_phases = 0, barriers = 0;
-  long long bfs_visits = 0, bfs_steps = 0, push_visits = 0, push_rounds = 0, capped_visits = 0;
-  long long region_relabels = 0, full_relabels = 0;
+  long long bfs_visits = 0, push_visits = 0, push_rounds = 0, capped_visits = 0;
+  long long full_relabels = 0;
   long long barren_visits = 0, barren_rounds = 0;  // visits that sent nothing into a sink or out
   double time_us = 0;
   double bfs_us = 0, check_us = 0, push_us = 0;  // time_us by phase
@@ -149,11 +146,9 @@ struct Counts {
     push_phases += o.push_phases;
     barriers += o.barriers;
     bfs_visits += o.bfs_visits;
-    bfs_steps += o.bfs_steps;
     push_visits += o.push_visits;
     push_rounds += o.push_rounds;
     capped_visits += o.capped_visits;
-    region_relabels += o.region_relabels;
     full_relabels += o.full_relabels;
     barren_visits += o.barren_visits;
     barren_rounds += o.barren_rounds;
@@ -172,7 +167,6 @@ struct Writes {
   std::vector<std::pair<std::int64_t, int>> height;            // pixel, new label
   std::vector<int> requests;                                   // tiles asked for
   bool again = false;                                          // asks for itself
-  bool changed = false;
   double cost = 0;
   void clear() {
     excess.clear();
@@ -180,7 +174,6 @@ struct Writes {
     height.clear();
     requests.clear();
     again = false;
-    changed = false;
     cost = 0;
   }
 };
@@ -415,7 +408,6 @@ class TileModel {
     }
     bool changed = false;
     const int steps = jacobi(lab, mask, relaxes, changed);
-    counts_->bfs_steps += steps;
     for (int i = 0; i < kThreads; ++i) {
       const int x = x0 + i % kTileW;
       const int y = y0 + i / kTileW;
@@ -423,7 +415,6 @@ class TileModel {
       const int me = (i / kTileW + 1) * kPadW + i % kTileW + 1;
       if (first || lab[me] != height_[pix(x, y)]) w.height.emplace_back(pix(x, y), lab[me]);
     }
-    w.changed = changed;
     if (changed) {
       neighbours_of_tile(t, w.requests);
       // A sweep lists the tile itself again; the queue does not (it is locally stable).
@@ -677,7 +668,6 @@ class TileModel {
   // Returns its cost.
   double region_relabel(std::array<int, kPad>& lab, const std::array<std::array<unsigned, 8>, kThreads>& res,
                         const std::array<long long, kThreads>& ex, const std::array<bool, kThreads>& valid) {
-    ++counts_->region_relabels;
     std::array<std::uint8_t, kThreads> mask{};
     std::array<bool, kThreads> relaxes{};
     std::array<int, kPad> d = lab;
@@ -942,10 +932,8 @@ Sequence from_image(const grabcut::testing::ListedImage& item) {
   const auto it = grabcut::testing::grabcut_iterations(planar.data(), item.image.height, item.image.width,
                                                        item.x0, item.y0, item.x1, item.y1);
   // The graphs are those of the library's loop only if it ends where grabcut_cpu does.
-  std::vector<std::uint8_t> mask(planar.size() / 3, grabcut::kBackground);
-  for (int y = item.y0; y < item.y1; ++y) {
-    for (int x = item.x0; x < item.x1; ++x) mask[static_cast<std::size_t>(y) * item.image.width + x] = grabcut::kProbForeground;
-  }
+  std::vector<std::uint8_t> mask =
+      grabcut::testing::box_labels(item.image.height, item.image.width, item.x0, item.y0, item.x1, item.y1);
   const grabcut::GrabCutOptions options;
   std::vector<double> model(static_cast<std::size_t>(2 * options.components * grabcut::kParamsPerComponent));
   grabcut::grabcut_cpu(planar.data(), item.image.height, item.image.width, mask.data(), model.data(), options);

@@ -37,6 +37,15 @@ struct GrabCutIterations {
   }
 };
 
+// The labels of a box start: PR_FGD in x0 <= x < x1, y0 <= y < y1, BGD elsewhere.
+inline std::vector<std::uint8_t> box_labels(int height, int width, int x0, int y0, int x1, int y1) {
+  std::vector<std::uint8_t> mask(static_cast<std::size_t>(height) * static_cast<std::size_t>(width), kBackground);
+  for (int y = y0; y < y1; ++y) {
+    for (int x = x0; x < x1; ++x) mask[static_cast<std::size_t>(y) * static_cast<std::size_t>(width) + x] = kProbForeground;
+  }
+  return mask;
+}
+
 // Runs GrabCut (default options, at most max_iter iterations, the driver's stopping
 // rule) on an 8-bit planar 3-channel image (channel c of pixel p at c * h * w + p, as
 // the core takes it) from the box x0 <= x < x1, y0 <= y < y1, and
@@ -49,10 +58,7 @@ inline GrabCutIterations grabcut_iterations(const std::uint8_t* image, int heigh
   out.height = height;
   out.width = width;
   const std::int64_t n = static_cast<std::int64_t>(height) * width;
-  out.mask.assign(static_cast<std::size_t>(n), kBackground);
-  for (int y = y0; y < y1; ++y) {
-    for (int x = x0; x < x1; ++x) out.mask[static_cast<std::size_t>(y) * width + x] = kProbForeground;
-  }
+  out.mask = box_labels(height, width, x0, y0, x1, y1);
   const GrabCutOptions options;
   const int k = options.components;
   std::vector<double> model(static_cast<std::size_t>(2 * k * kParamsPerComponent));

@@ -119,10 +119,7 @@ TEST(BenchmarkInputs, GrabCutIterationsFollowTheDriver) {
   ASSERT_FALSE(it.terminals.empty());
   EXPECT_LE(it.terminals.size(), 5U);
 
-  std::vector<std::uint8_t> mask(static_cast<std::size_t>(h) * w, kBackground);
-  for (int y = 8; y < 52; ++y) {
-    for (int x = 10; x < 70; ++x) mask[static_cast<std::size_t>(y) * w + x] = kProbForeground;
-  }
+  std::vector<std::uint8_t> mask = testing::box_labels(h, w, 10, 8, 70, 52);
   std::vector<double> model(static_cast<std::size_t>(2 * kDefaultComponents * kParamsPerComponent));
   const GrabCutStats stats = grabcut_cpu(img.data(), h, w, mask.data(), model.data(), GrabCutOptions{});
   EXPECT_EQ(static_cast<int>(it.terminals.size()), stats.iterations);
