@@ -42,6 +42,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from torchgrabcut.coco.plan import _json_int
+
 __all__ = [
     "OutputShare",
     "PartWriter",
@@ -128,10 +130,6 @@ def read_parts(directory: Path) -> dict[int, list[dict[str, Any]]]:
         for rec in _lines(path):
             done.setdefault(rec["image"], []).append(rec)
     return done
-
-
-def _json_int(v: Any) -> bool:
-    return isinstance(v, int) and not isinstance(v, bool)
 
 
 def _json_number(v: Any) -> bool:
