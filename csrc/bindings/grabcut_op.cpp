@@ -57,8 +57,9 @@ std::tuple<at::Tensor, at::Tensor> grabcut_cpu_kernel(const at::Tensor& image, c
   const int64_t pitch_w = image.size(3);
   std::vector<std::string> errors(static_cast<size_t>(batch));
   std::vector<char> out_of_memory(static_cast<size_t>(batch), 0);
+  const int64_t threads = at::get_num_threads();
   grabcut::GrabCutOptions options = args.options;
-  options.num_threads = at::get_num_threads();
+  options.num_threads = static_cast<int>(threads);
   InterruptCheck interrupt;
   // One image: the core runs on torch's thread count for the calling thread
   // (torch.set_num_threads), explicitly rather than through OpenMP's defaults.
@@ -89,7 +90,6 @@ std::tuple<at::Tensor, at::Tensor> grabcut_cpu_kernel(const at::Tensor& image, c
   // is seen every thread stops after its current image, not after the rest of its
   // share. The results do not depend on the order (each image is solved alone,
   // deterministically).
-  const int64_t threads = at::get_num_threads();
   std::vector<int64_t> work(static_cast<size_t>(batch), 0);
   if (batch > 1 && threads > 1) work = work_estimates(mask_out, args.heights, args.widths);
   std::vector<int64_t> order(static_cast<size_t>(batch));
