@@ -49,6 +49,17 @@ started=$SECONDS
 bundle_logs() { tar czf "$OUT/logs.tgz" -C /tmp gpu_logs 2>/dev/null || true; }
 trap bundle_logs EXIT
 step() { echo "== $1 (at $((SECONDS - started)) s)"; }
+# Configures build-gpu (the torch-free CUDA build) and builds TARGETS (none: all) into LOG;
+# on failure shows the log's end and marks the run failed. Returns the build's status.
+build_gpu() {
+  local log=$1
+  shift
+  local targets=()
+  (($# > 0)) && targets=(--target "$@")
+  cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release -DGRABCUT_CUDA=ON -DGRABCUT_GTEST_SOURCE="$PWD/.gtest" \
+    > "$log" 2>&1 && cmake --build build-gpu -j 16 ${targets[@]+"${targets[@]}"} >> "$log" 2>&1 \
+    || { tail -40 "$log"; status=1; return 1; }
+}
 
 nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,memory.used --format=csv,noheader || true
 python3 -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda)'
@@ -68,8 +79,7 @@ fi
 
 if [[ " $STEPS " == *" cmake "* ]]; then
   step "torch-free CUDA tests (CMake)"
-  cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release -DGRABCUT_CUDA=ON -DGRABCUT_GTEST_SOURCE="$PWD/.gtest" \
-    > "$LOGS/cmake.log" 2>&1 && cmake --build build-gpu -j 16 >> "$LOGS/cmake.log" 2>&1 || { tail -40 "$LOGS/cmake.log"; status=1; }
+  build_gpu "$LOGS/cmake.log"
   if [[ -x build-gpu/cuda_tests ]]; then
     timeout 240 build-gpu/cuda_tests --gtest_brief=1 > "$LOGS/cuda_tests.log" 2>&1
     [[ $? -eq 0 ]] || status=1
@@ -134,10 +144,7 @@ fi
 
 if [[ " $STEPS " == *" schedules "* ]]; then
   step "max-flow schedules: the queue modes side by side, their phases, the mode-2 tuning grid"
-  cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release -DGRABCUT_CUDA=ON -DGRABCUT_GTEST_SOURCE="$PWD/.gtest" \
-    > "$LOGS/schedules_build.log" 2>&1 \
-    && cmake --build build-gpu -j 16 --target bench_maxflow_cuda bench_maxflow_cuda_phases >> "$LOGS/schedules_build.log" 2>&1 \
-    || { tail -30 "$LOGS/schedules_build.log"; status=1; }
+  build_gpu "$LOGS/schedules_build.log" bench_maxflow_cuda bench_maxflow_cuda_phases
   # The benchmarks print line by line: a run stopped by its timeout still shows what it measured.
   timeout 200 build-gpu/bench_maxflow_cuda quick 2>&1 | tee "$LOGS/schedules.log" | grep -E "variant|ms$|^  [0-9a-z]|cuts =="
   timeout 150 build-gpu/bench_maxflow_cuda_phases quick > "$LOGS/schedules_phases.log" 2>&1
@@ -147,10 +154,7 @@ fi
 
 if [[ " $STEPS " == *" realimages "* ]]; then
   step "GrabCut-50 under each max-flow schedule (torch-free, masks checked against grabcut_cpu)"
-  cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release -DGRABCUT_CUDA=ON -DGRABCUT_GTEST_SOURCE="$PWD/.gtest" \
-    > "$LOGS/realimages_build.log" 2>&1 \
-    && cmake --build build-gpu -j 16 --target bench_grabcut_cuda >> "$LOGS/realimages_build.log" 2>&1 \
-    || { tail -30 "$LOGS/realimages_build.log"; status=1; }
+  build_gpu "$LOGS/realimages_build.log" bench_grabcut_cuda
   python3 bench/grabcut50_ppm.py --out /tmp/g50_1024 --size 1024 --data data/grabcut50 \
     && python3 bench/grabcut50_ppm.py --out /tmp/g50_native --size 0 --data data/grabcut50 || status=1
   timeout 240 build-gpu/bench_grabcut_cuda list /tmp/g50_1024/list.txt 5 2>&1 | tee "$LOGS/realimages_1024.log" \
