@@ -7,8 +7,8 @@
 // Usage: bench_grabcut_cuda [repeats (default 10)]
 //        bench_grabcut_cuda list FILE [repeats (default 5)] [batch]
 // The second form times real images, a list written by bench/grabcut50_ppm.py, under
-// each max-flow schedule (MaxflowSchedule::queue 0, 1, 2) side by side: every image
-// alone, 5 iterations from its box, schedules alternated image by image; then the
+// each max-flow schedule (MaxflowSchedule::queue 0, 1, 2, and 2 with line scans) side
+// by side: every image alone, 5 iterations from its box, schedules alternated image by image; then the
 // median, 90th percentile and slowest image per schedule. Every schedule's masks are
 // checked against grabcut_cpu. With `batch`, also all images as one batch per
 // schedule (the GPU benchmark's GrabCut-50 list call at native sizes).
@@ -437,6 +437,13 @@ int run_list(const std::string& list, int repeats, bool batch, cudaStream_t stre
     s.queue = q;
     schedules.push_back({q == 0 ? "queue 0 (sweeps)" : (q == 1 ? "queue 1 (relabel)" : "queue 2 (relabel+push)"), s});
   }
+  // Line scans: a round carries excess across the tile, so fewer rounds per visit
+  // (bench/model_maxflow_tiles variant q2sl).
+  grabcut::cuda::MaxflowSchedule lines;
+  lines.queue = 2;
+  lines.line_scans = true;
+  lines.local_rounds = 6;
+  schedules.push_back({"queue 2 + line scans", lines});
   std::vector<std::vector<double>> ms(schedules.size());
   bool ok = true;
   std::vector<HostImage> all;

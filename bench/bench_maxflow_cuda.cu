@@ -4,12 +4,14 @@
 // graph, and the workspace bytes per pixel. cudaEvent timing, warm-up,
 // median of >= 10 runs. Each result is also checked: the returned cut must be the
 // CPU solver's (core/maxflow.cpp) pixel for pixel and its capacity the returned flow.
-//   bench_maxflow_cuda            the standard table for three variants side by side:
+//   bench_maxflow_cuda            the standard table for four variants side by side:
 //                                 grid-wide sweeps, the global relabel from a work
-//                                 queue, the relabel and the push phase from it
+//                                 queue, the relabel and the push phase from it, and
+//                                 that with line scans (MaxflowSchedule::line_scans)
 //   bench_maxflow_cuda quick      the same without 4096x4096, medians of 5
-//   bench_maxflow_cuda tune [Q]   instead, several (push visits, local rounds) with
-//                                 MaxflowSchedule::queue Q (default 0), medians of 3
+//   bench_maxflow_cuda tune [Q [lines]]  instead, several (push visits, local rounds)
+//                                 with MaxflowSchedule::queue Q (default 0), and line
+//                                 scans if asked, medians of 3
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -248,6 +250,7 @@ int main(int argc, char** argv) {
   const bool tune = argc > 1 && std::strcmp(argv[1], "tune") == 0;
   const bool quick = argc > 1 && std::strcmp(argv[1], "quick") == 0;
   const int tune_queue = tune && argc > 2 ? std::clamp(std::atoi(argv[2]), 0, 2) : 0;
+  const bool tune_lines = tune && argc > 3 && std::strcmp(argv[3], "lines") == 0;
   cudaDeviceProp prop{};
   GRABCUT_CUDA_CHECK(cudaGetDeviceProperties(&prop, 0));
   std::printf("device: %s, %d SMs, L2 %d MB\n", prop.name, prop.multiProcessorCount, prop.l2CacheSize >> 20);
@@ -289,13 +292,14 @@ int main(int argc, char** argv) {
     int best_r = 24;
     bool all_ok = true;
     const int configs[][2] = {{8, 24}, {8, 12}, {8, 8}, {12, 12}, {16, 12}, {16, 8}, {12, 16}, {6, 12}, {16, 24},
-                              {32, 24}, {4, 48}};
+                              {32, 24}, {4, 48}, {8, 6}, {8, 4}, {16, 4}, {12, 6}};
     for (const auto& kr : configs) {
       {
         const int k = kr[0];
         const int rr = kr[1];
         grabcut::cuda::MaxflowSchedule schedule;
         schedule.queue = tune_queue;
+        schedule.line_scans = tune_lines;
         schedule.push_visits = k;
         schedule.local_rounds = rr;
         const Results r = run_all(one, t0, t1, fifty, crops, nullptr, 3, schedule);
@@ -314,27 +318,45 @@ int main(int argc, char** argv) {
     return all_ok ? 0 : 1;
   }
 
-  // The three variants in the same run, each one's table after its statistics.
-  const char* names[3] = {"grid-wide sweeps", "queued relabel", "queued relabel and push"};
-  Results by_variant[3];
-  for (int mode = 0; mode < 3; ++mode) {
+  // The variants in the same run, each one's table after its statistics.
+  struct Variant {
+    const char* name;
+    int queue;
+    bool lines;
+    int rounds;
+  };
+  const Variant variants[] = {{"grid-wide sweeps", 0, false, 24},
+                              {"queued relabel", 1, false, 24},
+                              {"queued relabel and push", 2, false, 24},
+                              {"queued, line scans", 2, true, 6}};
+  constexpr int kVariants = sizeof(variants) / sizeof(variants[0]);
+  Results by_variant[kVariants];
+  bool ok = true;
+  for (int v = 0; v < kVariants; ++v) {
     grabcut::cuda::MaxflowSchedule schedule;
-    schedule.queue = mode;
-    std::printf("\nvariant: %s\n", names[mode]);
-    by_variant[mode] = run_all(one, t0, t1, fifty, crops, quick ? nullptr : &big, quick ? 5 : 10, schedule);
+    schedule.queue = variants[v].queue;
+    schedule.line_scans = variants[v].lines;
+    schedule.local_rounds = variants[v].rounds;
+    std::printf("\nvariant: %s\n", variants[v].name);
+    by_variant[v] = run_all(one, t0, t1, fifty, crops, quick ? nullptr : &big, quick ? 5 : 10, schedule);
+    ok = ok && by_variant[v].ok;
   }
-  std::printf("\nGPU max-flow, ms (medians, GrabCut-like graphs)  %s | %s | %s\n", names[0], names[1], names[2]);
+  std::printf("\nGPU max-flow, ms (medians, GrabCut-like graphs; speed-up over the first)\n  %-22s", "");
+  for (const Variant& v : variants) std::printf(" | %24s", v.name);
+  std::printf("\n");
   const auto row = [&](const char* what, float Results::*field) {
     const float base = by_variant[0].*field;
-    std::printf("  %-22s %9.3f | %9.3f (%.2fx) | %9.3f (%.2fx)\n", what, base, by_variant[1].*field,
-                base / by_variant[1].*field, by_variant[2].*field, base / by_variant[2].*field);
+    std::printf("  %-22s", what);
+    for (int v = 0; v < kVariants; ++v) {
+      std::printf(" | %15.3f (%5.2fx)", by_variant[v].*field, base / by_variant[v].*field);
+    }
+    std::printf("\n");
   };
   row("1024x1024 cold", &Results::cold1024);
   row("1024x1024 warm", &Results::warm1024);
   row("50 x 500x400 (batch)", &Results::batch50);
   row("512 crops (batch)", &Results::crops);
   if (!quick) row("4096x4096 cold", &Results::big);
-  const bool ok = by_variant[0].ok && by_variant[1].ok && by_variant[2].ok;
   std::printf("  workspace             %9.3f bytes/pixel (1024x1024), %.3f (4096x4096)\n",
               static_cast<double>(one.workspace_bytes()) / static_cast<double>(one.pixels()),
               static_cast<double>(big.workspace_bytes()) / static_cast<double>(big.pixels()));

@@ -15,6 +15,10 @@
 //                        GrabCut from the box (the first cold, then warm)
 //   options: --variants a,b,...  (default: all; see kVariants) --blocks B (264)
 //            --read-delay US (1): when a queued visit reads the state after its take
+//            --scan-pass US (0.8): the cost of a line-scan BFS pass (variants q0s, q2s, q2sl)
+//            --line-step US (0.06), --line-pass US (0.3): the costs of a line pass of
+//              pushes (q2line, q2sl) per pixel step and per pass; a warp scan instead of
+//              a thread walking its line is about --line-step 0 --line-pass 0.4
 //
 // What the model leaves out: memory traffic beyond the per-visit costs, the order in
 // which concurrent visits' atomics land (a visit reads the state at its start and its
@@ -91,6 +95,12 @@ struct Variant {
   // residual graph; pixels that gained sink capacity get 0) instead of a relabel; the
   // solve still ends only after a full relabel finds nothing to push.
   bool keep_labels = false;
+  // A BFS visit relaxes by line scans instead of Jacobi steps: a pass runs a
+  // segmented min-plus scan along every row, column and both diagonals of the tile
+  // (its halo ends included), in both directions; the visit ends after a pass that
+  // changed nothing. A label crosses a tile along a straight or diagonal run of
+  // residual arcs in one pass instead of one step per pixel.
+  bool line_bfs = false;
 };
 
 const Variant kVariants[] = {
@@ -110,6 +120,9 @@ const Variant kVariants[] = {
     {"q2line", 2, 8, 6, 0, true, false, false, true},
     {"q2line12", 2, 8, 12, 0, true, false, false, true},
     {"q2k", 2, 8, 24, 0, true, false, false, false, true},
+    {"q0s", 0, 8, 24, 0, true, false, false, false, false, true},
+    {"q2s", 2, 8, 24, 0, true, false, false, false, false, true},
+    {"q2sl", 2, 8, 6, 0, true, false, false, true, false, true},  // line scans in both phases
 };
 
 // Costs of the GPU solver's steps on the H200 (us), from the v0.7 profile: a push
@@ -126,6 +139,9 @@ struct Costs {
   double line_step = 0.06;
   double line_pass = 0.3;
   double line_relabel = 0.7;
+  // A scan pass of Variant::line_bfs: four orientations, each a shared-memory
+  // round trip, two segmented warp scans and a barrier (--scan-pass).
+  double bfs_pass = 0.8;
   double barrier = 3.0;
   // A queued visit reads the state this long after its block took the tile (its loads
   // in flight; --read-delay). Requests that come meanwhile are already in what it reads.
@@ -368,6 +384,71 @@ class TileModel {
     return steps;
   }
 
+  // Variant::line_bfs: passes of segmented min-plus scans along the tile's rows,
+  // columns and diagonals (each line from one halo end to the other, both ways) until
+  // a pass changes nothing. Returns the passes. A scan along a line is the same as
+  // relaxing its pixels one after the other in the scan's direction.
+  int line_relax(std::array<int, kPad>& lab, const std::array<std::uint8_t, kThreads>& mask,
+                 const std::array<bool, kThreads>& relaxes, bool& changed) {
+    changed = false;
+    int passes = 0;
+    // A direction k moves (dx, dy); a pixel takes 1 + the label of its neighbour
+    // against the scan's direction when its arc towards that neighbour is residual.
+    const auto scan = [&](int sx, int sy, int dx, int dy) {
+      // (sx, sy): a start in padded coordinates (halo); step (dx, dy) until leaving.
+      int k = -1;
+      for (int j = 0; j < 8; ++j) {
+        if (dir_dx(j) == -dx && dir_dy(j) == -dy) k = j;
+      }
+      bool any = false;
+      int px = sx + dx;
+      int py = sy + dy;
+      while (px >= 1 && py >= 1 && px <= kTileW && py <= kTileH) {
+        const int i = (py - 1) * kTileW + (px - 1);
+        const int me = py * kPadW + px;
+        if (relaxes[i] && (mask[i] & (1U << k))) {
+          const int d = lab[(py - dy) * kPadW + (px - dx)] + 1;
+          if (d < lab[me]) {
+            lab[me] = d;
+            any = true;
+          }
+        }
+        px += dx;
+        py += dy;
+      }
+      return any;
+    };
+    for (;;) {
+      ++passes;
+      bool any = false;
+      for (int y = 1; y <= kTileH; ++y) {  // rows
+        any |= scan(0, y, 1, 0);
+        any |= scan(kPadW - 1, y, -1, 0);
+      }
+      for (int x = 1; x <= kTileW; ++x) {  // columns
+        any |= scan(x, 0, 0, 1);
+        any |= scan(x, kPadH - 1, 0, -1);
+      }
+      // Diagonals: every start on the halo ring whose first step enters the tile.
+      for (int dd = 0; dd < 4; ++dd) {
+        const int dx = (dd & 1) ? 1 : -1;
+        const int dy = (dd & 2) ? 1 : -1;
+        for (int x = 0; x < kPadW; ++x) {
+          for (int y = 0; y < kPadH; ++y) {
+            if (x != 0 && y != 0 && x != kPadW - 1 && y != kPadH - 1) continue;
+            const int nx = x + dx;
+            const int ny = y + dy;
+            if (nx < 1 || ny < 1 || nx > kTileW || ny > kTileH) continue;
+            any |= scan(x, y, dx, dy);
+          }
+        }
+      }
+      if (!any) break;
+      changed = true;
+    }
+    return passes;
+  }
+
   // bfs_tile: relaxes tile t to local stability (first: from the sinks, writing the
   // residual masks; otherwise from the current labels).
   void bfs_visit(int t, bool first, Writes& w) {
@@ -407,7 +488,7 @@ class TileModel {
       relaxes[i] = lab[me] != 0 && mask[i] != 0;
     }
     bool changed = false;
-    const int steps = jacobi(lab, mask, relaxes, changed);
+    const int steps = v_.line_bfs ? line_relax(lab, mask, relaxes, changed) : jacobi(lab, mask, relaxes, changed);
     for (int i = 0; i < kThreads; ++i) {
       const int x = x0 + i % kTileW;
       const int y = y0 + i / kTileW;
@@ -420,7 +501,7 @@ class TileModel {
       // A sweep lists the tile itself again; the queue does not (it is locally stable).
       if (v_.queue == 0) w.requests.push_back(t);
     }
-    w.cost = c_.bfs_visit + c_.bfs_step * steps;
+    w.cost = c_.bfs_visit + (v_.line_bfs ? c_.bfs_pass : c_.bfs_step) * steps;
   }
 
   // push_tile: up to local_rounds synchronous push and relabel rounds.
@@ -955,7 +1036,7 @@ int run(int argc, char** argv) {
   if (argc < 2) {
     std::fprintf(stderr,
                  "usage: model_maxflow_tiles synthetic [SIDE [SEED]] | list FILE [COUNT] [--variants a,b] [--blocks B] "
-                 "[--read-delay US]\n");
+                 "[--read-delay US] [--scan-pass US] [--line-step US] [--line-pass US]\n");
     return 2;
   }
   std::vector<std::string> pos;
@@ -967,6 +1048,12 @@ int run(int argc, char** argv) {
       variants_arg = argv[++i];
     } else if (a == "--blocks" && i + 1 < argc) {
       costs.blocks = std::max(1, std::atoi(argv[++i]));
+    } else if (a == "--line-step" && i + 1 < argc) {
+      costs.line_step = std::max(0.0, std::atof(argv[++i]));
+    } else if (a == "--line-pass" && i + 1 < argc) {
+      costs.line_pass = std::max(0.0, std::atof(argv[++i]));
+    } else if (a == "--scan-pass" && i + 1 < argc) {
+      costs.bfs_pass = std::max(0.0, std::atof(argv[++i]));
     } else if (a == "--read-delay" && i + 1 < argc) {
       costs.read_delay = std::max(0.0, std::atof(argv[++i]));
     } else {
@@ -996,9 +1083,9 @@ int run(int argc, char** argv) {
   }
 
   std::printf("model of the GPU max-flow: %d blocks; us per BFS visit %.1f + %.2f/step, push visit %.1f + %.1f/round, "
-              "barrier %.1f, queued reads %.1f after the take\n",
+              "barrier %.1f, queued reads %.1f after the take; scan pass %.2f, line pass %.2f + %.2f/pixel\n",
               costs.blocks, costs.bfs_visit, costs.bfs_step, costs.push_visit, costs.push_round, costs.barrier,
-              costs.read_delay);
+              costs.read_delay, costs.bfs_pass, costs.line_pass, costs.line_step);
   std::printf("%-14s %-8s %5s | %8s %6s %6s %7s %9s %9s %9s %7s | %9s %7s %7s %7s\n", "graph", "variant", "solve",
               "rel/full", "bfsph", "pushph", "barrier", "bfsvisit", "pushvisit", "rounds", "capped", "model ms", "bfs",
               "check", "push");

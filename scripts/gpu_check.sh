@@ -6,11 +6,11 @@
 #   build cmake sanitize pytest   the extension, CUDA tests, compute-sanitizer
 #   cppbench bench                torch-free timings (and the max-flow's phase profile),
 #                                 the end-to-end benchmark
-#   schedules                     only the max-flow benchmarks, built alone: the three
-#                                 MaxflowSchedule queue modes side by side (quick), their
-#                                 phase profile, then the tuning grid of mode 2
+#   schedules                     only the max-flow benchmarks, built alone: the
+#                                 MaxflowSchedule variants side by side (quick), their
+#                                 phase profile, then the tuning grid of mode 2 with line scans
 #   realimages                    torch-free, built alone: GrabCut-50 scaled to 1024x1024, each
-#                                 image under every MaxflowSchedule queue mode side by side
+#                                 image under every MaxflowSchedule queue mode (and line scans) side by side
 #                                 (median, p90, slowest), then at native sizes as one batch
 #   robust                        CUDA pytest of robustness, limits, dataset, server, CLI
 #   coco serve pictures scaling   dataset and server benchmarks, the speed plot, the
@@ -86,8 +86,10 @@ if [[ " $STEPS " == *" cmake "* ]]; then
     tail -25 "$LOGS/cuda_tests.log"
     # Every max-flow test again with the work queue (MaxflowSchedule::queue): mode 1, the
     # global relabel; mode 2, the relabel and the push phase.
-    for mode in 1 2; do
-      GRABCUT_TEST_QUEUE=$mode timeout 240 build-gpu/cuda_tests --gtest_brief=1 > "$LOGS/cuda_tests_queue$mode.log" 2>&1
+    # Then mode 2 with line scans (MaxflowSchedule::line_scans).
+    for mode in 1 2 2lines; do
+      GRABCUT_TEST_QUEUE=${mode%lines} GRABCUT_TEST_LINES=$([[ $mode == *lines ]] && echo 1 || echo 0) \
+        timeout 240 build-gpu/cuda_tests --gtest_brief=1 > "$LOGS/cuda_tests_queue$mode.log" 2>&1
       [[ $? -eq 0 ]] || status=1
       echo "work queue mode $mode:"; grep -E "grabcut 1024|PASSED|FAILED" "$LOGS/cuda_tests_queue$mode.log" | tail -6
     done
@@ -116,6 +118,12 @@ if [[ " $STEPS " == *" sanitize "* ]]; then
     rc=$?
     [[ $rc -eq 0 ]] || status=1
     echo "$tool (work queue): exit $rc; $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|LEAK SUMMARY' "$LOGS/sanitize_${tool}_queued.log" | tr '\n' ' ')"
+    # And with line scans (warp scans and shared-memory inboxes of their own).
+    GRABCUT_TEST_QUEUE=2 GRABCUT_TEST_LINES=1 timeout 600 "$CS" --tool $tool $extra --error-exitcode 9 build-gpu/cuda_tests \
+      --gtest_filter="$filter" --gtest_brief=1 > "$LOGS/sanitize_${tool}_lines.log" 2>&1
+    rc=$?
+    [[ $rc -eq 0 ]] || status=1
+    echo "$tool (line scans): exit $rc; $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|LEAK SUMMARY' "$LOGS/sanitize_${tool}_lines.log" | tr '\n' ' ')"
   done
 fi
 
@@ -149,7 +157,7 @@ if [[ " $STEPS " == *" schedules "* ]]; then
   timeout 200 build-gpu/bench_maxflow_cuda quick 2>&1 | tee "$LOGS/schedules.log" | grep -E "variant|ms$|^  [0-9a-z]|cuts =="
   timeout 150 build-gpu/bench_maxflow_cuda_phases quick > "$LOGS/schedules_phases.log" 2>&1
   grep -E -A2 "variant:| cold" "$LOGS/schedules_phases.log" | grep -E "variant|phases|push visits"
-  timeout 200 build-gpu/bench_maxflow_cuda tune 2 2>&1 | grep -E "tune K|best"
+  timeout 200 build-gpu/bench_maxflow_cuda tune 2 lines 2>&1 | grep -E "tune K|best"
 fi
 
 if [[ " $STEPS " == *" realimages "* ]]; then

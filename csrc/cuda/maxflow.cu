@@ -218,6 +218,7 @@ struct SolverArgs {
   int queued_bfs;    // 1: a relabel's sweeps after the first run from a work queue
   int queued_push;   // 1: the push phase runs from the work queue (each tile at most
                      // push_sweeps visits) instead of push_sweeps grid-wide sweeps
+  int line_scans;    // MaxflowSchedule::line_scans
 };
 
 struct TileCtx {
@@ -285,7 +286,11 @@ __device__ __forceinline__ unsigned int load_residual(const SolverArgs& a, const
 
 struct __align__(16) Shared {
   unsigned int res[8][kThreads];
-  unsigned int res0[8][kThreads];  // the residuals when push_tile loaded the tile
+  union {
+    unsigned int res0[8][kThreads];  // the residuals when push_tile loaded the tile
+    std::uint8_t scan_mask[kThreads];  // bfs_tile's line scans: the arcs a pixel relaxes along
+  };
+  long long ex[kThreads];  // push_tile's line passes: each pixel's excess
   long long e[kPad];
   int h[2][kPad];  // two label buffers (see bfs_tile and push_tile)
   long long red[kThreads / 32];
@@ -460,6 +465,237 @@ __device__ void request_tile(const SolverArgs& a, int t) {
   }
 }
 
+// ---------------------------------------------------------------- line scans
+// MaxflowSchedule::line_scans: labels relax, and excess moves, along whole lines of a
+// tile in one step. A row is a warp (32 lanes); a column or a diagonal is a group of
+// 16 lanes of one. Diagonals wrap around the tile's width: group g holds the pixels
+// ((g + r) mod 32, r) (down-right) or ((g - r) mod 32, r) (down-left) of rows
+// r = 0..15, which are pieces of two diagonals, each piece with both ends next to
+// the halo.
+static_assert(kTileW == 32 && kTileH == 16, "line scans: a row is a warp, a column half of one");
+constexpr unsigned int kAllLanes = 0xffffffffU;
+
+// The direction (core/maxflow.h numbering) from position i of a line to i + 1, for the
+// orientations 0 rows, 1 columns, 2 down-right and 3 down-left diagonals.
+__host__ __device__ constexpr int line_dir(int o) { return o == 0 ? 0 : (o == 1 ? 2 : (o == 2 ? 1 : 3)); }
+
+// The pixel that thread tid holds in orientation o.
+struct LineSlot {
+  int lx, ly;  // the pixel in the tile
+  int pos;     // its lane in the line's lane group: its position along the line
+  bool first;  // the previous position of the line is a halo slot
+  bool last;   // the next one is
+};
+
+__device__ __forceinline__ LineSlot line_slot(int o, int tid) {
+  LineSlot s{};
+  if (o == 0) {
+    s.lx = tid % kTileW;
+    s.ly = tid / kTileW;
+    s.pos = s.lx;
+    s.first = s.lx == 0;
+    s.last = s.lx == kTileW - 1;
+    return s;
+  }
+  const int g = tid / kTileH;
+  const int r = tid % kTileH;
+  s.ly = r;
+  s.pos = r;
+  if (o == 1) {
+    s.lx = g;
+    s.first = r == 0;
+    s.last = r == kTileH - 1;
+  } else if (o == 2) {
+    s.lx = (g + r) % kTileW;
+    s.first = r == 0 || s.lx == 0;
+    s.last = r == kTileH - 1 || s.lx == kTileW - 1;
+  } else {
+    s.lx = (g - r + kTileW) % kTileW;
+    s.first = r == 0 || s.lx == kTileW - 1;
+    s.last = r == kTileH - 1 || s.lx == 0;
+  }
+  return s;
+}
+
+// Segmented min-plus scan over groups of N lanes: returns min(d_j + |pos - j|) over
+// pos itself and the positions j that pos reaches by consecutive open links, towards
+// lower positions (Down false: a lane's link leads to pos - 1) or higher ones (Down
+// true: to pos + 1). A label crosses the whole line in log2(N) shuffle steps.
+template <int N, bool Down>
+__device__ __forceinline__ int scan_min_plus(int d, bool open, int pos) {
+  const int q = Down ? N - 1 - pos : pos;  // distance from the scan's start
+  int e = d - q;
+  bool reach = open;  // the links from pos back over the span covered so far are open
+#pragma unroll
+  for (int off = 1; off < N; off *= 2) {
+    const int eo = Down ? __shfl_down_sync(kAllLanes, e, off, N) : __shfl_up_sync(kAllLanes, e, off, N);
+    const int ro = Down ? __shfl_down_sync(kAllLanes, static_cast<int>(reach), off, N)
+                        : __shfl_up_sync(kAllLanes, static_cast<int>(reach), off, N);
+    const bool inside = q >= off;
+    if (inside && reach) e = min(e, eo);
+    reach = reach && inside && ro != 0;
+  }
+  return min(kInf, e + q);
+}
+
+// One pass of line relaxation in orientation o over the labels in sh.h[0] (the halo
+// fixed): each pixel takes the best label along its line in both directions. Returns
+// whether this thread's pixel changed.
+__device__ __forceinline__ bool relax_lines(Shared& sh, int o, int tid) {
+  const LineSlot s = line_slot(o, tid);
+  const int pm = (s.ly + 1) * kPadW + s.lx + 1;
+  const unsigned int m = sh.scan_mask[s.ly * kTileW + s.lx];
+  const int k = line_dir(o);
+  const int step = dir_dy(k) * kPadW + dir_dx(k);
+  const bool to_prev = ((m >> (k ^ 4)) & 1U) != 0U;  // residual arc to the previous position
+  const bool to_next = ((m >> k) & 1U) != 0U;
+  const int d0 = sh.h[0][pm];
+  int d = d0;
+  // Halo slots are never written during the relaxation, so line ends read them directly.
+  if (s.first && to_prev) d = min(d, sh.h[0][pm - step] + 1);
+  if (s.last && to_next) d = min(d, sh.h[0][pm + step] + 1);
+  int nd = 0;
+  if (o == 0) {
+    nd = min(scan_min_plus<kTileW, false>(d, to_prev && !s.first, s.pos),
+             scan_min_plus<kTileW, true>(d, to_next && !s.last, s.pos));
+  } else {
+    nd = min(scan_min_plus<kTileH, false>(d, to_prev && !s.first, s.pos),
+             scan_min_plus<kTileH, true>(d, to_next && !s.last, s.pos));
+  }
+  if (nd < d0) sh.h[0][pm] = nd;  // only this thread reads or writes pm in this pass
+  return nd < d0;
+}
+
+// Excess carried along a line: pixel i passes on f_i(c) = clamp(c + excess_i, 0, cap_i)
+// of the c it receives, with cap_i the residual to the next pixel if that one is
+// strictly lower (0 otherwise). Such clamped shifts compose into clamped shifts, so a
+// scan gives every pixel what it passes on: F_i(0) for F_i = f_i o ... o f_0.
+struct ClampedShift {
+  long long b;          // c + b,
+  unsigned int lo, hi;  // clamped to [lo, hi] (lo <= hi)
+};
+
+// g o f (f first).
+__device__ __forceinline__ ClampedShift compose(const ClampedShift& g, const ClampedShift& f) {
+  const auto clamp_g = [&](long long v) {
+    return static_cast<unsigned int>(min(static_cast<long long>(g.hi), max(static_cast<long long>(g.lo), v)));
+  };
+  return {f.b + g.b, clamp_g(static_cast<long long>(f.lo) + g.b), clamp_g(static_cast<long long>(f.hi) + g.b)};
+}
+
+// Returns what this lane passes on (F_pos(0)) and sets carried_in to what it received
+// (F_{pos-1}(0), or 0 at the line's start); the line runs towards higher lanes (Down
+// false) or lower ones.
+template <int N, bool Down>
+__device__ __forceinline__ long long scan_carry(ClampedShift f, int pos, long long& carried_in) {
+  const int q = Down ? N - 1 - pos : pos;
+  ClampedShift acc = f;
+#pragma unroll
+  for (int off = 1; off < N; off *= 2) {
+    ClampedShift o{};
+    o.b = Down ? __shfl_down_sync(kAllLanes, acc.b, off, N) : __shfl_up_sync(kAllLanes, acc.b, off, N);
+    o.lo = Down ? __shfl_down_sync(kAllLanes, acc.lo, off, N) : __shfl_up_sync(kAllLanes, acc.lo, off, N);
+    o.hi = Down ? __shfl_down_sync(kAllLanes, acc.hi, off, N) : __shfl_up_sync(kAllLanes, acc.hi, off, N);
+    if (q >= off) acc = compose(acc, o);
+  }
+  const long long out = min(static_cast<long long>(acc.hi), max(static_cast<long long>(acc.lo), acc.b));
+  const long long before = Down ? __shfl_down_sync(kAllLanes, out, 1, N) : __shfl_up_sync(kAllLanes, out, 1, N);
+  carried_in = q >= 1 ? before : 0;
+  return out;
+}
+
+// One push pass of a line round (see push_line_rounds): orientation o (0 rows, 1
+// columns), towards higher positions (reverse false) or lower ones; pushes along the
+// line, then to the two diagonal neighbours ahead.
+__device__ __forceinline__ void push_line_pass(const TileCtx& c, Shared& sh, int par, int o, bool reverse, int tid) {
+  const LineSlot s = line_slot(o, tid);
+  const int pi = s.ly * kTileW + s.lx;
+  const int pm = (s.ly + 1) * kPadW + s.lx + 1;
+  const bool valid = in_grid(c, c.x0 + s.lx, c.y0 + s.ly);
+  const int k = reverse ? line_dir(o) ^ 4 : line_dir(o);
+  const int step = dir_dy(k) * kPadW + dir_dx(k);
+  // Pushes of this pass by other lines may land in the inbox meanwhile: those that
+  // come after the exchange wait there for the next pass.
+  long long x = sh.ex[pi] +
+                static_cast<long long>(atomicExch(reinterpret_cast<unsigned long long*>(&sh.e[pm]), 0ULL));
+  const int hm = sh.h[par][pm];
+  const unsigned int r = sh.res[k][pi];
+  const bool can = valid && hm < kInf && r != 0U && sh.h[par][pm + step] < hm;
+  const ClampedShift f{x, 0U, can ? r : 0U};
+  long long in = 0;
+  const long long out =
+      o == 0 ? (reverse ? scan_carry<kTileW, true>(f, s.pos, in) : scan_carry<kTileW, false>(f, s.pos, in))
+             : (reverse ? scan_carry<kTileH, true>(f, s.pos, in) : scan_carry<kTileH, false>(f, s.pos, in));
+  x += in - out;
+  if (out != 0) {
+    sh.res[k][pi] = r - static_cast<unsigned int>(out);
+    // The next pixel of the line counts it as its carried_in; past the line's end it
+    // goes to the halo slot's inbox.
+    if (reverse ? s.first : s.last) {
+      atomicAdd(reinterpret_cast<unsigned long long*>(&sh.e[pm + step]), static_cast<unsigned long long>(out));
+    }
+  }
+  if (in != 0) sh.res[k ^ 4][pi] += static_cast<unsigned int>(in);
+  // The diagonals ahead: the two directions next to k.
+  if (valid && x > 0 && hm < kInf) {
+    const int diag[2] = {min((k + 1) & 7, (k + 7) & 7), max((k + 1) & 7, (k + 7) & 7)};
+#pragma unroll
+    for (int j = 0; j < 2; ++j) {
+      const int kd = diag[j];
+      const int sd = dir_dy(kd) * kPadW + dir_dx(kd);
+      const unsigned int rd = sh.res[kd][pi];
+      if (x > 0 && rd != 0U && sh.h[par][pm + sd] < hm) {
+        const long long amount = min(x, static_cast<long long>(rd));
+        sh.res[kd][pi] = rd - static_cast<unsigned int>(amount);
+        const int nlx = s.lx + dir_dx(kd);
+        const int nly = s.ly + dir_dy(kd);
+        if (nlx >= 0 && nlx < kTileW && nly >= 0 && nly < kTileH) {
+          sh.res[kd ^ 4][nly * kTileW + nlx] += static_cast<unsigned int>(amount);
+        }
+        atomicAdd(reinterpret_cast<unsigned long long*>(&sh.e[pm + sd]), static_cast<unsigned long long>(amount));
+        x -= amount;
+      }
+    }
+  }
+  sh.ex[pi] = x;
+}
+
+// The rounds of push_tile with line passes (MaxflowSchedule::line_scans), up to
+// a.local_rounds: four passes (rows right and left, columns down and up), then the
+// relabel step of a synchronous round. The excess is in sh.ex and the inboxes, the
+// heights in sh.h[par] (read by every pass of a round); on return ex and hm hold this
+// thread's pixel's. Returns the index of the last round run (as push_tile's loop).
+__device__ int push_line_rounds(const SolverArgs& a, const TileCtx& c, Shared& sh, bool valid, long long& ex,
+                                int& hm) {
+  const int tid = static_cast<int>(threadIdx.x);
+  const int me = (tid / kTileW + 1) * kPadW + tid % kTileW + 1;
+  int round = 0;
+  for (int par = 0; round < a.local_rounds; ++round, par ^= 1) {
+#pragma unroll
+    for (int pass = 0; pass < 4; ++pass) {
+      push_line_pass(c, sh, par, pass / 2, (pass & 1) != 0, tid);
+      __syncthreads();
+    }
+    // Relabel, as in push_tile's synchronous rounds.
+    ex = sh.ex[tid] + sh.e[me];
+    sh.e[me] = 0;
+    bool still = false;
+    if (valid && ex > 0 && hm < kInf) {
+      int m = kInf;
+#pragma unroll
+      for (int k = 0; k < 8; ++k) {
+        if (sh.res[k][tid] != 0U) m = min(m, sh.h[par][me + dir_dy(k) * kPadW + dir_dx(k)]);
+      }
+      if (m >= hm) hm = m >= kInf - 1 ? kInf : m + 1;
+      still = hm < kInf;
+    }
+    sh.ex[tid] = ex;
+    sh.h[par ^ 1][me] = hm;
+    if (!__syncthreads_or(still)) break;
+  }
+  return round;
+}
+
 // ---------------------------------------------------------------- BFS sweep
 // The first sweep of a relabel visits every live tile; later ones the tiles next to
 // (or equal to) a tile that changed a label in the previous sweep, which are never
@@ -510,10 +746,27 @@ __device__ bool bfs_tile(const SolverArgs& a, int t, int sweep, bool first, Shar
   // Jacobi relaxation over two label buffers: every thread reads its neighbours'
   // labels from one and writes its own to the other, so one barrier per step is
   // enough (no thread reads a buffer while it is written). A thread's own label
-  // lives in a register.
+  // lives in a register. With line scans: passes over the rows, columns and both
+  // diagonals in one buffer until a pass changes nothing.
   bool changed = false;
   const bool relaxes = valid && !sink && mask != 0U;
-  for (int par = 0;; par ^= 1) {
+  if (a.line_scans) {
+    sh.scan_mask[tid] = static_cast<std::uint8_t>(relaxes ? mask : 0U);
+    __syncthreads();
+    for (;;) {
+      bool ch = false;
+      for (int o = 0; o < 3; ++o) {
+        ch = relax_lines(sh, o, tid) || ch;
+        __syncthreads();  // the next orientation reads other threads' pixels
+      }
+      ch = relax_lines(sh, 3, tid) || ch;
+      if (!__syncthreads_or(ch)) break;
+    }
+    const int d_scanned = sh.h[0][me];
+    changed = d_scanned != d;
+    d = d_scanned;
+  }
+  for (int par = 0; !a.line_scans; par ^= 1) {
     bool ch = false;
     if (relaxes) {
       int nd = d;
@@ -668,7 +921,12 @@ __device__ void push_tile(const SolverArgs& a, int t, int sweep, Shared& sh) {
   long long ex = e0;
   int hm = h0;
   int round = 0;
-  for (int par = 0; round < a.local_rounds; ++round, par ^= 1) {
+  if (a.line_scans) {
+    sh.ex[tid] = e0;
+    __syncthreads();
+    round = push_line_rounds(a, c, sh, valid, ex, hm);
+  }
+  for (int par = 0; !a.line_scans && round < a.local_rounds; ++round, par ^= 1) {
     int hn[8];
 #pragma unroll
     for (int k = 0; k < 8; ++k) hn[k] = sh.h[par][me + dir_dy(k) * kPadW + dir_dx(k)];
@@ -1128,6 +1386,7 @@ void maxflow_cuda(const BatchedGridGraph& graph, std::uint8_t* source_side, std:
   a.local_rounds = schedule.local_rounds;
   a.queued_bfs = schedule.queue >= 1 ? 1 : 0;
   a.queued_push = schedule.queue >= 2 ? 1 : 0;
+  a.line_scans = schedule.line_scans ? 1 : 0;
   a.tile_state = reinterpret_cast<int*>(base + l.tile_state);
   a.queue = reinterpret_cast<int*>(base + l.queue);
 

@@ -625,12 +625,16 @@ TEST(Driver, BoxInitMatchesCpu) {
 }
 
 // The masks do not depend on the max-flow's schedule (its cut is unique): every queue
-// mode, called directly and captured into a CUDA graph, gives grabcut_cpu's results.
+// mode, with and without line scans, called directly and captured into a CUDA graph,
+// gives grabcut_cpu's results.
 TEST(Driver, EveryScheduleMatchesCpu) {
-  for (int queue = 0; queue <= 2; ++queue) {
-    SCOPED_TRACE("queue " + std::to_string(queue));
+  for (int variant = 0; variant < 6; ++variant) {
+    const int queue = variant % 3;
+    SCOPED_TRACE("queue " + std::to_string(queue) + (variant >= 3 ? " line scans" : ""));
     grabcut::cuda::MaxflowSchedule schedule;
     schedule.queue = queue;
+    schedule.line_scans = variant >= 3;
+    if (schedule.line_scans) schedule.local_rounds = 6;
     std::mt19937 rng(17);
     GrabCutOptions o;
     o.max_iter = 5;
