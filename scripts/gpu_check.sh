@@ -12,6 +12,7 @@
 #   realimages                    torch-free, built alone: GrabCut-50 scaled to 1024x1024, each
 #                                 image under every MaxflowSchedule queue mode (and line scans) side by side
 #                                 (median, p90, slowest), then at native sizes as one batch
+#                                 (REAL_REPEATS timed runs per image and schedule, default 5)
 #   robust                        CUDA pytest of robustness, limits, dataset, server, CLI
 #   coco serve pictures scaling   dataset and server benchmarks, the speed plot, the
 #                                 dataset job under torchrun with 1..all GPUs
@@ -165,10 +166,10 @@ if [[ " $STEPS " == *" realimages "* ]]; then
   build_gpu "$LOGS/realimages_build.log" bench_grabcut_cuda
   python3 bench/grabcut50_ppm.py --out /tmp/g50_1024 --size 1024 --data data/grabcut50 \
     && python3 bench/grabcut50_ppm.py --out /tmp/g50_native --size 0 --data data/grabcut50 || status=1
-  timeout 240 build-gpu/bench_grabcut_cuda list /tmp/g50_1024/list.txt 5 2>&1 | tee "$LOGS/realimages_1024.log" \
-    | grep -E -A4 "^over|FAILED|differ|error" || status=1
-  timeout 120 build-gpu/bench_grabcut_cuda list /tmp/g50_native/list.txt 5 batch 2>&1 \
-    | tee "$LOGS/realimages_native.log" | grep -E -A4 "^over|one batch|FAILED|differ|error" || status=1
+  timeout 240 build-gpu/bench_grabcut_cuda list /tmp/g50_1024/list.txt "${REAL_REPEATS:-5}" 2>&1 | tee "$LOGS/realimages_1024.log" \
+    | grep -E -A6 "^over|FAILED|differ|error" || status=1
+  timeout 120 build-gpu/bench_grabcut_cuda list /tmp/g50_native/list.txt "${REAL_REPEATS:-5}" batch 2>&1 \
+    | tee "$LOGS/realimages_native.log" | grep -E -A6 "^over|one batch|FAILED|differ|error" || status=1
 fi
 
 if [[ " $STEPS " == *" bench "* ]]; then
