@@ -78,30 +78,15 @@
 #include "cuda/check.h"
 #include "cuda/maxflow_cuda.h"
 #include "cuda/maxflow_stats.h"
+#include "cuda/maxflow_tile.h"
 
 namespace grabcut::cuda {
 namespace {
 
 namespace cg = cooperative_groups;
 
-constexpr int kTileW = 32;
-// 32x16 tiles, two blocks per SM (64 registers). A global relabel by sweeps needs
-// about one sweep per tile its wave crosses, so taller tiles mean fewer grid-wide
-// sweeps; 32x32 tiles halve the blocks per SM and lose more than that gains.
-constexpr int kTileH = 16;
-constexpr int kMinBlocksPerSm = 2;
-constexpr int kThreads = kTileW * kTileH;
-constexpr int kPadW = kTileW + 2;
-constexpr int kPadH = kTileH + 2;
-constexpr int kPad = kPadW * kPadH;
-constexpr int kInf = 0x3fffffff;
-
-
-// Directions 0..3 are the forward n-links of core/maxflow.h, 4..7 their opposites.
-__host__ __device__ constexpr int dir_dy(int k) { return (k == 0 || k == 4) ? 0 : (k < 4 ? 1 : -1); }
-__host__ __device__ constexpr int dir_dx(int k) {
-  return (k == 0 || k == 1 || k == 7) ? 1 : ((k == 2 || k == 6) ? 0 : -1);
-}
+using namespace tile;  // NOLINT(google-build-using-namespace): the tile's geometry and scans
+constexpr int kMinBlocksPerSm = 2;  // two blocks of kThreads per SM (64 registers)
 
 struct GraphDev {
   long long offset;
@@ -467,76 +452,17 @@ __device__ void request_tile(const SolverArgs& a, int t) {
 
 // ---------------------------------------------------------------- line scans
 // MaxflowSchedule::line_scans: labels relax, and excess moves, along whole lines of a
-// tile in one step. A row is a warp (32 lanes); a column or a diagonal is a group of
-// 16 lanes of one. Diagonals wrap around the tile's width: group g holds the pixels
-// ((g + r) mod 32, r) (down-right) or ((g - r) mod 32, r) (down-left) of rows
-// r = 0..15, which are pieces of two diagonals, each piece with both ends next to
-// the halo.
-static_assert(kTileW == 32 && kTileH == 16, "line scans: a row is a warp, a column half of one");
+// tile in one step (the lines and scans are in maxflow_tile.h).
 constexpr unsigned int kAllLanes = 0xffffffffU;
 
-// The direction (core/maxflow.h numbering) from position i of a line to i + 1, for the
-// orientations 0 rows, 1 columns, 2 down-right and 3 down-left diagonals.
-__host__ __device__ constexpr int line_dir(int o) { return o == 0 ? 0 : (o == 1 ? 2 : (o == 2 ? 1 : 3)); }
-
-// The pixel that thread tid holds in orientation o.
-struct LineSlot {
-  int lx, ly;  // the pixel in the tile
-  int pos;     // its lane in the line's lane group: its position along the line
-  bool first;  // the previous position of the line is a halo slot
-  bool last;   // the next one is
-};
-
-__device__ __forceinline__ LineSlot line_slot(int o, int tid) {
-  LineSlot s{};
-  if (o == 0) {
-    s.lx = tid % kTileW;
-    s.ly = tid / kTileW;
-    s.pos = s.lx;
-    s.first = s.lx == 0;
-    s.last = s.lx == kTileW - 1;
-    return s;
-  }
-  const int g = tid / kTileH;
-  const int r = tid % kTileH;
-  s.ly = r;
-  s.pos = r;
-  if (o == 1) {
-    s.lx = g;
-    s.first = r == 0;
-    s.last = r == kTileH - 1;
-  } else if (o == 2) {
-    s.lx = (g + r) % kTileW;
-    s.first = r == 0 || s.lx == 0;
-    s.last = r == kTileH - 1 || s.lx == kTileW - 1;
-  } else {
-    s.lx = (g - r + kTileW) % kTileW;
-    s.first = r == 0 || s.lx == kTileW - 1;
-    s.last = r == kTileH - 1 || s.lx == 0;
-  }
-  return s;
-}
-
-// Segmented min-plus scan over groups of N lanes: returns min(d_j + |pos - j|) over
-// pos itself and the positions j that pos reaches by consecutive open links, towards
-// lower positions (Down false: a lane's link leads to pos - 1) or higher ones (Down
-// true: to pos + 1). A label crosses the whole line in log2(N) shuffle steps.
+// The shuffles of the line scans: groups of N lanes of a warp.
 template <int N, bool Down>
-__device__ __forceinline__ int scan_min_plus(int d, bool open, int pos) {
-  const int q = Down ? N - 1 - pos : pos;  // distance from the scan's start
-  int e = d - q;
-  bool reach = open;  // the links from pos back over the span covered so far are open
-#pragma unroll
-  for (int off = 1; off < N; off *= 2) {
-    const int eo = Down ? __shfl_down_sync(kAllLanes, e, off, N) : __shfl_up_sync(kAllLanes, e, off, N);
-    const int ro = Down ? __shfl_down_sync(kAllLanes, static_cast<int>(reach), off, N)
-                        : __shfl_up_sync(kAllLanes, static_cast<int>(reach), off, N);
-    const bool inside = q >= off;
-    if (inside && reach) e = min(e, eo);
-    reach = reach && inside && ro != 0;
+struct WarpShuffle {
+  template <class T>
+  __device__ __forceinline__ T operator()(T v, int off) const {
+    return Down ? __shfl_down_sync(kAllLanes, v, off, N) : __shfl_up_sync(kAllLanes, v, off, N);
   }
-  return min(kInf, e + q);
-}
+};
 
 // One pass of line relaxation in orientation o over the labels in sh.h[0] (the halo
 // fixed): each pixel takes the best label along its line in both directions. Returns
@@ -556,52 +482,14 @@ __device__ __forceinline__ bool relax_lines(Shared& sh, int o, int tid) {
   if (s.last && to_next) d = min(d, sh.h[0][pm + step] + 1);
   int nd = 0;
   if (o == 0) {
-    nd = min(scan_min_plus<kTileW, false>(d, to_prev && !s.first, s.pos),
-             scan_min_plus<kTileW, true>(d, to_next && !s.last, s.pos));
+    nd = min(scan_min_plus<kTileW, false>(d, to_prev && !s.first, s.pos, WarpShuffle<kTileW, false>{}),
+             scan_min_plus<kTileW, true>(d, to_next && !s.last, s.pos, WarpShuffle<kTileW, true>{}));
   } else {
-    nd = min(scan_min_plus<kTileH, false>(d, to_prev && !s.first, s.pos),
-             scan_min_plus<kTileH, true>(d, to_next && !s.last, s.pos));
+    nd = min(scan_min_plus<kTileH, false>(d, to_prev && !s.first, s.pos, WarpShuffle<kTileH, false>{}),
+             scan_min_plus<kTileH, true>(d, to_next && !s.last, s.pos, WarpShuffle<kTileH, true>{}));
   }
   if (nd < d0) sh.h[0][pm] = nd;  // only this thread reads or writes pm in this pass
   return nd < d0;
-}
-
-// Excess carried along a line: pixel i passes on f_i(c) = clamp(c + excess_i, 0, cap_i)
-// of the c it receives, with cap_i the residual to the next pixel if that one is
-// strictly lower (0 otherwise). Such clamped shifts compose into clamped shifts, so a
-// scan gives every pixel what it passes on: F_i(0) for F_i = f_i o ... o f_0.
-struct ClampedShift {
-  long long b;          // c + b,
-  unsigned int lo, hi;  // clamped to [lo, hi] (lo <= hi)
-};
-
-// g o f (f first).
-__device__ __forceinline__ ClampedShift compose(const ClampedShift& g, const ClampedShift& f) {
-  const auto clamp_g = [&](long long v) {
-    return static_cast<unsigned int>(min(static_cast<long long>(g.hi), max(static_cast<long long>(g.lo), v)));
-  };
-  return {f.b + g.b, clamp_g(static_cast<long long>(f.lo) + g.b), clamp_g(static_cast<long long>(f.hi) + g.b)};
-}
-
-// Returns what this lane passes on (F_pos(0)) and sets carried_in to what it received
-// (F_{pos-1}(0), or 0 at the line's start); the line runs towards higher lanes (Down
-// false) or lower ones.
-template <int N, bool Down>
-__device__ __forceinline__ long long scan_carry(ClampedShift f, int pos, long long& carried_in) {
-  const int q = Down ? N - 1 - pos : pos;
-  ClampedShift acc = f;
-#pragma unroll
-  for (int off = 1; off < N; off *= 2) {
-    ClampedShift o{};
-    o.b = Down ? __shfl_down_sync(kAllLanes, acc.b, off, N) : __shfl_up_sync(kAllLanes, acc.b, off, N);
-    o.lo = Down ? __shfl_down_sync(kAllLanes, acc.lo, off, N) : __shfl_up_sync(kAllLanes, acc.lo, off, N);
-    o.hi = Down ? __shfl_down_sync(kAllLanes, acc.hi, off, N) : __shfl_up_sync(kAllLanes, acc.hi, off, N);
-    if (q >= off) acc = compose(acc, o);
-  }
-  const long long out = min(static_cast<long long>(acc.hi), max(static_cast<long long>(acc.lo), acc.b));
-  const long long before = Down ? __shfl_down_sync(kAllLanes, out, 1, N) : __shfl_up_sync(kAllLanes, out, 1, N);
-  carried_in = q >= 1 ? before : 0;
-  return out;
 }
 
 // One push pass of a line round (see push_line_rounds): orientation o (0 rows, 1
@@ -623,9 +511,14 @@ __device__ __forceinline__ void push_line_pass(const TileCtx& c, Shared& sh, int
   const bool can = valid && hm < kInf && r != 0U && sh.h[par][pm + step] < hm;
   const ClampedShift f{x, 0U, can ? r : 0U};
   long long in = 0;
-  const long long out =
-      o == 0 ? (reverse ? scan_carry<kTileW, true>(f, s.pos, in) : scan_carry<kTileW, false>(f, s.pos, in))
-             : (reverse ? scan_carry<kTileH, true>(f, s.pos, in) : scan_carry<kTileH, false>(f, s.pos, in));
+  long long out = 0;
+  if (o == 0) {
+    out = reverse ? scan_carry<kTileW, true>(f, s.pos, WarpShuffle<kTileW, true>{}, in)
+                  : scan_carry<kTileW, false>(f, s.pos, WarpShuffle<kTileW, false>{}, in);
+  } else {
+    out = reverse ? scan_carry<kTileH, true>(f, s.pos, WarpShuffle<kTileH, true>{}, in)
+                  : scan_carry<kTileH, false>(f, s.pos, WarpShuffle<kTileH, false>{}, in);
+  }
   x += in - out;
   if (out != 0) {
     sh.res[k][pi] = r - static_cast<unsigned int>(out);
