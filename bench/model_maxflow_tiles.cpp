@@ -123,6 +123,9 @@ const Variant kVariants[] = {
     {"q0s", 0, 8, 24, 0, true, false, false, false, false, true},
     {"q2s", 2, 8, 24, 0, true, false, false, false, false, true},
     {"q2sl", 2, 8, 6, 0, true, false, false, true, false, true},  // line scans in both phases
+    {"q2sl16", 2, 16, 6, 0, true, false, false, true, false, true},
+    {"q2sl4", 2, 8, 4, 0, true, false, false, true, false, true},
+    {"q0sl", 0, 8, 6, 0, true, false, false, true, false, true},
 };
 
 // Costs of the GPU solver's steps on the H200 (us), from the v0.7 profile: a push
