@@ -452,7 +452,7 @@ __device__ void request_tile(const SolverArgs& a, int t) {
 
 // ---------------------------------------------------------------- line scans
 // MaxflowSchedule::line_scans: labels relax, and excess moves, along whole lines of a
-// tile in one step (the lines and scans are in maxflow_tile.h).
+// tile in one step (maxflow_tile.h); these are the block operations they run on.
 constexpr unsigned int kAllLanes = 0xffffffffU;
 
 // The shuffles of the line scans: groups of N lanes of a warp.
@@ -464,130 +464,21 @@ struct WarpShuffle {
   }
 };
 
-// One pass of line relaxation in orientation o over the labels in sh.h[0] (the halo
-// fixed): each pixel takes the best label along its line in both directions. Returns
-// whether this thread's pixel changed.
-__device__ __forceinline__ bool relax_lines(Shared& sh, int o, int tid) {
-  const LineSlot s = line_slot(o, tid);
-  const int pm = (s.ly + 1) * kPadW + s.lx + 1;
-  const unsigned int m = sh.scan_mask[s.ly * kTileW + s.lx];
-  const int k = line_dir(o);
-  const int step = dir_dy(k) * kPadW + dir_dx(k);
-  const bool to_prev = ((m >> (k ^ 4)) & 1U) != 0U;  // residual arc to the previous position
-  const bool to_next = ((m >> k) & 1U) != 0U;
-  const int d0 = sh.h[0][pm];
-  int d = d0;
-  // Halo slots are never written during the relaxation, so line ends read them directly.
-  if (s.first && to_prev) d = min(d, sh.h[0][pm - step] + 1);
-  if (s.last && to_next) d = min(d, sh.h[0][pm + step] + 1);
-  int nd = 0;
-  if (o == 0) {
-    nd = min(scan_min_plus<kTileW, false>(d, to_prev && !s.first, s.pos, WarpShuffle<kTileW, false>{}),
-             scan_min_plus<kTileW, true>(d, to_next && !s.last, s.pos, WarpShuffle<kTileW, true>{}));
-  } else {
-    nd = min(scan_min_plus<kTileH, false>(d, to_prev && !s.first, s.pos, WarpShuffle<kTileH, false>{}),
-             scan_min_plus<kTileH, true>(d, to_next && !s.last, s.pos, WarpShuffle<kTileH, true>{}));
+struct BlockOps {
+  __device__ __forceinline__ void sync() const { __syncthreads(); }
+  __device__ __forceinline__ bool sync_or(bool v) const { return __syncthreads_or(v) != 0; }
+  __device__ __forceinline__ long long exchange(long long* p, long long v) const {
+    return static_cast<long long>(
+        atomicExch(reinterpret_cast<unsigned long long*>(p), static_cast<unsigned long long>(v)));
   }
-  if (nd < d0) sh.h[0][pm] = nd;  // only this thread reads or writes pm in this pass
-  return nd < d0;
-}
-
-// One push pass of a line round (see push_line_rounds): orientation o (0 rows, 1
-// columns), towards higher positions (reverse false) or lower ones; pushes along the
-// line, then to the two diagonal neighbours ahead.
-__device__ __forceinline__ void push_line_pass(const TileCtx& c, Shared& sh, int par, int o, bool reverse, int tid) {
-  const LineSlot s = line_slot(o, tid);
-  const int pi = s.ly * kTileW + s.lx;
-  const int pm = (s.ly + 1) * kPadW + s.lx + 1;
-  const bool valid = in_grid(c, c.x0 + s.lx, c.y0 + s.ly);
-  const int k = reverse ? line_dir(o) ^ 4 : line_dir(o);
-  const int step = dir_dy(k) * kPadW + dir_dx(k);
-  // Pushes of this pass by other lines may land in the inbox meanwhile: those that
-  // come after the exchange wait there for the next pass.
-  long long x = sh.ex[pi] +
-                static_cast<long long>(atomicExch(reinterpret_cast<unsigned long long*>(&sh.e[pm]), 0ULL));
-  const int hm = sh.h[par][pm];
-  const unsigned int r = sh.res[k][pi];
-  const bool can = valid && hm < kInf && r != 0U && sh.h[par][pm + step] < hm;
-  const ClampedShift f{x, 0U, can ? r : 0U};
-  long long in = 0;
-  long long out = 0;
-  if (o == 0) {
-    out = reverse ? scan_carry<kTileW, true>(f, s.pos, WarpShuffle<kTileW, true>{}, in)
-                  : scan_carry<kTileW, false>(f, s.pos, WarpShuffle<kTileW, false>{}, in);
-  } else {
-    out = reverse ? scan_carry<kTileH, true>(f, s.pos, WarpShuffle<kTileH, true>{}, in)
-                  : scan_carry<kTileH, false>(f, s.pos, WarpShuffle<kTileH, false>{}, in);
+  __device__ __forceinline__ void add(long long* p, long long v) const {
+    atomicAdd(reinterpret_cast<unsigned long long*>(p), static_cast<unsigned long long>(v));
   }
-  x += in - out;
-  if (out != 0) {
-    sh.res[k][pi] = r - static_cast<unsigned int>(out);
-    // The next pixel of the line counts it as its carried_in; past the line's end it
-    // goes to the halo slot's inbox.
-    if (reverse ? s.first : s.last) {
-      atomicAdd(reinterpret_cast<unsigned long long*>(&sh.e[pm + step]), static_cast<unsigned long long>(out));
-    }
+  template <int N, bool Down>
+  __device__ __forceinline__ WarpShuffle<N, Down> shuffle() const {
+    return {};
   }
-  if (in != 0) sh.res[k ^ 4][pi] += static_cast<unsigned int>(in);
-  // The diagonals ahead: the two directions next to k.
-  if (valid && x > 0 && hm < kInf) {
-    const int diag[2] = {min((k + 1) & 7, (k + 7) & 7), max((k + 1) & 7, (k + 7) & 7)};
-#pragma unroll
-    for (int j = 0; j < 2; ++j) {
-      const int kd = diag[j];
-      const int sd = dir_dy(kd) * kPadW + dir_dx(kd);
-      const unsigned int rd = sh.res[kd][pi];
-      if (x > 0 && rd != 0U && sh.h[par][pm + sd] < hm) {
-        const long long amount = min(x, static_cast<long long>(rd));
-        sh.res[kd][pi] = rd - static_cast<unsigned int>(amount);
-        const int nlx = s.lx + dir_dx(kd);
-        const int nly = s.ly + dir_dy(kd);
-        if (nlx >= 0 && nlx < kTileW && nly >= 0 && nly < kTileH) {
-          sh.res[kd ^ 4][nly * kTileW + nlx] += static_cast<unsigned int>(amount);
-        }
-        atomicAdd(reinterpret_cast<unsigned long long*>(&sh.e[pm + sd]), static_cast<unsigned long long>(amount));
-        x -= amount;
-      }
-    }
-  }
-  sh.ex[pi] = x;
-}
-
-// The rounds of push_tile with line passes (MaxflowSchedule::line_scans), up to
-// a.local_rounds: four passes (rows right and left, columns down and up), then the
-// relabel step of a synchronous round. The excess is in sh.ex and the inboxes, the
-// heights in sh.h[par] (read by every pass of a round); on return ex and hm hold this
-// thread's pixel's. Returns the index of the last round run (as push_tile's loop).
-__device__ int push_line_rounds(const SolverArgs& a, const TileCtx& c, Shared& sh, bool valid, long long& ex,
-                                int& hm) {
-  const int tid = static_cast<int>(threadIdx.x);
-  const int me = (tid / kTileW + 1) * kPadW + tid % kTileW + 1;
-  int round = 0;
-  for (int par = 0; round < a.local_rounds; ++round, par ^= 1) {
-#pragma unroll
-    for (int pass = 0; pass < 4; ++pass) {
-      push_line_pass(c, sh, par, pass / 2, (pass & 1) != 0, tid);
-      __syncthreads();
-    }
-    // Relabel, as in push_tile's synchronous rounds.
-    ex = sh.ex[tid] + sh.e[me];
-    sh.e[me] = 0;
-    bool still = false;
-    if (valid && ex > 0 && hm < kInf) {
-      int m = kInf;
-#pragma unroll
-      for (int k = 0; k < 8; ++k) {
-        if (sh.res[k][tid] != 0U) m = min(m, sh.h[par][me + dir_dy(k) * kPadW + dir_dx(k)]);
-      }
-      if (m >= hm) hm = m >= kInf - 1 ? kInf : m + 1;
-      still = hm < kInf;
-    }
-    sh.ex[tid] = ex;
-    sh.h[par ^ 1][me] = hm;
-    if (!__syncthreads_or(still)) break;
-  }
-  return round;
-}
+};
 
 // ---------------------------------------------------------------- BFS sweep
 // The first sweep of a relabel visits every live tile; later ones the tiles next to
@@ -646,15 +537,7 @@ __device__ bool bfs_tile(const SolverArgs& a, int t, int sweep, bool first, Shar
   if (a.line_scans) {
     sh.scan_mask[tid] = static_cast<std::uint8_t>(relaxes ? mask : 0U);
     __syncthreads();
-    for (;;) {
-      bool ch = false;
-      for (int o = 0; o < 3; ++o) {
-        ch = relax_lines(sh, o, tid) || ch;
-        __syncthreads();  // the next orientation reads other threads' pixels
-      }
-      ch = relax_lines(sh, 3, tid) || ch;
-      if (!__syncthreads_or(ch)) break;
-    }
+    relax_tile_lines(sh, tid, BlockOps{});
     const int d_scanned = sh.h[0][me];
     changed = d_scanned != d;
     d = d_scanned;
@@ -817,7 +700,9 @@ __device__ void push_tile(const SolverArgs& a, int t, int sweep, Shared& sh) {
   if (a.line_scans) {
     sh.ex[tid] = e0;
     __syncthreads();
-    round = push_line_rounds(a, c, sh, valid, ex, hm);
+    round = push_line_rounds(
+        sh, a.local_rounds, valid, [&](int px, int py) { return in_grid(c, c.x0 + px, c.y0 + py); }, tid, BlockOps{},
+        ex, hm);
   }
   for (int par = 0; !a.line_scans && round < a.local_rounds; ++round, par ^= 1) {
     int hn[8];

@@ -1,7 +1,8 @@
 // The GPU max-flow's tile (csrc/cuda/maxflow.cu): its geometry, the directions of its
-// arcs, and the line scans of MaxflowSchedule::line_scans. A host compiler reads this
-// header too, so that tests/cuda_host checks the scans' arithmetic and their lane
-// mappings on the CPU (CI has no GPU); the shuffles are a template argument for that.
+// arcs, and the line scans of MaxflowSchedule::line_scans with the tile passes built
+// on them. A host compiler reads this header too, so that tests/cuda_host runs them on
+// the CPU (CI has no GPU): the block's operations (barriers, shared atomics, shuffles)
+// are a template argument for that.
 #pragma once
 
 #if defined(__CUDACC__)
@@ -148,6 +149,161 @@ GRABCUT_TILE_UNROLL
   const long long before = shfl(out, 1);
   carried_in = q >= 1 ? before : 0;
   return out;
+}
+
+// ---------------------------------------------------------------- a tile's line passes
+// What the kernel's block (csrc/cuda/maxflow.cu) or a host emulation of it provides:
+//   ops.sync(), ops.sync_or(v)       __syncthreads, __syncthreads_or
+//   ops.exchange(p, v), ops.add(p, v) atomic exchange and add on a shared int64
+//   ops.template shuffle<N, Down>()   the Shuffle of scan_min_plus and scan_carry
+// and the shared arrays of Shared (sh): h[2][kPad] labels of the padded tile, e[kPad]
+// inboxes, ex[kThreads] excesses, res[8][kThreads] residuals, scan_mask[kThreads] the
+// arcs a pixel relaxes along. Every thread of the block calls these together.
+
+// One pass of line relaxation in orientation o over the labels in sh.h[0] (the halo
+// fixed): each pixel takes the best label along its line in both directions. Returns
+// whether this thread's pixel changed.
+template <class Shared, class Ops>
+GRABCUT_TILE_SCAN bool relax_lines(Shared& sh, int o, int tid, const Ops& ops) {
+  const LineSlot s = line_slot(o, tid);
+  const int pm = (s.ly + 1) * kPadW + s.lx + 1;
+  const unsigned int m = sh.scan_mask[s.ly * kTileW + s.lx];
+  const int k = line_dir(o);
+  const int step = dir_dy(k) * kPadW + dir_dx(k);
+  const bool to_prev = ((m >> (k ^ 4)) & 1U) != 0U;  // residual arc to the previous position
+  const bool to_next = ((m >> k) & 1U) != 0U;
+  const int d0 = sh.h[0][pm];
+  int d = d0;
+  // Halo slots are never written during the relaxation, so line ends read them directly.
+  if (s.first && to_prev) d = min_i(d, sh.h[0][pm - step] + 1);
+  if (s.last && to_next) d = min_i(d, sh.h[0][pm + step] + 1);
+  int nd = 0;
+  if (o == 0) {
+    nd = min_i(scan_min_plus<kTileW, false>(d, to_prev && !s.first, s.pos, ops.template shuffle<kTileW, false>()),
+               scan_min_plus<kTileW, true>(d, to_next && !s.last, s.pos, ops.template shuffle<kTileW, true>()));
+  } else {
+    nd = min_i(scan_min_plus<kTileH, false>(d, to_prev && !s.first, s.pos, ops.template shuffle<kTileH, false>()),
+               scan_min_plus<kTileH, true>(d, to_next && !s.last, s.pos, ops.template shuffle<kTileH, true>()));
+  }
+  if (nd < d0) sh.h[0][pm] = nd;  // only this thread reads or writes pm in this pass
+  return nd < d0;
+}
+
+// Relaxes the tile's labels in sh.h[0] (halo fixed, sh.scan_mask set) to local
+// stability: passes over the rows, columns and both diagonals until one changes
+// nothing. Every arc lies on a line of one orientation, so a pass that changes
+// nothing means no arc can lower a label.
+template <class Shared, class Ops>
+GRABCUT_TILE_SCAN void relax_tile_lines(Shared& sh, int tid, const Ops& ops) {
+  for (;;) {
+    bool ch = false;
+    for (int o = 0; o < 3; ++o) {
+      ch = relax_lines(sh, o, tid, ops) || ch;
+      ops.sync();  // the next orientation reads other threads' pixels
+    }
+    ch = relax_lines(sh, 3, tid, ops) || ch;
+    if (!ops.sync_or(ch)) break;
+  }
+}
+
+// One push pass of a line round (see push_line_rounds): orientation o (0 rows, 1
+// columns), towards higher positions (reverse false) or lower ones; pushes along the
+// line, then to the two diagonal neighbours ahead. inside(lx, ly): the tile's pixel
+// lies in the grid.
+template <class Shared, class Inside, class Ops>
+GRABCUT_TILE_SCAN void push_line_pass(Shared& sh, int par, int o, bool reverse, int tid, const Inside& inside,
+                                      const Ops& ops) {
+  const LineSlot s = line_slot(o, tid);
+  const int pi = s.ly * kTileW + s.lx;
+  const int pm = (s.ly + 1) * kPadW + s.lx + 1;
+  const bool valid = inside(s.lx, s.ly);
+  const int k = reverse ? line_dir(o) ^ 4 : line_dir(o);
+  const int step = dir_dy(k) * kPadW + dir_dx(k);
+  // Pushes of this pass by other lines may land in the inbox meanwhile: those that
+  // come after the exchange wait there for the next pass.
+  long long x = sh.ex[pi] + ops.exchange(&sh.e[pm], 0);
+  const int hm = sh.h[par][pm];
+  const unsigned int r = sh.res[k][pi];
+  const bool can = valid && hm < kInf && r != 0U && sh.h[par][pm + step] < hm;
+  const ClampedShift f{x, 0U, can ? r : 0U};
+  long long in = 0;
+  long long out = 0;
+  if (o == 0) {
+    out = reverse ? scan_carry<kTileW, true>(f, s.pos, ops.template shuffle<kTileW, true>(), in)
+                  : scan_carry<kTileW, false>(f, s.pos, ops.template shuffle<kTileW, false>(), in);
+  } else {
+    out = reverse ? scan_carry<kTileH, true>(f, s.pos, ops.template shuffle<kTileH, true>(), in)
+                  : scan_carry<kTileH, false>(f, s.pos, ops.template shuffle<kTileH, false>(), in);
+  }
+  x += in - out;
+  if (out != 0) {
+    sh.res[k][pi] = r - static_cast<unsigned int>(out);
+    // The next pixel of the line counts it as its carried_in; past the line's end it
+    // goes to the halo slot's inbox.
+    if (reverse ? s.first : s.last) ops.add(&sh.e[pm + step], out);
+  }
+  if (in != 0) sh.res[k ^ 4][pi] += static_cast<unsigned int>(in);
+  // The diagonals ahead: the two directions next to k, the lower-numbered first.
+  if (valid && x > 0 && hm < kInf) {
+    const int a = (k + 1) & 7;
+    const int b = (k + 7) & 7;
+    const int diag[2] = {a < b ? a : b, a < b ? b : a};
+    GRABCUT_TILE_UNROLL
+    for (int j = 0; j < 2; ++j) {
+      const int kd = diag[j];
+      const int sd = dir_dy(kd) * kPadW + dir_dx(kd);
+      const unsigned int rd = sh.res[kd][pi];
+      if (x > 0 && rd != 0U && sh.h[par][pm + sd] < hm) {
+        const long long amount = min_ll(x, static_cast<long long>(rd));
+        sh.res[kd][pi] = rd - static_cast<unsigned int>(amount);
+        const int nlx = s.lx + dir_dx(kd);
+        const int nly = s.ly + dir_dy(kd);
+        if (nlx >= 0 && nlx < kTileW && nly >= 0 && nly < kTileH) {
+          sh.res[kd ^ 4][nly * kTileW + nlx] += static_cast<unsigned int>(amount);
+        }
+        ops.add(&sh.e[pm + sd], amount);
+        x -= amount;
+      }
+    }
+  }
+  sh.ex[pi] = x;
+}
+
+// The rounds of a push visit with line passes, up to local_rounds: four passes (rows
+// right and left, columns down and up), then the relabel step of a synchronous round
+// (an active pixel with no strictly lower residual neighbour rises to one above its
+// lowest, kInf if it has none). The excess is in sh.ex and the inboxes, the heights
+// in sh.h[par] (read by every pass of a round); valid, ex and hm are this thread's
+// pixel's (tid = ly * kTileW + lx), ex and hm updated on return. Returns the index of
+// the last round run (local_rounds if every round ran).
+template <class Shared, class Inside, class Ops>
+GRABCUT_TILE_SCAN int push_line_rounds(Shared& sh, int local_rounds, bool valid, const Inside& inside, int tid,
+                                       const Ops& ops, long long& ex, int& hm) {
+  const int me = (tid / kTileW + 1) * kPadW + tid % kTileW + 1;
+  int round = 0;
+  for (int par = 0; round < local_rounds; ++round, par ^= 1) {
+    GRABCUT_TILE_UNROLL
+    for (int pass = 0; pass < 4; ++pass) {
+      push_line_pass(sh, par, pass / 2, (pass & 1) != 0, tid, inside, ops);
+      ops.sync();
+    }
+    ex = sh.ex[tid] + sh.e[me];
+    sh.e[me] = 0;
+    bool still = false;
+    if (valid && ex > 0 && hm < kInf) {
+      int m = kInf;
+      GRABCUT_TILE_UNROLL
+      for (int k = 0; k < 8; ++k) {
+        if (sh.res[k][tid] != 0U) m = min_i(m, sh.h[par][me + dir_dy(k) * kPadW + dir_dx(k)]);
+      }
+      if (m >= hm) hm = m >= kInf - 1 ? kInf : m + 1;
+      still = hm < kInf;
+    }
+    sh.ex[tid] = ex;
+    sh.h[par ^ 1][me] = hm;
+    if (!ops.sync_or(still)) break;
+  }
+  return round;
 }
 
 }  // namespace grabcut::cuda::tile

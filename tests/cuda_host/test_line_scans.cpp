@@ -10,9 +10,12 @@
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
+#include <iterator>
+#include <memory>
 #include <mutex>
 #include <random>
 #include <set>
+#include <string>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -254,3 +257,292 @@ TEST(LineScans, LineSlotsCoverTheTileInLinePieces) {
 }
 
 }  // namespace
+
+// ---------------------------------------------------------------- whole tile passes
+namespace {
+
+// The shared arrays the tile passes use (the kernel's Shared has these and more).
+struct TileShared {
+  int h[2][tile::kPad];
+  long long e[tile::kPad];
+  long long ex[tile::kThreads];
+  unsigned int res[8][tile::kThreads];
+  std::uint8_t scan_mask[tile::kThreads];
+};
+
+// One block of kThreads threads. Shuffles are block-wide barriers here (the kernel's
+// are per warp), which every thread of the block reaches together in the tile passes;
+// so a pass's inbox exchanges all happen before any of its pushes land, the order the
+// sequential references below use (on the GPU a push may land before a slower warp's
+// exchange and be taken a pass early, which changes no invariant).
+class Block {
+ public:
+  Block() : barrier_(tile::kThreads), slots_(tile::kThreads), flags_(tile::kThreads) {}
+
+  void run(const std::function<void(int)>& f) {
+    std::vector<std::thread> threads;
+    threads.reserve(tile::kThreads);
+    for (int tid = 0; tid < tile::kThreads; ++tid) threads.emplace_back(f, tid);
+    for (auto& t : threads) t.join();
+  }
+  void sync() { barrier_.wait(); }
+  bool sync_or(int tid, bool v) {
+    flags_[static_cast<std::size_t>(tid)] = v ? 1 : 0;
+    barrier_.wait();
+    const bool any = std::any_of(flags_.begin(), flags_.end(), [](char c) { return c != 0; });
+    barrier_.wait();
+    return any;
+  }
+  long long exchange(long long* p, long long v) {
+    const std::lock_guard<std::mutex> lock(atomics_);
+    const long long old = *p;
+    *p = v;
+    return old;
+  }
+  void add(long long* p, long long v) {
+    const std::lock_guard<std::mutex> lock(atomics_);
+    *p += v;
+  }
+  long long shuffle(int tid, long long v, int off, int n, bool down) {
+    slots_[static_cast<std::size_t>(tid)] = v;
+    barrier_.wait();
+    const int group = tid / n * n;
+    const int src = down ? tid + off : tid - off;
+    const long long got = (src >= group && src < group + n) ? slots_[static_cast<std::size_t>(src)] : v;
+    barrier_.wait();
+    return got;
+  }
+
+ private:
+  Barrier barrier_;
+  std::mutex atomics_;
+  std::vector<long long> slots_;
+  std::vector<char> flags_;
+};
+
+template <int N, bool Down>
+struct BlockShuffle {
+  Block* block;
+  int tid;
+  template <class T>
+  T operator()(T v, int off) const {
+    return static_cast<T>(block->shuffle(tid, static_cast<long long>(v), off, N, Down));
+  }
+};
+
+struct EmulatedOps {
+  Block* block;
+  int tid;
+  void sync() const { block->sync(); }
+  bool sync_or(bool v) const { return block->sync_or(tid, v); }
+  long long exchange(long long* p, long long v) const { return block->exchange(p, v); }
+  void add(long long* p, long long v) const { block->add(p, v); }
+  template <int N, bool Down>
+  BlockShuffle<N, Down> shuffle() const {
+    return {block, tid};
+  }
+};
+
+int padded(int lx, int ly) { return (ly + 1) * tile::kPadW + lx + 1; }
+int nb_padded(int i, int k) {
+  return padded(i % tile::kTileW, i / tile::kTileW) + tile::dir_dy(k) * tile::kPadW + tile::dir_dx(k);
+}
+bool in_tile(int lx, int ly) { return lx >= 0 && lx < tile::kTileW && ly >= 0 && ly < tile::kTileH; }
+
+// A random tile whose grid ends at (w, h) in tile coordinates (inside the tile, or
+// beyond it, so that its right and lower halo lie on the grid too): residuals (0
+// towards pixels off the grid), labels of the padded tile (kInf off the grid),
+// excesses, scan masks.
+struct RandomTile {
+  int w, h;
+  std::unique_ptr<TileShared> sh = std::make_unique<TileShared>();
+
+  RandomTile(std::mt19937& rng, int w_, int h_, double p_closed, int max_label) : w(w_), h(h_) {
+    std::uniform_real_distribution<double> unit(0.0, 1.0);
+    std::uniform_int_distribution<int> label(0, max_label);
+    std::uniform_int_distribution<unsigned int> residual(1, 50);
+    std::uniform_int_distribution<long long> excess(-60, 120);
+    TileShared& s = *sh;
+    for (int i = 0; i < tile::kPad; ++i) {
+      const int px = i % tile::kPadW - 1;
+      const int py = i / tile::kPadW - 1;
+      const bool on = px < w && py < h;  // the halo above and left lies in the grid too
+      const int v = on ? (unit(rng) < 0.15 ? tile::kInf : label(rng)) : tile::kInf;
+      s.h[0][i] = v;
+      s.h[1][i] = v;
+      s.e[i] = 0;
+    }
+    for (int i = 0; i < tile::kThreads; ++i) {
+      const int lx = i % tile::kTileW;
+      const int ly = i / tile::kTileW;
+      const bool valid = lx < w && ly < h;
+      s.ex[i] = valid ? excess(rng) : 0;
+      unsigned int mask = 0;
+      for (int k = 0; k < 8; ++k) {
+        const int nx = lx + tile::dir_dx(k);
+        const int ny = ly + tile::dir_dy(k);
+        const bool target_on = nx < w && ny < h;
+        s.res[k][i] = valid && target_on && unit(rng) >= p_closed ? residual(rng) : 0U;
+        if (s.res[k][i] != 0U) mask |= 1U << k;
+      }
+      s.scan_mask[i] = static_cast<std::uint8_t>(valid && s.h[0][padded(lx, ly)] != 0 ? mask : 0U);
+    }
+  }
+  bool inside(int lx, int ly) const { return lx < w && ly < h; }
+};
+
+// Bellman-Ford to the fixpoint, one arc at a time.
+void relax_reference(TileShared& s) {
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (int i = 0; i < tile::kThreads; ++i) {
+      const int me = padded(i % tile::kTileW, i / tile::kTileW);
+      for (int k = 0; k < 8; ++k) {
+        if ((s.scan_mask[i] >> k & 1U) == 0U) continue;
+        const int d = s.h[0][nb_padded(i, k)] + 1;
+        if (d < s.h[0][me]) {
+          s.h[0][me] = d;
+          changed = true;
+        }
+      }
+    }
+  }
+}
+
+// The rounds of push_line_rounds, one pixel after another: a pass takes every inbox,
+// carries excess along each line in order, then pushes to the diagonals ahead, whose
+// amounts land in the inboxes.
+int push_reference(TileShared& s, const RandomTile& t, int local_rounds) {
+  int round = 0;
+  for (int par = 0; round < local_rounds; ++round, par ^= 1) {
+    for (int pass = 0; pass < 4; ++pass) {
+      const int o = pass / 2;
+      const bool reverse = (pass & 1) != 0;
+      const int k = reverse ? tile::line_dir(o) ^ 4 : tile::line_dir(o);
+      for (int i = 0; i < tile::kThreads; ++i) {
+        s.ex[i] += s.e[padded(i % tile::kTileW, i / tile::kTileW)];
+        s.e[padded(i % tile::kTileW, i / tile::kTileW)] = 0;
+      }
+      const int lines = o == 0 ? tile::kTileH : tile::kTileW;
+      const int len = o == 0 ? tile::kTileW : tile::kTileH;
+      for (int l = 0; l < lines; ++l) {
+        long long c = 0;
+        for (int st = 0; st < len; ++st) {
+          const int along = reverse ? len - 1 - st : st;
+          const int lx = o == 0 ? along : l;
+          const int ly = o == 0 ? l : along;
+          const int i = ly * tile::kTileW + lx;
+          const int me = padded(lx, ly);
+          const int hm = s.h[par][me];
+          const unsigned int r = s.res[k][i];
+          const bool can = t.inside(lx, ly) && hm < tile::kInf && r != 0U && s.h[par][nb_padded(i, k)] < hm;
+          const long long x = s.ex[i] + c;
+          const long long out = can ? std::clamp<long long>(x, 0, r) : 0;
+          if (c != 0) s.res[k ^ 4][i] += static_cast<unsigned int>(c);
+          s.res[k][i] -= static_cast<unsigned int>(out);
+          s.ex[i] = x - out;
+          c = out;
+          if (st == len - 1) s.e[nb_padded(i, k)] += out;
+        }
+      }
+      const int a = (k + 1) & 7;
+      const int b = (k + 7) & 7;
+      for (int i = 0; i < tile::kThreads; ++i) {
+        const int lx = i % tile::kTileW;
+        const int ly = i / tile::kTileW;
+        const int hm = s.h[par][padded(lx, ly)];
+        if (!t.inside(lx, ly) || hm >= tile::kInf) continue;
+        for (const int kd : {std::min(a, b), std::max(a, b)}) {
+          const unsigned int rd = s.res[kd][i];
+          if (s.ex[i] <= 0 || rd == 0U || s.h[par][nb_padded(i, kd)] >= hm) continue;
+          const long long amount = std::min<long long>(s.ex[i], rd);
+          s.res[kd][i] -= static_cast<unsigned int>(amount);
+          if (in_tile(lx + tile::dir_dx(kd), ly + tile::dir_dy(kd))) {
+            s.res[kd ^ 4][(ly + tile::dir_dy(kd)) * tile::kTileW + lx + tile::dir_dx(kd)] +=
+                static_cast<unsigned int>(amount);
+          }
+          s.e[nb_padded(i, kd)] += amount;
+          s.ex[i] -= amount;
+        }
+      }
+    }
+    bool still = false;
+    std::vector<int> next(tile::kThreads);
+    for (int i = 0; i < tile::kThreads; ++i) {
+      const int me = padded(i % tile::kTileW, i / tile::kTileW);
+      s.ex[i] += s.e[me];
+      s.e[me] = 0;
+      int hm = s.h[par][me];
+      if (t.inside(i % tile::kTileW, i / tile::kTileW) && s.ex[i] > 0 && hm < tile::kInf) {
+        int m = tile::kInf;
+        for (int k = 0; k < 8; ++k) {
+          if (s.res[k][i] != 0U) m = std::min(m, s.h[par][nb_padded(i, k)]);
+        }
+        if (m >= hm) hm = m >= tile::kInf - 1 ? tile::kInf : m + 1;
+        still = still || hm < tile::kInf;
+      }
+      next[static_cast<std::size_t>(i)] = hm;
+    }
+    for (int i = 0; i < tile::kThreads; ++i) {
+      s.h[par ^ 1][padded(i % tile::kTileW, i / tile::kTileW)] = next[static_cast<std::size_t>(i)];
+    }
+    if (!still) break;
+  }
+  return round;
+}
+
+}  // namespace
+
+TEST(TilePasses, LineRelaxationReachesTheBellmanFordFixpoint) {
+  std::mt19937 rng(8);
+  // Each case costs seconds: every shuffle is a barrier of 512 threads.
+  const int shapes[][2] = {{99, 99}, {7, 13}};
+  for (std::size_t c = 0; c < std::size(shapes); ++c) {
+    RandomTile t(rng, shapes[c][0], shapes[c][1], 0.3, 40);
+    TileShared expected = *t.sh;
+    relax_reference(expected);
+    Block block;
+    TileShared& s = *t.sh;
+    block.run([&](int tid) { tile::relax_tile_lines(s, tid, EmulatedOps{&block, tid}); });
+    for (int i = 0; i < tile::kPad; ++i) ASSERT_EQ(s.h[0][i], expected.h[0][i]) << "case " << c << " slot " << i;
+  }
+}
+
+TEST(TilePasses, LinePushRoundsMatchPushingOnePixelAfterAnother) {
+  std::mt19937 rng(9);
+  const int shapes[][2] = {{99, 99}, {20, 11}};
+  for (std::size_t c = 0; c < std::size(shapes); ++c) {
+    for (const int rounds : {c == 0 ? 6 : 2}) {
+      RandomTile t(rng, shapes[c][0], shapes[c][1], c == 0 ? 0.2 : 0.4, 12);
+      TileShared expected = *t.sh;
+      const int expected_round = push_reference(expected, t, rounds);
+      Block block;
+      TileShared& s = *t.sh;
+      std::vector<long long> ex(tile::kThreads);
+      std::vector<int> hm(tile::kThreads);
+      std::vector<int> round(tile::kThreads);
+      block.run([&](int tid) {
+        const int lx = tid % tile::kTileW;
+        const int ly = tid / tile::kTileW;
+        long long my_ex = s.ex[tid];
+        int my_hm = s.h[0][padded(lx, ly)];
+        round[static_cast<std::size_t>(tid)] = tile::push_line_rounds(
+            s, rounds, t.inside(lx, ly), [&](int px, int py) { return t.inside(px, py); }, tid,
+            EmulatedOps{&block, tid}, my_ex, my_hm);
+        ex[static_cast<std::size_t>(tid)] = my_ex;
+        hm[static_cast<std::size_t>(tid)] = my_hm;
+      });
+      const std::string what = "case " + std::to_string(c) + " rounds " + std::to_string(rounds);
+      const int last = expected_round == rounds ? rounds - 1 : expected_round;
+      const int final_par = (last & 1) ^ 1;
+      for (int i = 0; i < tile::kThreads; ++i) {
+        const auto ui = static_cast<std::size_t>(i);
+        ASSERT_EQ(round[ui], expected_round) << what;
+        ASSERT_EQ(ex[ui], expected.ex[i]) << what << " pixel " << i;
+        ASSERT_EQ(hm[ui], expected.h[final_par][padded(i % tile::kTileW, i / tile::kTileW)]) << what << " pixel " << i;
+        for (int k = 0; k < 8; ++k) ASSERT_EQ(s.res[k][i], expected.res[k][i]) << what << " pixel " << i << " dir " << k;
+      }
+      for (int i = 0; i < tile::kPad; ++i) ASSERT_EQ(s.e[i], expected.e[i]) << what << " inbox " << i;
+    }
+  }
+}
