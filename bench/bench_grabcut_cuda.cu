@@ -7,9 +7,10 @@
 // Usage: bench_grabcut_cuda [repeats (default 10)]
 //        bench_grabcut_cuda list FILE [repeats (default 5)] [batch]
 // The second form times real images, a list written by bench/grabcut50_ppm.py, under
-// each max-flow schedule (MaxflowSchedule::queue 0, 1, 2, and 2 with line scans) side
-// by side: every image alone, 5 iterations from its box, schedules alternated image by image; then the
-// median, 90th percentile and slowest image per schedule. Every schedule's masks are
+// each max-flow schedule (MaxflowSchedule::queue 0, 1, 2, and 0 and 2 with line
+// scans; GRABCUT_BENCH_SCHEDULES picks some) side by side: every image alone, 5
+// iterations from its box, schedules alternated image by image; then the median,
+// 90th percentile and slowest image per schedule. Every schedule's masks are
 // checked against grabcut_cpu. With `batch`, also all images as one batch per
 // schedule (the GPU benchmark's GrabCut-50 list call at native sizes).
 #include <cuda_runtime.h>
@@ -23,6 +24,7 @@
 #include <functional>
 #include <memory>
 #include <random>
+#include <stdexcept>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -428,22 +430,27 @@ int run_list(const std::string& list, int repeats, bool batch, cudaStream_t stre
   GrabCutOptions options;
   options.max_iter = 5;
   struct Named {
+    const char* key;
     const char* name;
     grabcut::cuda::MaxflowSchedule schedule;
   };
+  // GRABCUT_BENCH_SCHEDULES picks them (comma-separated: q0 q1 q2 q0l q2l; default
+  // all five); an "l" adds line scans, with 6 rounds a visit (a round carries
+  // excess across the tile; bench/model_maxflow_tiles variant q2sl).
+  const char* pick = std::getenv("GRABCUT_BENCH_SCHEDULES");
+  const std::string wanted = "," + std::string(pick != nullptr ? pick : "q0,q1,q2,q0l,q2l") + ",";
   std::vector<Named> schedules;
-  for (int q = 0; q <= 2; ++q) {
-    grabcut::cuda::MaxflowSchedule s;
-    s.queue = q;
-    schedules.push_back({q == 0 ? "queue 0 (sweeps)" : (q == 1 ? "queue 1 (relabel)" : "queue 2 (relabel+push)"), s});
+  const Named all_schedules[] = {
+      {"q0", "queue 0 (sweeps)", {8, 24, 0, false}},
+      {"q1", "queue 1 (relabel)", {8, 24, 1, false}},
+      {"q2", "queue 2 (relabel+push)", {8, 24, 2, false}},
+      {"q0l", "queue 0 + line scans", {8, 6, 0, true}},
+      {"q2l", "queue 2 + line scans", {8, 6, 2, true}},
+  };
+  for (const Named& n : all_schedules) {
+    if (wanted.find("," + std::string(n.key) + ",") != std::string::npos) schedules.push_back(n);
   }
-  // Line scans: a round carries excess across the tile, so fewer rounds per visit
-  // (bench/model_maxflow_tiles variant q2sl).
-  grabcut::cuda::MaxflowSchedule lines;
-  lines.queue = 2;
-  lines.line_scans = true;
-  lines.local_rounds = 6;
-  schedules.push_back({"queue 2 + line scans", lines});
+  if (schedules.empty()) throw std::invalid_argument("GRABCUT_BENCH_SCHEDULES: none of q0 q1 q2 q0l q2l");
   std::vector<std::vector<double>> ms(schedules.size());
   bool ok = true;
   std::vector<HostImage> all;

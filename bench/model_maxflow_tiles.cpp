@@ -28,7 +28,10 @@
 // within 5% (relabels, BFS and push sweeps, tiles relaxed and visited); with the queue it
 // relaxes more BFS tiles than the H200 did (1.3x with --read-delay 3, 1.9x with 1), a
 // queue's counts depending on timing, and its times run ~25% above the H200's.
-// bench/RESULTS.md (v0.9 model) has the numbers.
+// bench/RESULTS.md (v0.9 model) has the numbers. It does not model contention: on the
+// H200 the queued schedules ran 2.0-2.3x slower than queue 0 where it predicted 0.9x
+// (a queued tile costs ~76 us of block time, a swept one ~5.6 us; RESULTS.md, v0.10),
+// and its costs for line scans are guesses that the H200 did not bear out either.
 #include <algorithm>
 #include <array>
 #include <cmath>
