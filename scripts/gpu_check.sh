@@ -107,24 +107,18 @@ if [[ " $STEPS " == *" sanitize "* ]]; then
     [[ $tool == memcheck ]] && extra="--leak-check full"
     # Retired graphs (global flags read across blocks): memory and initialisation checks.
     [[ $tool == memcheck || $tool == initcheck ]] && filter="$FILTER:MaxflowCuda.EarlyFinishersKeepTheirCut"
-    timeout 600 "$CS" --tool $tool $extra --error-exitcode 9 build-gpu/cuda_tests --gtest_filter="$filter" --gtest_brief=1 \
-      > "$LOGS/sanitize_$tool.log" 2>&1
-    rc=$?
-    [[ $rc -eq 0 ]] || status=1
-    echo "$tool: exit $rc; $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|LEAK SUMMARY' "$LOGS/sanitize_$tool.log" | tr '\n' ' ')"
-    grep -E "PASSED|FAILED" "$LOGS/sanitize_$tool.log" | tail -3
-    # The work queue too (mode 2: the relabel and the push phase from it).
-    GRABCUT_TEST_QUEUE=2 timeout 600 "$CS" --tool $tool $extra --error-exitcode 9 build-gpu/cuda_tests \
-      --gtest_filter="$filter" --gtest_brief=1 > "$LOGS/sanitize_${tool}_queued.log" 2>&1
-    rc=$?
-    [[ $rc -eq 0 ]] || status=1
-    echo "$tool (work queue): exit $rc; $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|LEAK SUMMARY' "$LOGS/sanitize_${tool}_queued.log" | tr '\n' ' ')"
-    # And with line scans (warp scans and shared-memory inboxes of their own).
-    GRABCUT_TEST_QUEUE=2 GRABCUT_TEST_LINES=1 timeout 600 "$CS" --tool $tool $extra --error-exitcode 9 build-gpu/cuda_tests \
-      --gtest_filter="$filter" --gtest_brief=1 > "$LOGS/sanitize_${tool}_lines.log" 2>&1
-    rc=$?
-    [[ $rc -eq 0 ]] || status=1
-    echo "$tool (line scans): exit $rc; $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|LEAK SUMMARY' "$LOGS/sanitize_${tool}_lines.log" | tr '\n' ' ')"
+    # Every schedule: grid-wide sweeps, the work queue (mode 2: the relabel and the push
+    # phase from it), and that with line scans (warp scans, shared-memory inboxes).
+    for run in ":0:0:" "_queued:2:0: (work queue)" "_lines:2:1: (line scans)"; do
+      IFS=: read -r suffix queue lines label <<< "$run"
+      log="$LOGS/sanitize_${tool}${suffix}.log"
+      GRABCUT_TEST_QUEUE=$queue GRABCUT_TEST_LINES=$lines timeout 600 "$CS" --tool $tool $extra --error-exitcode 9 \
+        build-gpu/cuda_tests --gtest_filter="$filter" --gtest_brief=1 > "$log" 2>&1
+      rc=$?
+      [[ $rc -eq 0 ]] || status=1
+      echo "$tool$label: exit $rc; $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|LEAK SUMMARY' "$log" | tr '\n' ' ')"
+      [[ -n $suffix ]] || grep -E "PASSED|FAILED" "$log" | tail -3
+    done
   done
 fi
 
