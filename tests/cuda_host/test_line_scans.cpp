@@ -1,9 +1,9 @@
-// The GPU max-flow's line scans (csrc/cuda/maxflow_tile.h) on the CPU: a warp's lanes
-// run as threads in lockstep (every shuffle is a barrier at which each lane publishes
-// its value, then reads its source lane's), and every scan is compared with the same
-// quantity computed one pixel after another. CI has no GPU; this checks the scans'
-// arithmetic and the lane mappings there (the kernel's use of them is checked on the
-// device by cuda_tests with GRABCUT_TEST_LINES=1).
+// The GPU max-flow's line scans and tile passes (csrc/cuda/maxflow_tile.h, the
+// kernel's own code) on the CPU: a warp or a whole block runs as host threads in
+// lockstep (every shuffle is a barrier at which each thread publishes its value, then
+// reads its source's), and every result is compared with the same quantity computed
+// one pixel after another. CI has no GPU; the kernel around these passes is checked
+// on the device by cuda_tests with GRABCUT_TEST_LINES=1.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -28,7 +28,7 @@ namespace tile = grabcut::cuda::tile;
 
 constexpr int kWarp = 32;
 
-// A reusable barrier for the lanes of one warp.
+// A reusable barrier for the threads of one Lockstep.
 class Barrier {
  public:
   explicit Barrier(int count) : count_(count) {}
@@ -52,53 +52,80 @@ class Barrier {
   long long generation_ = 0;
 };
 
-// One warp of 32 lanes; run(f) calls f(lane) on 32 threads at once.
-class Warp {
+// A warp (32 threads) or a block (kThreads) of the GPU, its threads run on as many
+// host threads: run(f) calls f(tid) on all of them at once. Shuffles, barriers and
+// shared-memory atomics as the GPU has them. Here a shuffle is a barrier of all the
+// threads (on the GPU, of a warp's), which every thread reaches together in the code
+// under test; so in a tile pass all inbox exchanges happen before any of the pass's
+// pushes land, the order the sequential references below use (on the GPU a push may
+// land before a slower warp's exchange and be taken a pass early, which changes no
+// invariant).
+class Lockstep {
  public:
-  Warp() : barrier_(kWarp), slots_(kWarp) {}
+  explicit Lockstep(int threads) : threads_(threads), barrier_(threads), slots_(threads), flags_(threads) {}
 
   void run(const std::function<void(int)>& f) {
-    std::vector<std::thread> lanes;
-    lanes.reserve(kWarp);
-    for (int lane = 0; lane < kWarp; ++lane) lanes.emplace_back(f, lane);
-    for (auto& t : lanes) t.join();
+    std::vector<std::thread> threads;
+    threads.reserve(static_cast<std::size_t>(threads_));
+    for (int tid = 0; tid < threads_; ++tid) threads.emplace_back(f, tid);
+    for (auto& t : threads) t.join();
   }
-
-  // __shfl_up_sync / __shfl_down_sync with width n: the value of lane - off (up) or
-  // lane + off (down) within the lane's group of n, else the lane's own value.
-  long long exchange(int lane, long long v, int off, int n, bool down) {
-    slots_[static_cast<std::size_t>(lane)] = v;
+  void sync() { barrier_.wait(); }
+  bool sync_or(int tid, bool v) {
+    flags_[static_cast<std::size_t>(tid)] = v ? 1 : 0;
     barrier_.wait();
-    const int group = lane / n * n;
-    const int src = down ? lane + off : lane - off;
+    const bool any = std::any_of(flags_.begin(), flags_.end(), [](char c) { return c != 0; });
+    barrier_.wait();
+    return any;
+  }
+  long long exchange(long long* p, long long v) {
+    const std::lock_guard<std::mutex> lock(atomics_);
+    const long long old = *p;
+    *p = v;
+    return old;
+  }
+  void add(long long* p, long long v) {
+    const std::lock_guard<std::mutex> lock(atomics_);
+    *p += v;
+  }
+  // __shfl_up_sync / __shfl_down_sync with width n: the value of tid - off (up) or
+  // tid + off (down) within the thread's group of n, else the thread's own value.
+  long long shuffle(int tid, long long v, int off, int n, bool down) {
+    slots_[static_cast<std::size_t>(tid)] = v;
+    barrier_.wait();
+    const int group = tid / n * n;
+    const int src = down ? tid + off : tid - off;
     const long long got = (src >= group && src < group + n) ? slots_[static_cast<std::size_t>(src)] : v;
-    barrier_.wait();  // every lane has read before the next exchange writes
+    barrier_.wait();  // every thread has read before the next shuffle writes
     return got;
   }
 
  private:
+  int threads_;
   Barrier barrier_;
+  std::mutex atomics_;
   std::vector<long long> slots_;
+  std::vector<char> flags_;
 };
 
+// The Shuffle argument of the scans, for thread tid of a Lockstep.
 template <int N, bool Down>
-struct LaneShuffle {
-  Warp* warp;
-  int lane;
+struct LockstepShuffle {
+  Lockstep* threads;
+  int tid;
   template <class T>
   T operator()(T v, int off) const {
-    return static_cast<T>(warp->exchange(lane, static_cast<long long>(v), off, N, Down));
+    return static_cast<T>(threads->shuffle(tid, static_cast<long long>(v), off, N, Down));
   }
 };
 
-// The pixel positions of a line in scan order (towards lower positions for Down
-// false: a value moves from position j to j + 1), by lane within a group of n.
+// scan_min_plus on a warp, lane i holding d[i] and open[i] (groups of N lanes).
 template <int N, bool Down>
 std::vector<int> scan_min_plus_on_warp(const std::vector<int>& d, const std::vector<bool>& open) {
-  Warp warp;
+  Lockstep warp(kWarp);
   std::vector<int> out(kWarp);
   warp.run([&](int lane) {
-    const LaneShuffle<N, Down> shfl{&warp, lane};
+    const LockstepShuffle<N, Down> shfl{&warp, lane};
     out[static_cast<std::size_t>(lane)] =
         tile::scan_min_plus<N, Down>(d[static_cast<std::size_t>(lane)], open[static_cast<std::size_t>(lane)], lane % N,
                                      shfl);
@@ -188,11 +215,11 @@ void check_carry(std::mt19937& rng, long long excess_scale) {
       const unsigned int hi = u < 0.2 ? 0U : (u < 0.6 ? small_cap(rng) : cap(rng));
       fi = {excess(rng), 0U, hi};
     }
-    Warp warp;
+    Lockstep warp(kWarp);
     std::vector<long long> out(kWarp);
     std::vector<long long> in(kWarp);
     warp.run([&](int lane) {
-      const LaneShuffle<N, Down> shfl{&warp, lane};
+      const LockstepShuffle<N, Down> shfl{&warp, lane};
       const auto i = static_cast<std::size_t>(lane);
       out[i] = tile::scan_carry<N, Down>(f[i], lane % N, shfl, in[i]);
     });
@@ -270,75 +297,16 @@ struct TileShared {
   std::uint8_t scan_mask[tile::kThreads];
 };
 
-// One block of kThreads threads. Shuffles are block-wide barriers here (the kernel's
-// are per warp), which every thread of the block reaches together in the tile passes;
-// so a pass's inbox exchanges all happen before any of its pushes land, the order the
-// sequential references below use (on the GPU a push may land before a slower warp's
-// exchange and be taken a pass early, which changes no invariant).
-class Block {
- public:
-  Block() : barrier_(tile::kThreads), slots_(tile::kThreads), flags_(tile::kThreads) {}
-
-  void run(const std::function<void(int)>& f) {
-    std::vector<std::thread> threads;
-    threads.reserve(tile::kThreads);
-    for (int tid = 0; tid < tile::kThreads; ++tid) threads.emplace_back(f, tid);
-    for (auto& t : threads) t.join();
-  }
-  void sync() { barrier_.wait(); }
-  bool sync_or(int tid, bool v) {
-    flags_[static_cast<std::size_t>(tid)] = v ? 1 : 0;
-    barrier_.wait();
-    const bool any = std::any_of(flags_.begin(), flags_.end(), [](char c) { return c != 0; });
-    barrier_.wait();
-    return any;
-  }
-  long long exchange(long long* p, long long v) {
-    const std::lock_guard<std::mutex> lock(atomics_);
-    const long long old = *p;
-    *p = v;
-    return old;
-  }
-  void add(long long* p, long long v) {
-    const std::lock_guard<std::mutex> lock(atomics_);
-    *p += v;
-  }
-  long long shuffle(int tid, long long v, int off, int n, bool down) {
-    slots_[static_cast<std::size_t>(tid)] = v;
-    barrier_.wait();
-    const int group = tid / n * n;
-    const int src = down ? tid + off : tid - off;
-    const long long got = (src >= group && src < group + n) ? slots_[static_cast<std::size_t>(src)] : v;
-    barrier_.wait();
-    return got;
-  }
-
- private:
-  Barrier barrier_;
-  std::mutex atomics_;
-  std::vector<long long> slots_;
-  std::vector<char> flags_;
-};
-
-template <int N, bool Down>
-struct BlockShuffle {
-  Block* block;
-  int tid;
-  template <class T>
-  T operator()(T v, int off) const {
-    return static_cast<T>(block->shuffle(tid, static_cast<long long>(v), off, N, Down));
-  }
-};
-
+// The block operations of maxflow_tile.h for thread tid of an emulated block.
 struct EmulatedOps {
-  Block* block;
+  Lockstep* block;
   int tid;
   void sync() const { block->sync(); }
   bool sync_or(bool v) const { return block->sync_or(tid, v); }
   long long exchange(long long* p, long long v) const { return block->exchange(p, v); }
   void add(long long* p, long long v) const { block->add(p, v); }
   template <int N, bool Down>
-  BlockShuffle<N, Down> shuffle() const {
+  LockstepShuffle<N, Down> shuffle() const {
     return {block, tid};
   }
 };
@@ -501,7 +469,7 @@ TEST(TilePasses, LineRelaxationReachesTheBellmanFordFixpoint) {
     RandomTile t(rng, shapes[c][0], shapes[c][1], 0.3, 40);
     TileShared expected = *t.sh;
     relax_reference(expected);
-    Block block;
+    Lockstep block(tile::kThreads);
     TileShared& s = *t.sh;
     block.run([&](int tid) { tile::relax_tile_lines(s, tid, EmulatedOps{&block, tid}); });
     for (int i = 0; i < tile::kPad; ++i) ASSERT_EQ(s.h[0][i], expected.h[0][i]) << "case " << c << " slot " << i;
@@ -516,7 +484,7 @@ TEST(TilePasses, LinePushRoundsMatchPushingOnePixelAfterAnother) {
       RandomTile t(rng, shapes[c][0], shapes[c][1], c == 0 ? 0.2 : 0.4, 12);
       TileShared expected = *t.sh;
       const int expected_round = push_reference(expected, t, rounds);
-      Block block;
+      Lockstep block(tile::kThreads);
       TileShared& s = *t.sh;
       std::vector<long long> ex(tile::kThreads);
       std::vector<int> hm(tile::kThreads);
