@@ -441,6 +441,7 @@ int run_list(const std::string& list, int repeats, bool batch, cudaStream_t stre
   const std::string wanted = "," + std::string(pick != nullptr ? pick : "q0,q1,q2,q0l,q2l") + ",";
   std::vector<Named> schedules;
   const Named all_schedules[] = {
+      // MaxflowSchedule: push visits, local rounds, queue, line scans
       {"q0", "queue 0 (sweeps)", {8, 24, 0, false}},
       {"q1", "queue 1 (relabel)", {8, 24, 1, false}},
       {"q2", "queue 2 (relabel+push)", {8, 24, 2, false}},

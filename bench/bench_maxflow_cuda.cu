@@ -321,24 +321,18 @@ int main(int argc, char** argv) {
   // The variants in the same run, each one's table after its statistics.
   struct Variant {
     const char* name;
-    int queue;
-    bool lines;
-    int rounds;
+    grabcut::cuda::MaxflowSchedule schedule;  // push visits, local rounds, queue, line scans
   };
-  const Variant variants[] = {{"grid-wide sweeps", 0, false, 24},
-                              {"queued relabel", 1, false, 24},
-                              {"queued relabel and push", 2, false, 24},
-                              {"queued, line scans", 2, true, 6}};
+  const Variant variants[] = {{"grid-wide sweeps", {8, 24, 0, false}},
+                              {"queued relabel", {8, 24, 1, false}},
+                              {"queued relabel and push", {8, 24, 2, false}},
+                              {"queued, line scans", {8, 6, 2, true}}};
   constexpr int kVariants = sizeof(variants) / sizeof(variants[0]);
   Results by_variant[kVariants];
   bool ok = true;
   for (int v = 0; v < kVariants; ++v) {
-    grabcut::cuda::MaxflowSchedule schedule;
-    schedule.queue = variants[v].queue;
-    schedule.line_scans = variants[v].lines;
-    schedule.local_rounds = variants[v].rounds;
     std::printf("\nvariant: %s\n", variants[v].name);
-    by_variant[v] = run_all(one, t0, t1, fifty, crops, quick ? nullptr : &big, quick ? 5 : 10, schedule);
+    by_variant[v] = run_all(one, t0, t1, fifty, crops, quick ? nullptr : &big, quick ? 5 : 10, variants[v].schedule);
     ok = ok && by_variant[v].ok;
   }
   std::printf("\nGPU max-flow, ms (medians, GrabCut-like graphs; speed-up over the first)\n  %-22s", "");

@@ -541,21 +541,22 @@ __device__ bool bfs_tile(const SolverArgs& a, int t, int sweep, bool first, Shar
     const int d_scanned = sh.h[0][me];
     changed = d_scanned != d;
     d = d_scanned;
-  }
-  for (int par = 0; !a.line_scans; par ^= 1) {
-    bool ch = false;
-    if (relaxes) {
-      int nd = d;
+  } else {
+    for (int par = 0;; par ^= 1) {
+      bool ch = false;
+      if (relaxes) {
+        int nd = d;
 #pragma unroll
-      for (int k = 0; k < 8; ++k) {
-        if (mask & (1U << k)) nd = min(nd, sh.h[par][me + dir_dy(k) * kPadW + dir_dx(k)] + 1);
+        for (int k = 0; k < 8; ++k) {
+          if (mask & (1U << k)) nd = min(nd, sh.h[par][me + dir_dy(k) * kPadW + dir_dx(k)] + 1);
+        }
+        ch = nd < d;
+        d = nd;
       }
-      ch = nd < d;
-      d = nd;
+      sh.h[par ^ 1][me] = d;
+      changed = changed || ch;
+      if (!__syncthreads_or(ch)) break;
     }
-    sh.h[par ^ 1][me] = d;
-    changed = changed || ch;
-    if (!__syncthreads_or(ch)) break;
   }
   if (valid && (first || changed)) __stcg(a.height + p, d);
   if (a.queued_bfs) {
@@ -656,55 +657,21 @@ __device__ void check_tile(const SolverArgs& a, int t, int sweep, int row) {
 }
 
 // ---------------------------------------------------------------- push-relabel
-// Runs push-relabel on tile t, which is on this sweep's list.
-__device__ void push_tile(const SolverArgs& a, int t, int sweep, Shared& sh) {
-  const int tid = static_cast<int>(threadIdx.x);
-  const TileCtx c = tile_ctx(a, t);
+// The synchronous push-relabel rounds of push_tile, up to local_rounds, on the tile
+// loaded into sh; valid, ex and hm are this thread's pixel's (tid = ly * kTileW + lx),
+// ex and hm updated on return. Returns the index of the last round run (local_rounds
+// if every round ran). This pixel's excess and height live in registers: only this thread changes them,
+// except for what neighbours push in, which they add to the pixel's inbox sh.e[me]
+// in the push phase and this thread collects (and empties) in the relabel phase.
+// The neighbours' heights come from label buffer `par` and a new height goes to
+// the other buffer (so a round needs two barriers).
+__device__ __forceinline__ int push_sync_rounds(Shared& sh, int local_rounds, bool valid, int tid, long long& ex,
+                                                int& hm) {
   const int lx = tid % kTileW;
   const int ly = tid / kTileW;
-  const int x = c.x0 + lx;
-  const int y = c.y0 + ly;
-  const bool valid = in_grid(c, x, y);
-  const long long p = valid ? pix(c, x, y) : 0;
   const int me = (ly + 1) * kPadW + lx + 1;
-  long long e0 = 0;
-  int h0 = kInf;
-  if (valid) {
-    e0 = __ldcg(a.excess + p);
-    h0 = __ldcg(a.height + p);
-  }
-  if (!__syncthreads_or(valid && e0 > 0 && h0 < kInf)) return;
-  sh.e[me] = 0;
-  sh.h[0][me] = h0;
-  for_each_halo_slot(c, [&](int i, int gx, int gy) {
-    const int hv = in_grid(c, gx, gy) ? __ldcg(a.height + pix(c, gx, gy)) : kInf;
-    sh.h[0][i] = hv;
-    sh.h[1][i] = hv;
-    sh.e[i] = 0;
-  });
-#pragma unroll
-  for (int k = 0; k < 8; ++k) {
-    const unsigned int r = valid ? load_residual(a, c, x, y, p, k) : 0U;
-    sh.res[k][tid] = r;
-    sh.res0[k][tid] = r;  // in shared memory, not registers: the rounds need those
-  }
-  __syncthreads();
-  // This pixel's excess and height live in registers: only this thread changes them,
-  // except for what neighbours push in, which they add to the pixel's inbox sh.e[me]
-  // in the push phase and this thread collects (and empties) in the relabel phase.
-  // The neighbours' heights come from label buffer `par` and a new height goes to
-  // the other buffer (so a round needs two barriers).
-  long long ex = e0;
-  int hm = h0;
   int round = 0;
-  if (a.line_scans) {
-    sh.ex[tid] = e0;
-    __syncthreads();
-    round = push_line_rounds(
-        sh, a.local_rounds, valid, [&](int px, int py) { return in_grid(c, c.x0 + px, c.y0 + py); }, tid, BlockOps{},
-        ex, hm);
-  }
-  for (int par = 0; !a.line_scans && round < a.local_rounds; ++round, par ^= 1) {
+  for (int par = 0; round < local_rounds; ++round, par ^= 1) {
     int hn[8];
 #pragma unroll
     for (int k = 0; k < 8; ++k) hn[k] = sh.h[par][me + dir_dy(k) * kPadW + dir_dx(k)];
@@ -760,6 +727,54 @@ __device__ void push_tile(const SolverArgs& a, int t, int sweep, Shared& sh) {
     }
     sh.h[par ^ 1][me] = hm;
     if (!__syncthreads_or(still)) break;
+  }
+  return round;
+}
+
+// Runs push-relabel on tile t, which is on this sweep's list.
+__device__ void push_tile(const SolverArgs& a, int t, int sweep, Shared& sh) {
+  const int tid = static_cast<int>(threadIdx.x);
+  const TileCtx c = tile_ctx(a, t);
+  const int lx = tid % kTileW;
+  const int ly = tid / kTileW;
+  const int x = c.x0 + lx;
+  const int y = c.y0 + ly;
+  const bool valid = in_grid(c, x, y);
+  const long long p = valid ? pix(c, x, y) : 0;
+  const int me = (ly + 1) * kPadW + lx + 1;
+  long long e0 = 0;
+  int h0 = kInf;
+  if (valid) {
+    e0 = __ldcg(a.excess + p);
+    h0 = __ldcg(a.height + p);
+  }
+  if (!__syncthreads_or(valid && e0 > 0 && h0 < kInf)) return;
+  sh.e[me] = 0;
+  sh.h[0][me] = h0;
+  for_each_halo_slot(c, [&](int i, int gx, int gy) {
+    const int hv = in_grid(c, gx, gy) ? __ldcg(a.height + pix(c, gx, gy)) : kInf;
+    sh.h[0][i] = hv;
+    sh.h[1][i] = hv;
+    sh.e[i] = 0;
+  });
+#pragma unroll
+  for (int k = 0; k < 8; ++k) {
+    const unsigned int r = valid ? load_residual(a, c, x, y, p, k) : 0U;
+    sh.res[k][tid] = r;
+    sh.res0[k][tid] = r;  // in shared memory, not registers: the rounds need those
+  }
+  __syncthreads();
+  long long ex = e0;
+  int hm = h0;
+  int round = 0;
+  if (a.line_scans) {
+    sh.ex[tid] = e0;
+    __syncthreads();
+    round = push_line_rounds(
+        sh, a.local_rounds, valid, [&](int px, int py) { return in_grid(c, c.x0 + px, c.y0 + py); }, tid, BlockOps{},
+        ex, hm);
+  } else {
+    round = push_sync_rounds(sh, a.local_rounds, valid, tid, ex, hm);
   }
   profile_add(a.header, kPushRounds, static_cast<unsigned long long>(min(round + 1, a.local_rounds)));
   profile_add(a.header, kPushVisitsRun, 1ULL);
