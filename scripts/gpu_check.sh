@@ -13,6 +13,9 @@
 #                                 image under every MaxflowSchedule queue mode (and line scans) side by side
 #                                 (median, p90, slowest), then at native sizes as one batch
 #                                 (REAL_REPEATS timed runs per image and schedule, default 5)
+#   cpubatch                      the CPU backend on this machine's cores (issue 21): one list
+#                                 call of GrabCut-50 scaled to 1 MP, 1 thread against all
+#                                 (builds a CPU-only extension when the build step did not run)
 #   robust                        CUDA pytest of robustness, limits, dataset, server, CLI
 #   coco serve pictures scaling   dataset and server benchmarks, the speed plot, the
 #                                 dataset job under torchrun with 1..all GPUs
@@ -78,6 +81,17 @@ if [[ -d .wheels ]]; then
     || tail -5 "$LOGS/pip.log"
 fi
 
+if [[ " $STEPS " == *" cpubatch "* ]]; then
+  step "CPU batch: GrabCut-50 at 1 MP as one list call, 1 thread against all cores"
+  if [[ " $STEPS " != *" build "* ]]; then
+    TORCHGRABCUT_CUDA=0 python3 setup.py -q build_ext --inplace > "$LOGS/cpubuild.log" 2>&1 \
+      || { tail -40 "$LOGS/cpubuild.log"; status=1; }
+  fi
+  nproc
+  timeout 420 python3 bench/cpu_bench.py --batch --images 50 --sizes 1 --rounds "${CPU_ROUNDS:-2}" \
+    --grabcut50 data/grabcut50 2>&1 | tee "$LOGS/cpubatch.log" || status=1
+fi
+
 if [[ " $STEPS " == *" cmake "* ]]; then
   step "torch-free CUDA tests (CMake)"
   build_gpu "$LOGS/cmake.log"
@@ -87,8 +101,8 @@ if [[ " $STEPS " == *" cmake "* ]]; then
     tail -25 "$LOGS/cuda_tests.log"
     # Every max-flow test again with the work queue (MaxflowSchedule::queue): mode 1, the
     # global relabel; mode 2, the relabel and the push phase.
-    # Then mode 2 with line scans (MaxflowSchedule::line_scans).
-    for mode in 1 2 2lines; do
+    # Then modes 0 and 2 with line scans (MaxflowSchedule::line_scans).
+    for mode in 1 2 0lines 2lines; do
       GRABCUT_TEST_QUEUE=${mode%lines} GRABCUT_TEST_LINES=$([[ $mode == *lines ]] && echo 1 || echo 0) \
         timeout 240 build-gpu/cuda_tests --gtest_brief=1 > "$LOGS/cuda_tests_queue$mode.log" 2>&1
       [[ $? -eq 0 ]] || status=1
