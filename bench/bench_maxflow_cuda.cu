@@ -7,11 +7,13 @@
 //   bench_maxflow_cuda            the standard table for four variants side by side:
 //                                 grid-wide sweeps, the global relabel from a work
 //                                 queue, the relabel and the push phase from it, and
-//                                 that with line scans (MaxflowSchedule::line_scans)
+//                                 that with line scans (MaxflowSchedule::line_bfs and
+//                                 line_push), and sweeps with line scans in the relabel
 //   bench_maxflow_cuda quick      the same without 4096x4096, medians of 5
-//   bench_maxflow_cuda tune [Q [lines]]  instead, several (push visits, local rounds)
-//                                 with MaxflowSchedule::queue Q (default 0), and line
-//                                 scans if asked, medians of 3
+//   (GRABCUT_BENCH_SCHEDULES=q0,q0b,... picks variants: see all_variants)
+//   bench_maxflow_cuda tune [Q [lines|bfs]]  instead, several (push visits, local
+//                                 rounds) with MaxflowSchedule::queue Q (default 0), and
+//                                 line scans if asked (bfs: in the relabel only), medians of 3
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -251,6 +253,7 @@ int main(int argc, char** argv) {
   const bool quick = argc > 1 && std::strcmp(argv[1], "quick") == 0;
   const int tune_queue = tune && argc > 2 ? std::clamp(std::atoi(argv[2]), 0, 2) : 0;
   const bool tune_lines = tune && argc > 3 && std::strcmp(argv[3], "lines") == 0;
+  const bool tune_bfs = tune && argc > 3 && (tune_lines || std::strcmp(argv[3], "bfs") == 0);
   cudaDeviceProp prop{};
   GRABCUT_CUDA_CHECK(cudaGetDeviceProperties(&prop, 0));
   std::printf("device: %s, %d SMs, L2 %d MB\n", prop.name, prop.multiProcessorCount, prop.l2CacheSize >> 20);
@@ -299,7 +302,8 @@ int main(int argc, char** argv) {
         const int rr = kr[1];
         grabcut::cuda::MaxflowSchedule schedule;
         schedule.queue = tune_queue;
-        schedule.line_scans = tune_lines;
+        schedule.line_bfs = tune_bfs;
+        schedule.line_push = tune_lines;
         schedule.push_visits = k;
         schedule.local_rounds = rr;
         const Results r = run_all(one, t0, t1, fifty, crops, nullptr, 3, schedule);
@@ -318,19 +322,32 @@ int main(int argc, char** argv) {
     return all_ok ? 0 : 1;
   }
 
-  // The variants in the same run, each one's table after its statistics.
+  // The variants in the same run, each one's table after its statistics; the first is
+  // the baseline. GRABCUT_BENCH_SCHEDULES picks some by key (comma-separated).
   struct Variant {
+    const char* key;
     const char* name;
-    grabcut::cuda::MaxflowSchedule schedule;  // push visits, local rounds, queue, line scans
+    grabcut::cuda::MaxflowSchedule schedule;  // push visits, local rounds, queue, line BFS, line push
   };
-  const Variant variants[] = {{"grid-wide sweeps", {8, 24, 0, false}},
-                              {"queued relabel", {8, 24, 1, false}},
-                              {"queued relabel and push", {8, 24, 2, false}},
-                              {"queued, line scans", {8, 6, 2, true}}};
-  constexpr int kVariants = sizeof(variants) / sizeof(variants[0]);
-  Results by_variant[kVariants];
+  const Variant all_variants[] = {{"q0", "grid-wide sweeps", {8, 24, 0, false, false}},
+                                  {"q1", "queued relabel", {8, 24, 1, false, false}},
+                                  {"q2", "queued relabel and push", {8, 24, 2, false, false}},
+                                  {"q2l", "queued, line scans", {8, 6, 2, true, true}},
+                                  {"q0b", "sweeps, line BFS", {8, 24, 0, true, false}}};
+  const char* pick = std::getenv("GRABCUT_BENCH_SCHEDULES");
+  const std::string wanted = "," + std::string(pick != nullptr ? pick : "q0,q1,q2,q2l,q0b") + ",";
+  std::vector<Variant> variants;
+  for (const Variant& v : all_variants) {
+    if (wanted.find("," + std::string(v.key) + ",") != std::string::npos) variants.push_back(v);
+  }
+  if (variants.empty()) {
+    std::fprintf(stderr, "GRABCUT_BENCH_SCHEDULES: none of q0 q1 q2 q2l q0b\n");
+    return 2;
+  }
+  const int num_variants = static_cast<int>(variants.size());
+  std::vector<Results> by_variant(variants.size());
   bool ok = true;
-  for (int v = 0; v < kVariants; ++v) {
+  for (int v = 0; v < num_variants; ++v) {
     std::printf("\nvariant: %s\n", variants[v].name);
     by_variant[v] = run_all(one, t0, t1, fifty, crops, quick ? nullptr : &big, quick ? 5 : 10, variants[v].schedule);
     ok = ok && by_variant[v].ok;
@@ -341,7 +358,7 @@ int main(int argc, char** argv) {
   const auto row = [&](const char* what, float Results::*field) {
     const float base = by_variant[0].*field;
     std::printf("  %-22s", what);
-    for (int v = 0; v < kVariants; ++v) {
+    for (int v = 0; v < num_variants; ++v) {
       std::printf(" | %15.3f (%5.2fx)", by_variant[v].*field, base / by_variant[v].*field);
     }
     std::printf("\n");

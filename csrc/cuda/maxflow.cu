@@ -203,7 +203,8 @@ struct SolverArgs {
   int queued_bfs;    // 1: a relabel's sweeps after the first run from a work queue
   int queued_push;   // 1: the push phase runs from the work queue (each tile at most
                      // push_sweeps visits) instead of push_sweeps grid-wide sweeps
-  int line_scans;    // MaxflowSchedule::line_scans
+  int line_bfs;      // MaxflowSchedule::line_bfs
+  int line_push;     // MaxflowSchedule::line_push
 };
 
 struct TileCtx {
@@ -451,8 +452,9 @@ __device__ void request_tile(const SolverArgs& a, int t) {
 }
 
 // ---------------------------------------------------------------- line scans
-// MaxflowSchedule::line_scans: labels relax, and excess moves, along whole lines of a
-// tile in one step (maxflow_tile.h); these are the block operations they run on.
+// MaxflowSchedule::line_bfs and line_push: labels relax, and excess moves, along whole
+// lines of a tile in one step (maxflow_tile.h); these are the block operations they
+// run on.
 constexpr unsigned int kAllLanes = 0xffffffffU;
 
 // The shuffles of the line scans: groups of N lanes of a warp.
@@ -534,7 +536,7 @@ __device__ bool bfs_tile(const SolverArgs& a, int t, int sweep, bool first, Shar
   // diagonals in one buffer until a pass changes nothing.
   bool changed = false;
   const bool relaxes = valid && !sink && mask != 0U;
-  if (a.line_scans) {
+  if (a.line_bfs) {
     sh.scan_mask[tid] = static_cast<std::uint8_t>(relaxes ? mask : 0U);
     __syncthreads();
     relax_tile_lines(sh, tid, BlockOps{});
@@ -767,7 +769,7 @@ __device__ void push_tile(const SolverArgs& a, int t, int sweep, Shared& sh) {
   long long ex = e0;
   int hm = h0;
   int round = 0;
-  if (a.line_scans) {
+  if (a.line_push) {
     sh.ex[tid] = e0;
     __syncthreads();
     round = push_line_rounds(
@@ -1179,7 +1181,8 @@ void maxflow_cuda(const BatchedGridGraph& graph, std::uint8_t* source_side, std:
   a.local_rounds = schedule.local_rounds;
   a.queued_bfs = schedule.queue >= 1 ? 1 : 0;
   a.queued_push = schedule.queue >= 2 ? 1 : 0;
-  a.line_scans = schedule.line_scans ? 1 : 0;
+  a.line_bfs = schedule.line_bfs ? 1 : 0;
+  a.line_push = schedule.line_push ? 1 : 0;
   a.tile_state = reinterpret_cast<int*>(base + l.tile_state);
   a.queue = reinterpret_cast<int*>(base + l.queue);
 

@@ -36,10 +36,11 @@ struct MaxflowSchedule {
   // 0: every phase in grid-wide sweeps; 1: a global relabel's sweeps after its
   // first from a work queue; 2: those and the push phase from the queue.
   int queue = 0;
-  // Relax labels and push excess along whole lines of a tile at once (warp scans
-  // along its rows, columns and diagonals) instead of one pixel per step or round,
-  // so that a label or excess crosses a tile in one pass.
-  bool line_scans = false;
+  // Line scans (warp scans along a tile's rows, columns and diagonals), so that a
+  // label or excess crosses a tile in one pass instead of one pixel per step or round:
+  // line_bfs relaxes a global relabel's labels so, line_push moves excess so.
+  bool line_bfs = false;
+  bool line_push = false;
 };
 
 // Bytes of device scratch memory maxflow_cuda needs for this batch (the solver's

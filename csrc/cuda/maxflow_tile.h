@@ -1,8 +1,8 @@
 // The GPU max-flow's tile (csrc/cuda/maxflow.cu): its geometry, the directions of its
-// arcs, and the line scans of MaxflowSchedule::line_scans with the tile passes built
-// on them. A host compiler reads this header too, so that tests/cuda_host runs them on
-// the CPU (CI has no GPU): the block's operations (barriers, shared atomics, shuffles)
-// are a template argument for that.
+// arcs, and the line scans of MaxflowSchedule::line_bfs and line_push with the tile
+// passes built on them. A host compiler reads this header too, so that tests/cuda_host
+// runs them on the CPU (CI has no GPU): the block's operations (barriers, shared
+// atomics, shuffles) are a template argument for that.
 #pragma once
 
 #if defined(__CUDACC__)

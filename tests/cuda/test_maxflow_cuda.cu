@@ -43,8 +43,10 @@ grabcut::cuda::MaxflowSchedule test_schedule() {
   grabcut::cuda::MaxflowSchedule schedule;
   const char* v = std::getenv("GRABCUT_TEST_QUEUE");
   if (v != nullptr && v[0] >= '0' && v[0] <= '2' && v[1] == '\0') schedule.queue = v[0] - '0';
-  const char* lines = std::getenv("GRABCUT_TEST_LINES");
-  schedule.line_scans = lines != nullptr && std::strcmp(lines, "1") == 0;
+  // GRABCUT_TEST_LINES: 1, line scans in both phases; bfs or push, in that one.
+  const std::string lines = std::getenv("GRABCUT_TEST_LINES") != nullptr ? std::getenv("GRABCUT_TEST_LINES") : "";
+  schedule.line_bfs = lines == "1" || lines == "bfs";
+  schedule.line_push = lines == "1" || lines == "push";
   return schedule;
 }
 const grabcut::cuda::MaxflowSchedule kSchedule = test_schedule();
@@ -411,24 +413,28 @@ TEST(MaxflowCuda, WarmStartMatchesCold) {
   }
 }
 
-// Every schedule (sweeps, queued relabel, queued relabel and push, each with and
-// without line scans; short and long visits), whatever GRABCUT_TEST_QUEUE and
-// GRABCUT_TEST_LINES say: the CPU's cut and flow, cold and warm.
+// Every schedule (sweeps, queued relabel, queued relabel and push, each without line
+// scans, with them in the relabel, in the push phase, in both; short and long visits),
+// whatever GRABCUT_TEST_QUEUE and GRABCUT_TEST_LINES say: the CPU's cut and flow, cold
+// and warm.
 TEST(MaxflowCuda, EverySchedule) {
   const HostGraph grabcut_like = grabcut_graph(300, 420, 91);
   const HostGraph random = random_graph(150, 190, true, 100, 300, 92);
-  for (int variant = 0; variant < 6; ++variant) {
+  for (int variant = 0; variant < 12; ++variant) {
     const int queue = variant % 3;
-    const bool lines = variant >= 3;
+    const bool line_bfs = (variant / 3) % 2 == 1;
+    const bool line_push = variant / 6 == 1;
     for (const auto& [visits, rounds] : {std::pair{8, 24}, std::pair{1, 1}, std::pair{3, 200}}) {
-      const std::string what = "queue " + std::to_string(queue) + (lines ? " line scans" : "") + " visits " +
-                               std::to_string(visits) + " rounds " + std::to_string(rounds);
+      const std::string what = "queue " + std::to_string(queue) + (line_bfs ? " line BFS" : "") +
+                               (line_push ? " line push" : "") + " visits " + std::to_string(visits) + " rounds " +
+                               std::to_string(rounds);
       HostGraph g0 = grabcut_like;
       HostGraph g1 = random;
       const std::vector<const HostGraph*> graphs{&g0, &g1};
       GpuBatch batch(graphs);
       batch.schedule.queue = queue;
-      batch.schedule.line_scans = lines;
+      batch.schedule.line_bfs = line_bfs;
+      batch.schedule.line_push = line_push;
       batch.schedule.push_visits = visits;
       batch.schedule.local_rounds = rounds;
       batch.solve(false);
