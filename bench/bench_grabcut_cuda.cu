@@ -437,12 +437,13 @@ int run_list(const std::string& list, int repeats, bool batch, cudaStream_t stre
   // GRABCUT_BENCH_SCHEDULES picks them (comma-separated keys; default
   // q0,q1,q2,q0l,q2l): "l" adds line scans in both phases, with 6 rounds a visit (a
   // round carries excess across the tile; bench/model_maxflow_tiles variant q2sl),
-  // "b" in the relabel only, "p" in the push phase only.
+  // "b" in the relabel only, "p" in the push phase only; "w": the relabel's tiles
+  // relaxed by one warp each.
   const char* pick = std::getenv("GRABCUT_BENCH_SCHEDULES");
   const std::string wanted = "," + std::string(pick != nullptr ? pick : "q0,q1,q2,q0l,q2l") + ",";
   std::vector<Named> schedules;
   const Named all_schedules[] = {
-      // MaxflowSchedule: push visits, local rounds, queue, line BFS, line push
+      // MaxflowSchedule: push visits, local rounds, queue, line BFS, line push, warp BFS
       {"q0", "queue 0 (sweeps)", {8, 24, 0, false, false}},
       {"q1", "queue 1 (relabel)", {8, 24, 1, false, false}},
       {"q2", "queue 2 (relabel+push)", {8, 24, 2, false, false}},
@@ -450,11 +451,12 @@ int run_list(const std::string& list, int repeats, bool batch, cudaStream_t stre
       {"q2l", "queue 2 + line scans", {8, 6, 2, true, true}},
       {"q0b", "queue 0 + line BFS", {8, 24, 0, true, false}},
       {"q0p", "queue 0 + line push", {8, 6, 0, false, true}},
+      {"q0w", "queue 0 + warp BFS", {8, 24, 0, false, false, true}},
   };
   for (const Named& n : all_schedules) {
     if (wanted.find("," + std::string(n.key) + ",") != std::string::npos) schedules.push_back(n);
   }
-  if (schedules.empty()) throw std::invalid_argument("GRABCUT_BENCH_SCHEDULES: none of q0 q1 q2 q0l q2l q0b q0p");
+  if (schedules.empty()) throw std::invalid_argument("GRABCUT_BENCH_SCHEDULES: none of q0 q1 q2 q0l q2l q0b q0p q0w");
   std::vector<std::vector<double>> ms(schedules.size());
   bool ok = true;
   std::vector<HostImage> all;

@@ -327,21 +327,22 @@ int main(int argc, char** argv) {
   struct Variant {
     const char* key;
     const char* name;
-    grabcut::cuda::MaxflowSchedule schedule;  // push visits, local rounds, queue, line BFS, line push
+    grabcut::cuda::MaxflowSchedule schedule;  // push visits, local rounds, queue, line BFS, line push, warp BFS
   };
   const Variant all_variants[] = {{"q0", "grid-wide sweeps", {8, 24, 0, false, false}},
                                   {"q1", "queued relabel", {8, 24, 1, false, false}},
                                   {"q2", "queued relabel and push", {8, 24, 2, false, false}},
                                   {"q2l", "queued, line scans", {8, 6, 2, true, true}},
-                                  {"q0b", "sweeps, line BFS", {8, 24, 0, true, false}}};
+                                  {"q0b", "sweeps, line BFS", {8, 24, 0, true, false}},
+                                  {"q0w", "sweeps, warp BFS", {8, 24, 0, false, false, true}}};
   const char* pick = std::getenv("GRABCUT_BENCH_SCHEDULES");
-  const std::string wanted = "," + std::string(pick != nullptr ? pick : "q0,q1,q2,q2l,q0b") + ",";
+  const std::string wanted = "," + std::string(pick != nullptr ? pick : "q0,q1,q2,q2l,q0b,q0w") + ",";
   std::vector<Variant> variants;
   for (const Variant& v : all_variants) {
     if (wanted.find("," + std::string(v.key) + ",") != std::string::npos) variants.push_back(v);
   }
   if (variants.empty()) {
-    std::fprintf(stderr, "GRABCUT_BENCH_SCHEDULES: none of q0 q1 q2 q2l q0b\n");
+    std::fprintf(stderr, "GRABCUT_BENCH_SCHEDULES: none of q0 q1 q2 q2l q0b q0w\n");
     return 2;
   }
   const int num_variants = static_cast<int>(variants.size());

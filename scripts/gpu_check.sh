@@ -101,9 +101,11 @@ if [[ " $STEPS " == *" cmake "* ]]; then
     tail -25 "$LOGS/cuda_tests.log"
     # Every max-flow test again with the work queue (MaxflowSchedule::queue): mode 1, the
     # global relabel; mode 2, the relabel and the push phase.
-    # Then modes 0 and 2 with line scans (MaxflowSchedule::line_scans).
-    for mode in 1 2 0lines 2lines; do
-      GRABCUT_TEST_QUEUE=${mode%lines} GRABCUT_TEST_LINES=$([[ $mode == *lines ]] && echo 1 || echo 0) \
+    # Then modes 0 and 2 with line scans (MaxflowSchedule::line_bfs and line_push), and
+    # mode 0 with the relabel's tiles relaxed by warps (warp_bfs).
+    for mode in 1 2 0lines 2lines 0warp; do
+      GRABCUT_TEST_QUEUE=${mode:0:1} GRABCUT_TEST_LINES=$([[ $mode == *lines ]] && echo 1 || echo 0) \
+        GRABCUT_TEST_WARP=$([[ $mode == *warp ]] && echo 1 || echo 0) \
         timeout 240 build-gpu/cuda_tests --gtest_brief=1 > "$LOGS/cuda_tests_queue$mode.log" 2>&1
       [[ $? -eq 0 ]] || status=1
       echo "work queue mode $mode:"; grep -E "grabcut 1024|PASSED|FAILED" "$LOGS/cuda_tests_queue$mode.log" | tail -6
@@ -122,11 +124,13 @@ if [[ " $STEPS " == *" sanitize "* ]]; then
     # Retired graphs (global flags read across blocks): memory and initialisation checks.
     [[ $tool == memcheck || $tool == initcheck ]] && filter="$FILTER:MaxflowCuda.EarlyFinishersKeepTheirCut"
     # Every schedule: grid-wide sweeps, the work queue (mode 2: the relabel and the push
-    # phase from it), and that with line scans (warp scans, shared-memory inboxes).
-    for run in ":0:0:" "_queued:2:0: (work queue)" "_lines:2:1: (line scans)"; do
-      IFS=: read -r suffix queue lines label <<< "$run"
+    # phase from it), that with line scans (warp scans, shared-memory inboxes), and sweeps
+    # with the relabel's tiles relaxed by warps (per-warp halo columns).
+    for run in ":0:0:0:" "_queued:2:0:0: (work queue)" "_lines:2:1:0: (line scans)" "_warp:0:0:1: (warp BFS)"; do
+      IFS=: read -r suffix queue lines warp label <<< "$run"
       log="$LOGS/sanitize_${tool}${suffix}.log"
-      GRABCUT_TEST_QUEUE=$queue GRABCUT_TEST_LINES=$lines timeout 600 "$CS" --tool $tool $extra --error-exitcode 9 \
+      GRABCUT_TEST_QUEUE=$queue GRABCUT_TEST_LINES=$lines GRABCUT_TEST_WARP=$warp \
+        timeout 600 "$CS" --tool $tool $extra --error-exitcode 9 \
         build-gpu/cuda_tests --gtest_filter="$filter" --gtest_brief=1 > "$log" 2>&1
       rc=$?
       [[ $rc -eq 0 ]] || status=1

@@ -87,6 +87,7 @@ namespace cg = cooperative_groups;
 
 using namespace tile;  // NOLINT(google-build-using-namespace): the tile's geometry and scans
 constexpr int kMinBlocksPerSm = 2;  // two blocks of kThreads per SM (64 registers)
+constexpr int kWarps = kThreads / 32;
 
 struct GraphDev {
   long long offset;
@@ -205,6 +206,7 @@ struct SolverArgs {
                      // push_sweeps visits) instead of push_sweeps grid-wide sweeps
   int line_bfs;      // MaxflowSchedule::line_bfs
   int line_push;     // MaxflowSchedule::line_push
+  int warp_bfs;      // MaxflowSchedule::warp_bfs (with queue 0, without line_bfs)
 };
 
 struct TileCtx {
@@ -275,6 +277,7 @@ struct __align__(16) Shared {
   union {
     unsigned int res0[8][kThreads];  // the residuals when push_tile loaded the tile
     std::uint8_t scan_mask[kThreads];  // bfs_tile's line scans: the arcs a pixel relaxes along
+    int side[kWarps][2][kPadH];        // bfs_tile_warp: each warp's tile's left and right halo
   };
   long long ex[kThreads];  // push_tile's line passes: each pixel's excess
   long long e[kPad];
@@ -482,6 +485,15 @@ struct BlockOps {
   }
 };
 
+// The warp operations of relax_tile_warp.
+struct WarpOps {
+  __device__ __forceinline__ bool any(bool v) const { return __any_sync(kAllLanes, v) != 0; }
+  template <int N, bool Down>
+  __device__ __forceinline__ WarpShuffle<N, Down> shuffle() const {
+    return {};
+  }
+};
+
 // ---------------------------------------------------------------- BFS sweep
 // The first sweep of a relabel visits every live tile; later ones the tiles next to
 // (or equal to) a tile that changed a label in the previous sweep, which are never
@@ -583,6 +595,68 @@ __device__ bool bfs_tile(const SolverArgs& a, int t, int sweep, bool first, Shar
     }
   }
   if (tile_changed && tid == 0) atomicAdd(&a.header->counter[sweep % 3], 1U);
+  return tile_changed;
+}
+
+// bfs_tile by one warp (MaxflowSchedule::warp_bfs): lane x relaxes column x of tile t
+// (relax_tile_warp), so the block's warps relax kWarps tiles at once. Returns true
+// (warp-uniform) if the tile changed a label.
+__device__ bool bfs_tile_warp(const SolverArgs& a, int t, int sweep, bool first, Shared& sh) {
+  const TileCtx c = tile_ctx(a, t);
+  const int lane = static_cast<int>(threadIdx.x) & 31;
+  int (&side)[2][kPadH] = sh.side[threadIdx.x >> 5];
+  const int x = c.x0 + lane;
+  // A halo label: the sinks alone in a relabel's first sweep, then the last labels.
+  const auto halo = [&](int gx, int gy) {
+    if (!in_grid(c, gx, gy)) return kInf;
+    const long long q = pix(c, gx, gy);
+    return first ? (__ldcg(a.excess + q) < 0 ? 0 : kInf) : __ldcg(a.height + q);
+  };
+  if (lane < kPadH) {
+    side[0][lane] = halo(c.x0 - 1, c.y0 - 1 + lane);
+    side[1][lane] = halo(c.x0 + kTileW, c.y0 - 1 + lane);
+  }
+  const int top = halo(x, c.y0 - 1);
+  const int bottom = halo(x, c.y0 + kTileH);
+  int d[kTileH];
+  unsigned int m[kWarpTileWords] = {0U, 0U, 0U, 0U};
+#pragma unroll
+  for (int r = 0; r < kTileH; ++r) {
+    const int y = c.y0 + r;
+    d[r] = kInf;
+    if (!in_grid(c, x, y)) continue;
+    const long long p = pix(c, x, y);
+    unsigned int mask = 0;
+    if (first) {
+      d[r] = __ldcg(a.excess + p) < 0 ? 0 : kInf;
+#pragma unroll
+      for (int k = 0; k < 8; ++k) {
+        if (load_residual(a, c, x, y, p, k) != 0U) mask |= 1U << k;
+      }
+      a.resmask[p] = static_cast<std::uint8_t>(mask);
+    } else {
+      d[r] = __ldcg(a.height + p);
+      mask = __ldcg(a.resmask + p);
+    }
+    m[r / 4] |= mask << (8 * (r % 4));
+  }
+  __syncwarp();
+  const unsigned int changed = relax_tile_warp(d, m, top, bottom, side, lane, WarpOps{});
+#pragma unroll
+  for (int r = 0; r < kTileH; ++r) {
+    const int y = c.y0 + r;
+    if (in_grid(c, x, y) && (first || ((changed >> r) & 1U) != 0U)) __stcg(a.height + pix(c, x, y), d[r]);
+  }
+  const bool tile_changed = __any_sync(kAllLanes, changed != 0U);
+  if (tile_changed && lane < 9) {
+    const int ntx = c.tx + lane % 3 - 1;
+    const int nty = c.ty + lane / 3 - 1;
+    if (ntx >= 0 && ntx < c.tiles_x && nty >= 0 && nty < c.tiles_y) {
+      list_for_next_sweep(a, a.bmark, c.tile_start + nty * c.tiles_x + ntx, sweep);
+    }
+  }
+  if (tile_changed && lane == 0) atomicAdd(&a.header->counter[sweep % 3], 1U);
+  __syncwarp();  // every lane has read the halo before the warp's next tile writes it
   return tile_changed;
 }
 
@@ -885,7 +959,8 @@ __device__ __forceinline__ unsigned int read_counter(const SolverArgs& a, int sw
 // into a list: a sweep over a batch of mostly settled tiles then costs one round of
 // loads per kThreads tiles instead of a chain of dependent loads per tile. A tile
 // marked while the sweep runs is found by the next sweep (marks are >= sweep + 1).
-template <class Need, class Work>
+// With PerWarp, the block's warps run work(t) on the list's tiles at once, a tile each.
+template <bool PerWarp = false, class Need, class Work>
 __device__ int sweep_tiles(const SolverArgs& a, Shared& sh, Need need, Work work) {
   const int tid = static_cast<int>(threadIdx.x);
   const int lane = tid & 31;
@@ -908,7 +983,11 @@ __device__ int sweep_tiles(const SolverArgs& a, Shared& sh, Need need, Work work
     }
     if (want) sh.list[before + __popc(ballot & ((1U << lane) - 1U))] = t;
     __syncthreads();
-    for (int i = 0; i < total; ++i) work(sh.list[i]);
+    if constexpr (PerWarp) {
+      for (int i = warp; i < total; i += kWarps) work(sh.list[i]);
+    } else {
+      for (int i = 0; i < total; ++i) work(sh.list[i]);
+    }
     worked += total;
     __syncthreads();  // the next chunk rewrites the list
   }
@@ -935,6 +1014,29 @@ __device__ int pull_tiles(const SolverArgs& a, Shared& sh, int sweep, Work work)
     if (t < 0) break;
     work(t);
     ++worked;
+  }
+  return worked;
+}
+
+// pull_tiles for work(t) run by one warp: the block's thread 0 takes `chunk` tiles at
+// once, one for each of the first `chunk` warps, with chunk the list's share per block
+// (at most kWarps), so that a short list spreads over the blocks (and SMs) first.
+// Returns how many tiles the block ran.
+template <class Work>
+__device__ int pull_tiles_warps(const SolverArgs& a, Shared& sh, int sweep, Work work) {
+  const int slot = sweep % 3;
+  const unsigned int count = __ldcg(&a.header->list_count[slot]);
+  const int* list = a.lists + static_cast<long long>(slot) * a.num_tiles;
+  const unsigned int chunk = min(static_cast<unsigned int>(kWarps), max(1U, (count + gridDim.x - 1) / gridDim.x));
+  const auto warp = static_cast<unsigned int>(threadIdx.x >> 5);
+  int worked = 0;
+  for (int parity = 0;; parity ^= 1) {
+    if (threadIdx.x == 0) sh.pulled[parity] = static_cast<int>(atomicAdd(&a.header->list_next[slot], chunk));
+    __syncthreads();
+    const auto first = static_cast<unsigned int>(sh.pulled[parity]);
+    if (first >= count) break;
+    if (warp < chunk && first + warp < count) work(__ldcg(list + first + warp));
+    worked += static_cast<int>(min(chunk, count - first));
   }
   return worked;
 }
@@ -987,13 +1089,15 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm) maxflow_kernel(Solv
       }
       busy_clock.start();
       const auto relax = [&](int t) { bfs_tile(a, t, sweep, first, sh); };
+      const auto live = [&](int t) { return graph_live(a, __ldg(a.tile_graph + t), relabel); };
       if (!first && a.queued_bfs) {
         bfs_tiles += static_cast<unsigned int>(run_queued_tiles(a, sh, 0, relax));
+      } else if (a.warp_bfs) {
+        const auto relax_warp = [&](int t) { bfs_tile_warp(a, t, sweep, first, sh); };
+        bfs_tiles += static_cast<unsigned int>(first ? sweep_tiles<true>(a, sh, live, relax_warp)
+                                                     : pull_tiles_warps(a, sh, sweep, relax_warp));
       } else {
-        bfs_tiles += static_cast<unsigned int>(
-            first ? sweep_tiles(
-                        a, sh, [&](int t) { return graph_live(a, __ldg(a.tile_graph + t), relabel); }, relax)
-                  : pull_tiles(a, sh, sweep, relax));
+        bfs_tiles += static_cast<unsigned int>(first ? sweep_tiles(a, sh, live, relax) : pull_tiles(a, sh, sweep, relax));
       }
       busy_clock.lap(a.header, kBfsBusyNs);
       grid.sync();
@@ -1183,6 +1287,7 @@ void maxflow_cuda(const BatchedGridGraph& graph, std::uint8_t* source_side, std:
   a.queued_push = schedule.queue >= 2 ? 1 : 0;
   a.line_bfs = schedule.line_bfs ? 1 : 0;
   a.line_push = schedule.line_push ? 1 : 0;
+  a.warp_bfs = schedule.warp_bfs && !schedule.line_bfs && schedule.queue == 0 ? 1 : 0;
   a.tile_state = reinterpret_cast<int*>(base + l.tile_state);
   a.queue = reinterpret_cast<int*>(base + l.queue);
 

@@ -41,6 +41,9 @@ struct MaxflowSchedule {
   // line_bfs relaxes a global relabel's labels so, line_push moves excess so.
   bool line_bfs = false;
   bool line_push = false;
+  // A global relabel's sweeps relax each tile with one warp (a block relaxes 16 tiles
+  // at once) instead of the whole block; with queue 0 only, and not with line_bfs.
+  bool warp_bfs = false;
 };
 
 // Bytes of device scratch memory maxflow_cuda needs for this batch (the solver's

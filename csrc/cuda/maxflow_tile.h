@@ -151,6 +151,77 @@ GRABCUT_TILE_UNROLL
   return out;
 }
 
+// ---------------------------------------------------------------- a tile relaxed by one warp
+// A global relabel's tile relaxed by one warp instead of the whole block, so that a
+// block relaxes kTileH tiles at once and no block barrier separates the steps. Lane
+// x holds column x of the tile: labels d[r] of rows r = 0..15 and their arcs, bit k of
+// byte r & 3 of m[r / 4] for the residual arc in direction k; `top` and `bottom` are
+// the halo labels above and below the column, side[0][r + 1] and side[1][r + 1] those
+// left and right of row r (r = -1..16; read by lanes 0 and 31 only).
+constexpr int kWarpTileWords = kTileH / 4;
+
+GRABCUT_TILE_FN bool warp_arc(const unsigned int (&m)[kWarpTileWords], int r, int k) {
+  return ((m[r / 4] >> (8 * (r % 4) + k)) & 1U) != 0U;
+}
+
+// Relaxes the column's labels to the tile's local fixpoint (halo fixed). A round takes
+// every row's horizontal arcs by scans (all rows at once), then the rows top to bottom
+// with their arcs to the row above, then bottom to top with those to the row below;
+// a row sees its neighbour row as already relaxed in this round, so a label runs down
+// (or up) a column or diagonal in one round. Rounds until one changes nothing: every
+// arc was then checked against the final labels. Returns the rows whose label changed
+// (bit r). warp.template shuffle<32, Down>() as for scan_min_plus, warp.any(v) the
+// warp's vote.
+template <class Warp>
+GRABCUT_TILE_SCAN unsigned int relax_tile_warp(int (&d)[kTileH], const unsigned int (&m)[kWarpTileWords], int top,
+                                               int bottom, const int (&side)[2][kPadH], int lane, const Warp& warp) {
+  const auto left = warp.template shuffle<kTileW, false>();  // the value of lane - 1
+  const auto right = warp.template shuffle<kTileW, true>();  // of lane + 1
+  const bool first = lane == 0;
+  const bool last = lane == kTileW - 1;
+  unsigned int changed = 0;
+  for (;;) {
+    unsigned int round = 0;
+GRABCUT_TILE_UNROLL
+    for (int r = 0; r < kTileH; ++r) {
+      int v = d[r];
+      if (first && warp_arc(m, r, 4)) v = min_i(v, side[0][r + 1] + 1);
+      if (last && warp_arc(m, r, 0)) v = min_i(v, side[1][r + 1] + 1);
+      v = min_i(scan_min_plus<kTileW, false>(v, warp_arc(m, r, 4) && !first, lane, left),
+                scan_min_plus<kTileW, true>(v, warp_arc(m, r, 0) && !last, lane, right));
+      if (v < d[r]) round |= 1U << r;
+      d[r] = min_i(d[r], v);
+    }
+GRABCUT_TILE_UNROLL
+    for (int r = 0; r < kTileH; ++r) {
+      const int up = r == 0 ? top : d[r - 1];
+      const int up_left = left(up, 1);
+      const int up_right = right(up, 1);
+      int v = d[r];
+      if (warp_arc(m, r, 6)) v = min_i(v, up + 1);
+      if (warp_arc(m, r, 5)) v = min_i(v, (first ? side[0][r] : up_left) + 1);
+      if (warp_arc(m, r, 7)) v = min_i(v, (last ? side[1][r] : up_right) + 1);
+      if (v < d[r]) round |= 1U << r;
+      d[r] = v;
+    }
+GRABCUT_TILE_UNROLL
+    for (int r = kTileH - 1; r >= 0; --r) {
+      const int down = r == kTileH - 1 ? bottom : d[r + 1];
+      const int down_left = left(down, 1);
+      const int down_right = right(down, 1);
+      int v = d[r];
+      if (warp_arc(m, r, 2)) v = min_i(v, down + 1);
+      if (warp_arc(m, r, 3)) v = min_i(v, (first ? side[0][r + 2] : down_left) + 1);
+      if (warp_arc(m, r, 1)) v = min_i(v, (last ? side[1][r + 2] : down_right) + 1);
+      if (v < d[r]) round |= 1U << r;
+      d[r] = v;
+    }
+    changed |= round;
+    if (!warp.any(round != 0U)) break;
+  }
+  return changed;
+}
+
 // ---------------------------------------------------------------- a tile's line passes
 // What the kernel's block (csrc/cuda/maxflow.cu) or a host emulation of it provides:
 //   ops.sync(), ops.sync_or(v)       __syncthreads, __syncthreads_or
