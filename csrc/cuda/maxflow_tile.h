@@ -15,6 +15,13 @@
 #define GRABCUT_TILE_SCAN inline
 #define GRABCUT_TILE_UNROLL
 #endif
+#if defined(__CUDA_ARCH__)
+// v counts as changed here, so the compiler cannot hoist what is computed from it
+// above this point (on the host, a no-op).
+#define GRABCUT_TILE_OPAQUE(v) asm volatile("" : "+r"(v))
+#else
+#define GRABCUT_TILE_OPAQUE(v) static_cast<void>(v)
+#endif
 
 namespace grabcut::cuda::tile {
 
@@ -180,15 +187,20 @@ GRABCUT_TILE_SCAN unsigned int relax_tile_warp(int (&d)[kTileH], const unsigned 
   const bool first = lane == 0;
   const bool last = lane == kTileW - 1;
   unsigned int changed = 0;
+  // A copy of the arcs made opaque at each round: hoisted out of the rounds, each row's
+  // arc bits would hold 128 predicates in registers (64 is all a thread of the kernel has).
+  unsigned int arcs[kWarpTileWords] = {m[0], m[1], m[2], m[3]};
   for (;;) {
     unsigned int round = 0;
 GRABCUT_TILE_UNROLL
+    for (int j = 0; j < kWarpTileWords; ++j) GRABCUT_TILE_OPAQUE(arcs[j]);
+GRABCUT_TILE_UNROLL
     for (int r = 0; r < kTileH; ++r) {
       int v = d[r];
-      if (first && warp_arc(m, r, 4)) v = min_i(v, side[0][r + 1] + 1);
-      if (last && warp_arc(m, r, 0)) v = min_i(v, side[1][r + 1] + 1);
-      v = min_i(scan_min_plus<kTileW, false>(v, warp_arc(m, r, 4) && !first, lane, left),
-                scan_min_plus<kTileW, true>(v, warp_arc(m, r, 0) && !last, lane, right));
+      if (first && warp_arc(arcs, r, 4)) v = min_i(v, side[0][r + 1] + 1);
+      if (last && warp_arc(arcs, r, 0)) v = min_i(v, side[1][r + 1] + 1);
+      v = min_i(scan_min_plus<kTileW, false>(v, warp_arc(arcs, r, 4) && !first, lane, left),
+                scan_min_plus<kTileW, true>(v, warp_arc(arcs, r, 0) && !last, lane, right));
       if (v < d[r]) round |= 1U << r;
       d[r] = min_i(d[r], v);
     }
@@ -198,9 +210,9 @@ GRABCUT_TILE_UNROLL
       const int up_left = left(up, 1);
       const int up_right = right(up, 1);
       int v = d[r];
-      if (warp_arc(m, r, 6)) v = min_i(v, up + 1);
-      if (warp_arc(m, r, 5)) v = min_i(v, (first ? side[0][r] : up_left) + 1);
-      if (warp_arc(m, r, 7)) v = min_i(v, (last ? side[1][r] : up_right) + 1);
+      if (warp_arc(arcs, r, 6)) v = min_i(v, up + 1);
+      if (warp_arc(arcs, r, 5)) v = min_i(v, (first ? side[0][r] : up_left) + 1);
+      if (warp_arc(arcs, r, 7)) v = min_i(v, (last ? side[1][r] : up_right) + 1);
       if (v < d[r]) round |= 1U << r;
       d[r] = v;
     }
@@ -210,9 +222,9 @@ GRABCUT_TILE_UNROLL
       const int down_left = left(down, 1);
       const int down_right = right(down, 1);
       int v = d[r];
-      if (warp_arc(m, r, 2)) v = min_i(v, down + 1);
-      if (warp_arc(m, r, 3)) v = min_i(v, (first ? side[0][r + 2] : down_left) + 1);
-      if (warp_arc(m, r, 1)) v = min_i(v, (last ? side[1][r + 2] : down_right) + 1);
+      if (warp_arc(arcs, r, 2)) v = min_i(v, down + 1);
+      if (warp_arc(arcs, r, 3)) v = min_i(v, (first ? side[0][r + 2] : down_left) + 1);
+      if (warp_arc(arcs, r, 1)) v = min_i(v, (last ? side[1][r + 2] : down_right) + 1);
       if (v < d[r]) round |= 1U << r;
       d[r] = v;
     }
