@@ -204,9 +204,7 @@ struct SolverArgs {
   int queued_bfs;    // 1: a relabel's sweeps after the first run from a work queue
   int queued_push;   // 1: the push phase runs from the work queue (each tile at most
                      // push_sweeps visits) instead of push_sweeps grid-wide sweeps
-  int line_bfs;      // MaxflowSchedule::line_bfs
-  int line_push;     // MaxflowSchedule::line_push
-  int warp_bfs;      // MaxflowSchedule::warp_bfs (with queue 0, without line_bfs)
+  int warp_bfs;      // MaxflowSchedule::warp_bfs (with queue 0 only)
 };
 
 struct TileCtx {
@@ -276,10 +274,8 @@ struct __align__(16) Shared {
   unsigned int res[8][kThreads];
   union {
     unsigned int res0[8][kThreads];  // the residuals when push_tile loaded the tile
-    std::uint8_t scan_mask[kThreads];  // bfs_tile's line scans: the arcs a pixel relaxes along
     int side[kWarps][2][kPadH];        // bfs_tile_warp: each warp's tile's left and right halo
   };
-  long long ex[kThreads];  // push_tile's line passes: each pixel's excess
   long long e[kPad];
   int h[2][kPad];  // two label buffers (see bfs_tile and push_tile)
   long long red[kThreads / 32];
@@ -454,34 +450,15 @@ __device__ void request_tile(const SolverArgs& a, int t) {
   }
 }
 
-// ---------------------------------------------------------------- line scans
-// MaxflowSchedule::line_bfs and line_push: labels relax, and excess moves, along whole
-// lines of a tile in one step (maxflow_tile.h); these are the block operations they
-// run on.
+// ---------------------------------------------------------------- warp operations
 constexpr unsigned int kAllLanes = 0xffffffffU;
 
-// The shuffles of the line scans: groups of N lanes of a warp.
+// The shuffles of relax_tile_warp's scans: groups of N lanes of a warp.
 template <int N, bool Down>
 struct WarpShuffle {
   template <class T>
   __device__ __forceinline__ T operator()(T v, int off) const {
     return Down ? __shfl_down_sync(kAllLanes, v, off, N) : __shfl_up_sync(kAllLanes, v, off, N);
-  }
-};
-
-struct BlockOps {
-  __device__ __forceinline__ void sync() const { __syncthreads(); }
-  __device__ __forceinline__ bool sync_or(bool v) const { return __syncthreads_or(v) != 0; }
-  __device__ __forceinline__ long long exchange(long long* p, long long v) const {
-    return static_cast<long long>(
-        atomicExch(reinterpret_cast<unsigned long long*>(p), static_cast<unsigned long long>(v)));
-  }
-  __device__ __forceinline__ void add(long long* p, long long v) const {
-    atomicAdd(reinterpret_cast<unsigned long long*>(p), static_cast<unsigned long long>(v));
-  }
-  template <int N, bool Down>
-  __device__ __forceinline__ WarpShuffle<N, Down> shuffle() const {
-    return {};
   }
 };
 
@@ -544,33 +521,23 @@ __device__ bool bfs_tile(const SolverArgs& a, int t, int sweep, bool first, Shar
   // Jacobi relaxation over two label buffers: every thread reads its neighbours'
   // labels from one and writes its own to the other, so one barrier per step is
   // enough (no thread reads a buffer while it is written). A thread's own label
-  // lives in a register. With line scans: passes over the rows, columns and both
-  // diagonals in one buffer until a pass changes nothing.
+  // lives in a register.
   bool changed = false;
   const bool relaxes = valid && !sink && mask != 0U;
-  if (a.line_bfs) {
-    sh.scan_mask[tid] = static_cast<std::uint8_t>(relaxes ? mask : 0U);
-    __syncthreads();
-    relax_tile_lines(sh, tid, BlockOps{});
-    const int d_scanned = sh.h[0][me];
-    changed = d_scanned != d;
-    d = d_scanned;
-  } else {
-    for (int par = 0;; par ^= 1) {
-      bool ch = false;
-      if (relaxes) {
-        int nd = d;
+  for (int par = 0;; par ^= 1) {
+    bool ch = false;
+    if (relaxes) {
+      int nd = d;
 #pragma unroll
-        for (int k = 0; k < 8; ++k) {
-          if (mask & (1U << k)) nd = min(nd, sh.h[par][me + dir_dy(k) * kPadW + dir_dx(k)] + 1);
-        }
-        ch = nd < d;
-        d = nd;
+      for (int k = 0; k < 8; ++k) {
+        if (mask & (1U << k)) nd = min(nd, sh.h[par][me + dir_dy(k) * kPadW + dir_dx(k)] + 1);
       }
-      sh.h[par ^ 1][me] = d;
-      changed = changed || ch;
-      if (!__syncthreads_or(ch)) break;
+      ch = nd < d;
+      d = nd;
     }
+    sh.h[par ^ 1][me] = d;
+    changed = changed || ch;
+    if (!__syncthreads_or(ch)) break;
   }
   if (valid && (first || changed)) __stcg(a.height + p, d);
   if (a.queued_bfs) {
@@ -842,16 +809,7 @@ __device__ void push_tile(const SolverArgs& a, int t, int sweep, Shared& sh) {
   __syncthreads();
   long long ex = e0;
   int hm = h0;
-  int round = 0;
-  if (a.line_push) {
-    sh.ex[tid] = e0;
-    __syncthreads();
-    round = push_line_rounds(
-        sh, a.local_rounds, valid, [&](int px, int py) { return in_grid(c, c.x0 + px, c.y0 + py); }, tid, BlockOps{},
-        ex, hm);
-  } else {
-    round = push_sync_rounds(sh, a.local_rounds, valid, tid, ex, hm);
-  }
+  const int round = push_sync_rounds(sh, a.local_rounds, valid, tid, ex, hm);
   profile_add(a.header, kPushRounds, static_cast<unsigned long long>(min(round + 1, a.local_rounds)));
   profile_add(a.header, kPushVisitsRun, 1ULL);
   profile_add(a.header, kPushVisitsCapped, round == a.local_rounds ? 1ULL : 0ULL);
@@ -1285,9 +1243,7 @@ void maxflow_cuda(const BatchedGridGraph& graph, std::uint8_t* source_side, std:
   a.local_rounds = schedule.local_rounds;
   a.queued_bfs = schedule.queue >= 1 ? 1 : 0;
   a.queued_push = schedule.queue >= 2 ? 1 : 0;
-  a.line_bfs = schedule.line_bfs ? 1 : 0;
-  a.line_push = schedule.line_push ? 1 : 0;
-  a.warp_bfs = schedule.warp_bfs && !schedule.line_bfs && schedule.queue == 0 ? 1 : 0;
+  a.warp_bfs = schedule.warp_bfs && schedule.queue == 0 ? 1 : 0;
   a.tile_state = reinterpret_cast<int*>(base + l.tile_state);
   a.queue = reinterpret_cast<int*>(base + l.queue);
 

@@ -36,13 +36,8 @@ struct MaxflowSchedule {
   // 0: every phase in grid-wide sweeps; 1: a global relabel's sweeps after its
   // first from a work queue; 2: those and the push phase from the queue.
   int queue = 0;
-  // Line scans (warp scans along a tile's rows, columns and diagonals), so that a
-  // label or excess crosses a tile in one pass instead of one pixel per step or round:
-  // line_bfs relaxes a global relabel's labels so, line_push moves excess so.
-  bool line_bfs = false;
-  bool line_push = false;
   // A global relabel's sweeps relax each tile with one warp (a block relaxes 16 tiles
-  // at once) instead of the whole block; with queue 0 only, and not with line_bfs.
+  // at once) instead of the whole block; with queue 0 only.
   bool warp_bfs = false;
 };
 
