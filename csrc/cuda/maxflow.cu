@@ -56,7 +56,9 @@
 // by the sweep before and shared out among the blocks (pull_tiles). With
 // MaxflowSchedule::queue 1, a relabel's sweeps after its first are replaced by one
 // phase in which blocks take tiles from a work queue (run_queued_tiles); with 2, the
-// push sweeps too (each tile at most push_visits visits per phase). Exactness does
+// push sweeps too (each tile at most push_visits visits per phase). With
+// MaxflowSchedule::warp_bfs (queue 0), a relabel's sweeps relax each tile with one
+// warp (bfs_tile_warp), the block's warps on different tiles at once. Exactness does
 // not depend on the heights being valid labels: it rests only on the preflow
 // invariants and on the exact BFS of the final check. The outputs (cut and flow
 // value) are unique for a graph, so they are deterministic although the order of
