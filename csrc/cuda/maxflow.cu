@@ -206,7 +206,6 @@ struct SolverArgs {
   int queued_bfs;    // 1: a relabel's sweeps after the first run from a work queue
   int queued_push;   // 1: the push phase runs from the work queue (each tile at most
                      // push_sweeps visits) instead of push_sweeps grid-wide sweeps
-  int warp_bfs;      // MaxflowSchedule::warp_bfs (with queue 0 only)
 };
 
 struct TileCtx {
@@ -1008,6 +1007,10 @@ __device__ __forceinline__ void clear_list_slot(const SolverArgs& a, int sweep) 
   a.header->list_next[(sweep + 2) % 3] = 0U;
 }
 
+// WarpBfs: MaxflowSchedule::warp_bfs, a template argument so that the kernel without
+// it keeps the register allocation it was measured with (64 registers are shared by
+// every path of the kernel).
+template <bool WarpBfs>
 __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm) maxflow_kernel(SolverArgs a) {
   __shared__ Shared sh;
   cg::grid_group grid = cg::this_grid();
@@ -1052,7 +1055,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm) maxflow_kernel(Solv
       const auto live = [&](int t) { return graph_live(a, __ldg(a.tile_graph + t), relabel); };
       if (!first && a.queued_bfs) {
         bfs_tiles += static_cast<unsigned int>(run_queued_tiles(a, sh, 0, relax));
-      } else if (a.warp_bfs) {
+      } else if constexpr (WarpBfs) {
         const auto relax_warp = [&](int t) { bfs_tile_warp(a, t, sweep, first, sh); };
         bfs_tiles += static_cast<unsigned int>(first ? sweep_tiles<true>(a, sh, live, relax_warp)
                                                      : pull_tiles_warps(a, sh, sweep, relax_warp));
@@ -1245,7 +1248,6 @@ void maxflow_cuda(const BatchedGridGraph& graph, std::uint8_t* source_side, std:
   a.local_rounds = schedule.local_rounds;
   a.queued_bfs = schedule.queue >= 1 ? 1 : 0;
   a.queued_push = schedule.queue >= 2 ? 1 : 0;
-  a.warp_bfs = schedule.warp_bfs && schedule.queue == 0 ? 1 : 0;
   a.tile_state = reinterpret_cast<int*>(base + l.tile_state);
   a.queue = reinterpret_cast<int*>(base + l.queue);
 
@@ -1256,15 +1258,17 @@ void maxflow_cuda(const BatchedGridGraph& graph, std::uint8_t* source_side, std:
   if (coop == 0) throw std::runtime_error("maxflow_cuda: the device does not support cooperative launches");
   int sms = 0;
   GRABCUT_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  // The relabel by warps runs only with sweeps (queue 0).
+  const auto kernel = schedule.warp_bfs && schedule.queue == 0 ? maxflow_kernel<true> : maxflow_kernel<false>;
   int per_sm = 0;
-  GRABCUT_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, maxflow_kernel, kThreads, 0));
+  GRABCUT_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kThreads, 0));
   if (per_sm < 1) throw std::runtime_error("maxflow_cuda: the solver kernel cannot be resident");
   const int blocks = static_cast<int>(std::min<long long>(num_tiles, static_cast<long long>(per_sm) * sms));
   if (num_tiles + static_cast<long long>(kThreads) * blocks > 0x7fffffffLL) {
     throw std::invalid_argument("maxflow_cuda: batch too large (tile count)");
   }
   void* args[] = {&a};
-  GRABCUT_CUDA_CHECK(cudaLaunchCooperativeKernel(reinterpret_cast<const void*>(maxflow_kernel), dim3(blocks),
+  GRABCUT_CUDA_CHECK(cudaLaunchCooperativeKernel(reinterpret_cast<const void*>(kernel), dim3(blocks),
                                                  dim3(kThreads), args, 0, stream));
 }
 
