@@ -10,7 +10,7 @@
 //                                 sweeps with the relabel's tiles relaxed by warps
 //                                 (MaxflowSchedule::warp_bfs)
 //   bench_maxflow_cuda quick      the same without 4096x4096, medians of 5
-//   (GRABCUT_BENCH_SCHEDULES=q0,q0b,... picks variants: see all_variants)
+//   (GRABCUT_BENCH_SCHEDULES=q0,q0w,... picks variants: see all_variants)
 //   bench_maxflow_cuda tune [Q [warp]]  instead, several (push visits, local rounds)
 //                                 with MaxflowSchedule::queue Q (default 0), and the
 //                                 relabel by warps if asked, medians of 3

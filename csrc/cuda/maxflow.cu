@@ -1060,7 +1060,8 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm) maxflow_kernel(Solv
         bfs_tiles += static_cast<unsigned int>(first ? sweep_tiles<true>(a, sh, live, relax_warp)
                                                      : pull_tiles_warps(a, sh, sweep, relax_warp));
       } else {
-        bfs_tiles += static_cast<unsigned int>(first ? sweep_tiles(a, sh, live, relax) : pull_tiles(a, sh, sweep, relax));
+        bfs_tiles +=
+            static_cast<unsigned int>(first ? sweep_tiles(a, sh, live, relax) : pull_tiles(a, sh, sweep, relax));
       }
       busy_clock.lap(a.header, kBfsBusyNs);
       grid.sync();

@@ -422,8 +422,8 @@ TEST(MaxflowCuda, EverySchedule) {
     const bool warp_bfs = variant == 3;
     const int queue = warp_bfs ? 0 : variant;
     for (const auto& [visits, rounds] : {std::pair{8, 24}, std::pair{1, 1}, std::pair{3, 200}}) {
-      const std::string what = "queue " + std::to_string(queue) + (warp_bfs ? " warp BFS" : "") + " visits " + std::to_string(visits) + " rounds " +
-                               std::to_string(rounds);
+      const std::string what = "queue " + std::to_string(queue) + (warp_bfs ? " warp BFS" : "") + " visits " +
+                               std::to_string(visits) + " rounds " + std::to_string(rounds);
       HostGraph g0 = grabcut_like;
       HostGraph g1 = random;
       const std::vector<const HostGraph*> graphs{&g0, &g1};

@@ -625,8 +625,8 @@ TEST(Driver, BoxInitMatchesCpu) {
 }
 
 // The masks do not depend on the max-flow's schedule (its cut is unique): every queue
-// mode, and sweeps with the relabel's tiles relaxed by warps, called
-// directly and captured into a CUDA graph, gives grabcut_cpu's results.
+// mode, and sweeps with the relabel's tiles relaxed by warps, called directly and
+// captured into a CUDA graph, gives grabcut_cpu's results.
 TEST(Driver, EveryScheduleMatchesCpu) {
   for (int variant = 0; variant < 4; ++variant) {
     grabcut::cuda::MaxflowSchedule schedule;

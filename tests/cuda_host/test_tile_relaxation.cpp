@@ -209,7 +209,8 @@ std::vector<int> relax_reference(const RandomTile& t) {
       const auto me = static_cast<std::size_t>(padded(i % tile::kTileW, i / tile::kTileW));
       for (int k = 0; k < 8; ++k) {
         if ((t.arcs[static_cast<std::size_t>(i)] >> k & 1U) == 0U) continue;
-        const auto nb = static_cast<std::size_t>(static_cast<int>(me) + tile::dir_dy(k) * tile::kPadW + tile::dir_dx(k));
+        const int step = tile::dir_dy(k) * tile::kPadW + tile::dir_dx(k);
+        const auto nb = static_cast<std::size_t>(static_cast<int>(me) + step);
         if (h[nb] + 1 < h[me]) {
           h[me] = h[nb] + 1;
           changed = true;
