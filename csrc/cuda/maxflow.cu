@@ -473,6 +473,46 @@ struct WarpOps {
 };
 
 // ---------------------------------------------------------------- BFS sweep
+// Pixel p's label as a relabel's sweep finds it: in the first sweep 0 for a sink
+// pixel (excess < 0) and kInf for every other, later the label the last sweeps left.
+__device__ __forceinline__ int sweep_label(const SolverArgs& a, long long p, bool first) {
+  return first ? (__ldcg(a.excess + p) < 0 ? 0 : kInf) : __ldcg(a.height + p);
+}
+
+// The same for the pixel at (x, y) of tile c's graph, kInf off the grid.
+__device__ __forceinline__ int sweep_label(const SolverArgs& a, const TileCtx& c, int x, int y, bool first) {
+  return in_grid(c, x, y) ? sweep_label(a, pix(c, x, y), first) : kInf;
+}
+
+// The residual arcs of pixel (x, y) (index p, in the grid), bit k for direction k:
+// computed from the flows in a relabel's first sweep and kept in resmask (flows do
+// not change until the relabel ends), so later sweeps read them back.
+__device__ __forceinline__ unsigned int sweep_arcs(const SolverArgs& a, const TileCtx& c, int x, int y, long long p,
+                                                   bool first) {
+  if (!first) return __ldcg(a.resmask + p);
+  unsigned int mask = 0;
+#pragma unroll
+  for (int k = 0; k < 8; ++k) {
+    if (load_residual(a, c, x, y, p, k) != 0U) mask |= 1U << k;
+  }
+  a.resmask[p] = static_cast<std::uint8_t>(mask);
+  return mask;
+}
+
+// A sweep's visit of tile c changed a label: the tile and its neighbours go on the
+// next sweep's list, and the sweep counts the tile. i is the calling thread's index
+// among those that visited the tile (threads 0..8 list, thread 0 counts).
+__device__ __forceinline__ void list_changed_tile(const SolverArgs& a, const TileCtx& c, int i, int sweep) {
+  if (i < 9) {
+    const int ntx = c.tx + i % 3 - 1;
+    const int nty = c.ty + i / 3 - 1;
+    if (ntx >= 0 && ntx < c.tiles_x && nty >= 0 && nty < c.tiles_y) {
+      list_for_next_sweep(a, a.bmark, c.tile_start + nty * c.tiles_x + ntx, sweep);
+    }
+  }
+  if (i == 0) atomicAdd(&a.header->counter[sweep % 3], 1U);
+}
+
 // The first sweep of a relabel visits every live tile; later ones the tiles next to
 // (or equal to) a tile that changed a label in the previous sweep, which are never
 // tiles of a retired graph.
@@ -488,32 +528,16 @@ __device__ bool bfs_tile(const SolverArgs& a, int t, int sweep, bool first, Shar
   const bool valid = in_grid(c, x, y);
   const long long p = valid ? pix(c, x, y) : 0;
   const int me = (ly + 1) * kPadW + lx + 1;
-  bool sink = false;
   int d = kInf;
   unsigned int mask = 0;
   if (valid) {
-    if (first) {
-      sink = __ldcg(a.excess + p) < 0;
-      d = sink ? 0 : kInf;
-#pragma unroll
-      for (int k = 0; k < 8; ++k) {
-        if (load_residual(a, c, x, y, p, k) != 0U) mask |= 1U << k;
-      }
-      // Flows do not change until the relabel ends, so later sweeps read the mask.
-      a.resmask[p] = static_cast<std::uint8_t>(mask);
-    } else {
-      // The first sweep gave the sink pixels label 0, and every other label is >= 1.
-      d = __ldcg(a.height + p);
-      sink = d == 0;
-      mask = __ldcg(a.resmask + p);
-    }
+    d = sweep_label(a, p, first);
+    mask = sweep_arcs(a, c, x, y, p, first);
   }
+  // The first sweep gives the sink pixels label 0, and every other label is >= 1.
+  const bool sink = d == 0;
   for_each_halo_slot(c, [&](int i, int gx, int gy) {
-    int hv = kInf;
-    if (in_grid(c, gx, gy)) {
-      const long long q = pix(c, gx, gy);
-      hv = first ? (__ldcg(a.excess + q) < 0 ? 0 : kInf) : __ldcg(a.height + q);
-    }
+    const int hv = sweep_label(a, c, gx, gy, first);
     sh.h[0][i] = hv;
     sh.h[1][i] = hv;
   });
@@ -555,14 +579,7 @@ __device__ bool bfs_tile(const SolverArgs& a, int t, int sweep, bool first, Shar
     return tile_changed;
   }
   const bool tile_changed = __syncthreads_or(changed);
-  if (tile_changed && tid < 9) {
-    const int ntx = c.tx + tid % 3 - 1;
-    const int nty = c.ty + tid / 3 - 1;
-    if (ntx >= 0 && ntx < c.tiles_x && nty >= 0 && nty < c.tiles_y) {
-      list_for_next_sweep(a, a.bmark, c.tile_start + nty * c.tiles_x + ntx, sweep);
-    }
-  }
-  if (tile_changed && tid == 0) atomicAdd(&a.header->counter[sweep % 3], 1U);
+  if (tile_changed) list_changed_tile(a, c, tid, sweep);
   return tile_changed;
 }
 
@@ -574,18 +591,12 @@ __device__ bool bfs_tile_warp(const SolverArgs& a, int t, int sweep, bool first,
   const int lane = static_cast<int>(threadIdx.x) & 31;
   int (&side)[2][kPadH] = sh.side[threadIdx.x >> 5];
   const int x = c.x0 + lane;
-  // A halo label: the sinks alone in a relabel's first sweep, then the last labels.
-  const auto halo = [&](int gx, int gy) {
-    if (!in_grid(c, gx, gy)) return kInf;
-    const long long q = pix(c, gx, gy);
-    return first ? (__ldcg(a.excess + q) < 0 ? 0 : kInf) : __ldcg(a.height + q);
-  };
   if (lane < kPadH) {
-    side[0][lane] = halo(c.x0 - 1, c.y0 - 1 + lane);
-    side[1][lane] = halo(c.x0 + kTileW, c.y0 - 1 + lane);
+    side[0][lane] = sweep_label(a, c, c.x0 - 1, c.y0 - 1 + lane, first);
+    side[1][lane] = sweep_label(a, c, c.x0 + kTileW, c.y0 - 1 + lane, first);
   }
-  const int top = halo(x, c.y0 - 1);
-  const int bottom = halo(x, c.y0 + kTileH);
+  const int top = sweep_label(a, c, x, c.y0 - 1, first);
+  const int bottom = sweep_label(a, c, x, c.y0 + kTileH, first);
   int d[kTileH];
   unsigned int m[kWarpTileWords] = {0U, 0U, 0U, 0U};
 #pragma unroll
@@ -594,19 +605,8 @@ __device__ bool bfs_tile_warp(const SolverArgs& a, int t, int sweep, bool first,
     d[r] = kInf;
     if (!in_grid(c, x, y)) continue;
     const long long p = pix(c, x, y);
-    unsigned int mask = 0;
-    if (first) {
-      d[r] = __ldcg(a.excess + p) < 0 ? 0 : kInf;
-#pragma unroll
-      for (int k = 0; k < 8; ++k) {
-        if (load_residual(a, c, x, y, p, k) != 0U) mask |= 1U << k;
-      }
-      a.resmask[p] = static_cast<std::uint8_t>(mask);
-    } else {
-      d[r] = __ldcg(a.height + p);
-      mask = __ldcg(a.resmask + p);
-    }
-    m[r / 4] |= mask << (8 * (r % 4));
+    d[r] = sweep_label(a, p, first);
+    m[r / 4] |= sweep_arcs(a, c, x, y, p, first) << (8 * (r % 4));
   }
   __syncwarp();
   const unsigned int changed = relax_tile_warp(d, m, top, bottom, side, lane, WarpOps{});
@@ -616,14 +616,7 @@ __device__ bool bfs_tile_warp(const SolverArgs& a, int t, int sweep, bool first,
     if (in_grid(c, x, y) && (first || ((changed >> r) & 1U) != 0U)) __stcg(a.height + pix(c, x, y), d[r]);
   }
   const bool tile_changed = __any_sync(kAllLanes, changed != 0U);
-  if (tile_changed && lane < 9) {
-    const int ntx = c.tx + lane % 3 - 1;
-    const int nty = c.ty + lane / 3 - 1;
-    if (ntx >= 0 && ntx < c.tiles_x && nty >= 0 && nty < c.tiles_y) {
-      list_for_next_sweep(a, a.bmark, c.tile_start + nty * c.tiles_x + ntx, sweep);
-    }
-  }
-  if (tile_changed && lane == 0) atomicAdd(&a.header->counter[sweep % 3], 1U);
+  if (tile_changed) list_changed_tile(a, c, lane, sweep);
   __syncwarp();  // every lane has read the halo before the warp's next tile writes it
   return tile_changed;
 }
