@@ -56,9 +56,7 @@
 // by the sweep before and shared out among the blocks (pull_tiles). With
 // MaxflowSchedule::queue 1, a relabel's sweeps after its first are replaced by one
 // phase in which blocks take tiles from a work queue (run_queued_tiles); with 2, the
-// push sweeps too (each tile at most push_visits visits per phase). With
-// MaxflowSchedule::warp_bfs (queue 0), a relabel's sweeps relax each tile with one
-// warp (bfs_tile_warp), the block's warps on different tiles at once. Exactness does
+// push sweeps too (each tile at most push_visits visits per phase). Exactness does
 // not depend on the heights being valid labels: it rests only on the preflow
 // invariants and on the exact BFS of the final check. The outputs (cut and flow
 // value) are unique for a graph, so they are deterministic although the order of
@@ -87,9 +85,8 @@ namespace {
 
 namespace cg = cooperative_groups;
 
-using namespace tile;  // NOLINT(google-build-using-namespace): the tile's geometry and scans
+using namespace tile;  // NOLINT(google-build-using-namespace): the tile's geometry
 constexpr int kMinBlocksPerSm = 2;  // two blocks of kThreads per SM (64 registers)
-constexpr int kWarps = kThreads / 32;
 
 struct GraphDev {
   long long offset;
@@ -273,10 +270,7 @@ __device__ __forceinline__ unsigned int load_residual(const SolverArgs& a, const
 
 struct __align__(16) Shared {
   unsigned int res[8][kThreads];
-  union {
-    unsigned int res0[8][kThreads];  // the residuals when push_tile loaded the tile
-    int side[kWarps][2][kPadH];        // bfs_tile_warp: each warp's tile's left and right halo
-  };
+  unsigned int res0[8][kThreads];  // the residuals when push_tile loaded the tile
   long long e[kPad];
   int h[2][kPad];  // two label buffers (see bfs_tile and push_tile)
   long long red[kThreads / 32];
@@ -451,27 +445,6 @@ __device__ void request_tile(const SolverArgs& a, int t) {
   }
 }
 
-// ---------------------------------------------------------------- warp operations
-constexpr unsigned int kAllLanes = 0xffffffffU;
-
-// The shuffles of relax_tile_warp's scans: groups of N lanes of a warp.
-template <int N, bool Down>
-struct WarpShuffle {
-  template <class T>
-  __device__ __forceinline__ T operator()(T v, int off) const {
-    return Down ? __shfl_down_sync(kAllLanes, v, off, N) : __shfl_up_sync(kAllLanes, v, off, N);
-  }
-};
-
-// The warp operations of relax_tile_warp.
-struct WarpOps {
-  __device__ __forceinline__ bool any(bool v) const { return __any_sync(kAllLanes, v) != 0; }
-  template <int N, bool Down>
-  __device__ __forceinline__ WarpShuffle<N, Down> shuffle() const {
-    return {};
-  }
-};
-
 // ---------------------------------------------------------------- BFS sweep
 // Pixel p's label as a relabel's sweep finds it: in the first sweep 0 for a sink
 // pixel (excess < 0) and kInf for every other, later the label the last sweeps left.
@@ -580,44 +553,6 @@ __device__ bool bfs_tile(const SolverArgs& a, int t, int sweep, bool first, Shar
   }
   const bool tile_changed = __syncthreads_or(changed);
   if (tile_changed) list_changed_tile(a, c, tid, sweep);
-  return tile_changed;
-}
-
-// bfs_tile by one warp (MaxflowSchedule::warp_bfs): lane x relaxes column x of tile t
-// (relax_tile_warp), so the block's warps relax kWarps tiles at once. Returns true
-// (warp-uniform) if the tile changed a label.
-__device__ bool bfs_tile_warp(const SolverArgs& a, int t, int sweep, bool first, Shared& sh) {
-  const TileCtx c = tile_ctx(a, t);
-  const int lane = static_cast<int>(threadIdx.x) & 31;
-  int (&side)[2][kPadH] = sh.side[threadIdx.x >> 5];
-  const int x = c.x0 + lane;
-  if (lane < kPadH) {
-    side[0][lane] = sweep_label(a, c, c.x0 - 1, c.y0 - 1 + lane, first);
-    side[1][lane] = sweep_label(a, c, c.x0 + kTileW, c.y0 - 1 + lane, first);
-  }
-  const int top = sweep_label(a, c, x, c.y0 - 1, first);
-  const int bottom = sweep_label(a, c, x, c.y0 + kTileH, first);
-  int d[kTileH];
-  unsigned int m[kWarpTileWords] = {0U, 0U, 0U, 0U};
-#pragma unroll
-  for (int r = 0; r < kTileH; ++r) {
-    const int y = c.y0 + r;
-    d[r] = kInf;
-    if (!in_grid(c, x, y)) continue;
-    const long long p = pix(c, x, y);
-    d[r] = sweep_label(a, p, first);
-    m[r / 4] |= sweep_arcs(a, c, x, y, p, first) << (8 * (r % 4));
-  }
-  __syncwarp();
-  const unsigned int changed = relax_tile_warp(d, m, top, bottom, side, lane, WarpOps{});
-#pragma unroll
-  for (int r = 0; r < kTileH; ++r) {
-    const int y = c.y0 + r;
-    if (in_grid(c, x, y) && (first || ((changed >> r) & 1U) != 0U)) __stcg(a.height + pix(c, x, y), d[r]);
-  }
-  const bool tile_changed = __any_sync(kAllLanes, changed != 0U);
-  if (tile_changed) list_changed_tile(a, c, lane, sweep);
-  __syncwarp();  // every lane has read the halo before the warp's next tile writes it
   return tile_changed;
 }
 
@@ -911,8 +846,7 @@ __device__ __forceinline__ unsigned int read_counter(const SolverArgs& a, int sw
 // into a list: a sweep over a batch of mostly settled tiles then costs one round of
 // loads per kThreads tiles instead of a chain of dependent loads per tile. A tile
 // marked while the sweep runs is found by the next sweep (marks are >= sweep + 1).
-// With PerWarp, the block's warps run work(t) on the list's tiles at once, a tile each.
-template <bool PerWarp = false, class Need, class Work>
+template <class Need, class Work>
 __device__ int sweep_tiles(const SolverArgs& a, Shared& sh, Need need, Work work) {
   const int tid = static_cast<int>(threadIdx.x);
   const int lane = tid & 31;
@@ -935,11 +869,7 @@ __device__ int sweep_tiles(const SolverArgs& a, Shared& sh, Need need, Work work
     }
     if (want) sh.list[before + __popc(ballot & ((1U << lane) - 1U))] = t;
     __syncthreads();
-    if constexpr (PerWarp) {
-      for (int i = warp; i < total; i += kWarps) work(sh.list[i]);
-    } else {
-      for (int i = 0; i < total; ++i) work(sh.list[i]);
-    }
+    for (int i = 0; i < total; ++i) work(sh.list[i]);
     worked += total;
     __syncthreads();  // the next chunk rewrites the list
   }
@@ -970,29 +900,6 @@ __device__ int pull_tiles(const SolverArgs& a, Shared& sh, int sweep, Work work)
   return worked;
 }
 
-// pull_tiles for work(t) run by one warp: the block's thread 0 takes `chunk` tiles at
-// once, one for each of the first `chunk` warps, with chunk the list's share per block
-// (at most kWarps), so that a short list spreads over the blocks (and SMs) first.
-// Returns how many tiles the block ran.
-template <class Work>
-__device__ int pull_tiles_warps(const SolverArgs& a, Shared& sh, int sweep, Work work) {
-  const int slot = sweep % 3;
-  const unsigned int count = __ldcg(&a.header->list_count[slot]);
-  const int* list = a.lists + static_cast<long long>(slot) * a.num_tiles;
-  const unsigned int chunk = min(static_cast<unsigned int>(kWarps), max(1U, (count + gridDim.x - 1) / gridDim.x));
-  const auto warp = static_cast<unsigned int>(threadIdx.x >> 5);
-  int worked = 0;
-  for (int parity = 0;; parity ^= 1) {
-    if (threadIdx.x == 0) sh.pulled[parity] = static_cast<int>(atomicAdd(&a.header->list_next[slot], chunk));
-    __syncthreads();
-    const auto first = static_cast<unsigned int>(sh.pulled[parity]);
-    if (first >= count) break;
-    if (warp < chunk && first + warp < count) work(__ldcg(list + first + warp));
-    worked += static_cast<int>(min(chunk, count - first));
-  }
-  return worked;
-}
-
 // The list slot that sweep `sweep` empties for sweep + 2: last used by sweep - 1, whose
 // blocks all finished with it before the barrier that ended that sweep.
 __device__ __forceinline__ void clear_list_slot(const SolverArgs& a, int sweep) {
@@ -1000,10 +907,6 @@ __device__ __forceinline__ void clear_list_slot(const SolverArgs& a, int sweep) 
   a.header->list_next[(sweep + 2) % 3] = 0U;
 }
 
-// WarpBfs: MaxflowSchedule::warp_bfs, a template argument so that the kernel without
-// it keeps the register allocation it was measured with (64 registers are shared by
-// every path of the kernel).
-template <bool WarpBfs>
 __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm) maxflow_kernel(SolverArgs a) {
   __shared__ Shared sh;
   cg::grid_group grid = cg::this_grid();
@@ -1048,10 +951,6 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm) maxflow_kernel(Solv
       const auto live = [&](int t) { return graph_live(a, __ldg(a.tile_graph + t), relabel); };
       if (!first && a.queued_bfs) {
         bfs_tiles += static_cast<unsigned int>(run_queued_tiles(a, sh, 0, relax));
-      } else if constexpr (WarpBfs) {
-        const auto relax_warp = [&](int t) { bfs_tile_warp(a, t, sweep, first, sh); };
-        bfs_tiles += static_cast<unsigned int>(first ? sweep_tiles<true>(a, sh, live, relax_warp)
-                                                     : pull_tiles_warps(a, sh, sweep, relax_warp));
       } else {
         bfs_tiles +=
             static_cast<unsigned int>(first ? sweep_tiles(a, sh, live, relax) : pull_tiles(a, sh, sweep, relax));
@@ -1252,17 +1151,15 @@ void maxflow_cuda(const BatchedGridGraph& graph, std::uint8_t* source_side, std:
   if (coop == 0) throw std::runtime_error("maxflow_cuda: the device does not support cooperative launches");
   int sms = 0;
   GRABCUT_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-  // The relabel by warps runs only with sweeps (queue 0).
-  const auto kernel = schedule.warp_bfs && schedule.queue == 0 ? maxflow_kernel<true> : maxflow_kernel<false>;
   int per_sm = 0;
-  GRABCUT_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kThreads, 0));
+  GRABCUT_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, maxflow_kernel, kThreads, 0));
   if (per_sm < 1) throw std::runtime_error("maxflow_cuda: the solver kernel cannot be resident");
   const int blocks = static_cast<int>(std::min<long long>(num_tiles, static_cast<long long>(per_sm) * sms));
   if (num_tiles + static_cast<long long>(kThreads) * blocks > 0x7fffffffLL) {
     throw std::invalid_argument("maxflow_cuda: batch too large (tile count)");
   }
   void* args[] = {&a};
-  GRABCUT_CUDA_CHECK(cudaLaunchCooperativeKernel(reinterpret_cast<const void*>(kernel), dim3(blocks),
+  GRABCUT_CUDA_CHECK(cudaLaunchCooperativeKernel(reinterpret_cast<const void*>(maxflow_kernel), dim3(blocks),
                                                  dim3(kThreads), args, 0, stream));
 }
 

@@ -36,9 +36,6 @@ struct MaxflowSchedule {
   // 0: every phase in grid-wide sweeps; 1: a global relabel's sweeps after its
   // first from a work queue; 2: those and the push phase from the queue.
   int queue = 0;
-  // A global relabel's sweeps relax each tile with one warp (a block relaxes 16 tiles
-  // at once) instead of the whole block; with queue 0 only.
-  bool warp_bfs = false;
 };
 
 // Bytes of device scratch memory maxflow_cuda needs for this batch (the solver's

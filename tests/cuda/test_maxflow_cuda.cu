@@ -43,9 +43,6 @@ grabcut::cuda::MaxflowSchedule test_schedule() {
   grabcut::cuda::MaxflowSchedule schedule;
   const char* v = std::getenv("GRABCUT_TEST_QUEUE");
   if (v != nullptr && v[0] >= '0' && v[0] <= '2' && v[1] == '\0') schedule.queue = v[0] - '0';
-  // GRABCUT_TEST_WARP=1: a relabel's tiles relaxed by one warp each.
-  const char* warp = std::getenv("GRABCUT_TEST_WARP");
-  schedule.warp_bfs = warp != nullptr && std::strcmp(warp, "1") == 0;
   return schedule;
 }
 const grabcut::cuda::MaxflowSchedule kSchedule = test_schedule();
@@ -412,24 +409,20 @@ TEST(MaxflowCuda, WarmStartMatchesCold) {
   }
 }
 
-// Every schedule (sweeps, queued relabel, queued relabel and push; sweeps with the
-// relabel's tiles relaxed by warps; short and long visits), whatever GRABCUT_TEST_QUEUE
-// and GRABCUT_TEST_WARP say: the CPU's cut and flow, cold and warm.
+// Every schedule (sweeps, queued relabel, queued relabel and push; short and long
+// visits), whatever GRABCUT_TEST_QUEUE says: the CPU's cut and flow, cold and warm.
 TEST(MaxflowCuda, EverySchedule) {
   const HostGraph grabcut_like = grabcut_graph(300, 420, 91);
   const HostGraph random = random_graph(150, 190, true, 100, 300, 92);
-  for (int variant = 0; variant < 4; ++variant) {
-    const bool warp_bfs = variant == 3;
-    const int queue = warp_bfs ? 0 : variant;
+  for (int queue = 0; queue < 3; ++queue) {
     for (const auto& [visits, rounds] : {std::pair{8, 24}, std::pair{1, 1}, std::pair{3, 200}}) {
-      const std::string what = "queue " + std::to_string(queue) + (warp_bfs ? " warp BFS" : "") + " visits " +
-                               std::to_string(visits) + " rounds " + std::to_string(rounds);
+      const std::string what =
+          "queue " + std::to_string(queue) + " visits " + std::to_string(visits) + " rounds " + std::to_string(rounds);
       HostGraph g0 = grabcut_like;
       HostGraph g1 = random;
       const std::vector<const HostGraph*> graphs{&g0, &g1};
       GpuBatch batch(graphs);
       batch.schedule.queue = queue;
-      batch.schedule.warp_bfs = warp_bfs;
       batch.schedule.push_visits = visits;
       batch.schedule.local_rounds = rounds;
       batch.solve(false);
