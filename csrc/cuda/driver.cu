@@ -50,17 +50,24 @@ std::vector<GridDesc> graph_descs(const BatchLayout& layout) {
 DriverBuffers carve_driver(const BatchLayout& layout, const GrabCutOptions& options,
                            const std::vector<GridDesc>& desc, WorkspaceCarver& carver) {
   DriverBuffers buf;
-  buf.scratch = carve_stage_scratch(layout, options.components, options.init_model, carver);
+  buf.scratch = carve_stage_scratch(layout, options.components, /*kmeans=*/false, carver);
   const auto total = static_cast<std::size_t>(layout.total_pixels());
   buf.component = carver.take<std::uint8_t>(total);
   buf.source_side = carver.take<std::uint8_t>(total);
   buf.terminal = carver.take<std::int32_t>(total);
   for (int d = 0; d < kNumForwardDirections; ++d) buf.nlink[d] = carver.take<std::int32_t>(total);
   buf.flows = carver.take<std::int64_t>(std::max<std::size_t>(desc.size(), 1));
-  if (!desc.empty()) {
-    buf.maxflow_workspace_bytes = maxflow_workspace_bytes(desc);
-    buf.maxflow_workspace = carver.take<unsigned char>(buf.maxflow_workspace_bytes);
-  }
+  // k-means (20 bytes a pixel) is done before the first max-flow solve, which is cold
+  // and writes every word of its state before reading it: the two share their bytes.
+  carver.overlay(
+      [&](WorkspaceCarver& c) {
+        if (options.init_model) carve_kmeans_scratch(layout, options.components, c, buf.scratch);
+      },
+      [&](WorkspaceCarver& c) {
+        if (desc.empty()) return;
+        buf.maxflow_workspace_bytes = maxflow_workspace_bytes(desc);
+        buf.maxflow_workspace = c.take<unsigned char>(buf.maxflow_workspace_bytes);
+      });
   return buf;
 }
 

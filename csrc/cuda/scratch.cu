@@ -21,15 +21,20 @@ StageScratch carve_stage_scratch(const BatchLayout& layout, int k, bool kmeans, 
   s.ssd = carver.take<std::int64_t>(std::max<std::size_t>(batch, 1));
   s.sums = carver.take<std::int64_t>(std::max<std::size_t>(batch * slots * detail::kSumFields, 1));
   s.evals = carver.take<ComponentEval>(std::max<std::size_t>(batch * slots, 1));
-  if (kmeans) {
-    s.scan = carver.take<std::int64_t>(std::max<std::size_t>(2 * static_cast<std::size_t>(total), 1));
-    s.dist = carver.take<std::int32_t>(std::max<std::size_t>(static_cast<std::size_t>(total), 1));
-    s.seeds = carver.take<std::int32_t>(std::max<std::size_t>(batch * slots * 3, 1));
-    s.centers = carver.take<double>(std::max<std::size_t>(batch * slots * 3, 1));
-    s.cub_temp_bytes = kmeans_scan_temp_bytes(total);
-    s.cub_temp = carver.take<unsigned char>(s.cub_temp_bytes);
-  }
+  if (kmeans) carve_kmeans_scratch(layout, k, carver, s);
   return s;
+}
+
+void carve_kmeans_scratch(const BatchLayout& layout, int k, WorkspaceCarver& carver, StageScratch& s) {
+  const std::int64_t total = layout.total_pixels();
+  const auto batch = static_cast<std::size_t>(layout.batch());
+  const auto slots = static_cast<std::size_t>(2 * k);
+  s.scan = carver.take<std::int64_t>(std::max<std::size_t>(2 * static_cast<std::size_t>(total), 1));
+  s.dist = carver.take<std::int32_t>(std::max<std::size_t>(static_cast<std::size_t>(total), 1));
+  s.seeds = carver.take<std::int32_t>(std::max<std::size_t>(batch * slots * 3, 1));
+  s.centers = carver.take<double>(std::max<std::size_t>(batch * slots * 3, 1));
+  s.cub_temp_bytes = kmeans_scan_temp_bytes(total);
+  s.cub_temp = carver.take<unsigned char>(s.cub_temp_bytes);
 }
 
 }  // namespace grabcut::cuda

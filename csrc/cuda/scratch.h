@@ -38,6 +38,23 @@ class WorkspaceCarver {
   }
   std::size_t used() const { return used_; }
 
+  // Carves buffers that are never in use at the same time out of the same bytes: each
+  // carve(*this) starts at the current offset, and the carver then moves past the
+  // largest.
+  template <class... Carve>
+  void overlay(Carve&&... carve) {
+    used_ = (used_ + kAlignment - 1) / kAlignment * kAlignment;
+    const std::size_t start = used_;
+    std::size_t end = start;
+    const auto one = [&](auto&& f) {
+      used_ = start;
+      f(*this);
+      end = used_ > end ? used_ : end;
+    };
+    (one(carve), ...);
+    used_ = end;
+  }
+
  private:
   char* base_ = nullptr;
   std::size_t bytes_ = 0;
@@ -78,5 +95,9 @@ struct StageScratch {
 // Carves the stage scratch for a layout (with k-means scratch if asked); a carver
 // with a null base only counts. Throws std::invalid_argument on a bad layout.
 StageScratch carve_stage_scratch(const BatchLayout& layout, int k, bool kmeans, WorkspaceCarver& carver);
+
+// Carves only the k-means scratch of s (scan, dist, seeds, centers, cub_temp): k-means
+// runs once, before any other stage needs its bytes, so a caller may overlay it.
+void carve_kmeans_scratch(const BatchLayout& layout, int k, WorkspaceCarver& carver, StageScratch& s);
 
 }  // namespace grabcut::cuda
