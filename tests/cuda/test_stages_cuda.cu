@@ -625,12 +625,14 @@ TEST(Driver, BoxInitMatchesCpu) {
 }
 
 // The masks do not depend on the max-flow's schedule (its cut is unique): every queue
-// mode, called directly and captured into a CUDA graph, gives grabcut_cpu's results.
+// mode, with and without lean pushes, called directly and captured into a CUDA graph,
+// gives grabcut_cpu's results.
 TEST(Driver, EveryScheduleMatchesCpu) {
-  for (int queue = 0; queue < 3; ++queue) {
+  for (int variant = 0; variant < 6; ++variant) {
     grabcut::cuda::MaxflowSchedule schedule;
-    schedule.queue = queue;
-    SCOPED_TRACE("queue " + std::to_string(schedule.queue));
+    schedule.queue = variant % 3;
+    schedule.lean_push = variant >= 3;
+    SCOPED_TRACE("queue " + std::to_string(schedule.queue) + (schedule.lean_push ? " lean" : ""));
     std::mt19937 rng(17);
     GrabCutOptions o;
     o.max_iter = 5;
