@@ -4,15 +4,13 @@
 // graph, and the workspace bytes per pixel. cudaEvent timing, warm-up,
 // median of >= 10 runs. Each result is also checked: the returned cut must be the
 // CPU solver's (core/maxflow.cpp) pixel for pixel and its capacity the returned flow.
-//   bench_maxflow_cuda            the standard table for four variants side by side:
+//   bench_maxflow_cuda            the standard table for three variants side by side:
 //                                 grid-wide sweeps, the global relabel from a work
-//                                 queue, the relabel and the push phase from it, and
-//                                 sweeps with lean pushes (MaxflowSchedule::lean_push)
+//                                 queue, the relabel and the push phase from it
 //   bench_maxflow_cuda quick      the same without 4096x4096, medians of 5
-//   (GRABCUT_BENCH_SCHEDULES=q0,q0n,... picks variants: see all_variants)
-//   bench_maxflow_cuda tune [Q [lean]]  instead, several (push visits, local rounds)
-//                                 with MaxflowSchedule::queue Q (default 0), and lean
-//                                 pushes if asked, medians of 3
+//   (GRABCUT_BENCH_SCHEDULES=q0,q2,... picks variants: see all_variants)
+//   bench_maxflow_cuda tune [Q]   instead, several (push visits, local rounds)
+//                                 with MaxflowSchedule::queue Q (default 0), medians of 3
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -251,7 +249,6 @@ int main(int argc, char** argv) {
   const bool tune = argc > 1 && std::strcmp(argv[1], "tune") == 0;
   const bool quick = argc > 1 && std::strcmp(argv[1], "quick") == 0;
   const int tune_queue = tune && argc > 2 ? std::clamp(std::atoi(argv[2]), 0, 2) : 0;
-  const bool tune_lean = tune && argc > 3 && std::strcmp(argv[3], "lean") == 0;
   cudaDeviceProp prop{};
   GRABCUT_CUDA_CHECK(cudaGetDeviceProperties(&prop, 0));
   std::printf("device: %s, %d SMs, L2 %d MB\n", prop.name, prop.multiProcessorCount, prop.l2CacheSize >> 20);
@@ -300,7 +297,6 @@ int main(int argc, char** argv) {
         const int rr = kr[1];
         grabcut::cuda::MaxflowSchedule schedule;
         schedule.queue = tune_queue;
-        schedule.lean_push = tune_lean;
         schedule.push_visits = k;
         schedule.local_rounds = rr;
         const Results r = run_all(one, t0, t1, fifty, crops, nullptr, 3, schedule);
@@ -324,20 +320,19 @@ int main(int argc, char** argv) {
   struct Variant {
     const char* key;
     const char* name;
-    grabcut::cuda::MaxflowSchedule schedule;  // push visits, local rounds, queue, lean push
+    grabcut::cuda::MaxflowSchedule schedule;  // push visits, local rounds, queue
   };
-  const Variant all_variants[] = {{"q0", "grid-wide sweeps", {8, 24, 0, false}},
-                                  {"q1", "queued relabel", {8, 24, 1, false}},
-                                  {"q2", "queued relabel and push", {8, 24, 2, false}},
-                                  {"q0n", "sweeps, lean push", {8, 24, 0, true}}};
+  const Variant all_variants[] = {{"q0", "grid-wide sweeps", {8, 24, 0}},
+                                  {"q1", "queued relabel", {8, 24, 1}},
+                                  {"q2", "queued relabel and push", {8, 24, 2}}};
   const char* pick = std::getenv("GRABCUT_BENCH_SCHEDULES");
-  const std::string wanted = "," + std::string(pick != nullptr ? pick : "q0,q1,q2,q0n") + ",";
+  const std::string wanted = "," + std::string(pick != nullptr ? pick : "q0,q1,q2") + ",";
   std::vector<Variant> variants;
   for (const Variant& v : all_variants) {
     if (wanted.find("," + std::string(v.key) + ",") != std::string::npos) variants.push_back(v);
   }
   if (variants.empty()) {
-    std::fprintf(stderr, "GRABCUT_BENCH_SCHEDULES: none of q0 q1 q2 q0n\n");
+    std::fprintf(stderr, "GRABCUT_BENCH_SCHEDULES: none of q0 q1 q2\n");
     return 2;
   }
   const int num_variants = static_cast<int>(variants.size());

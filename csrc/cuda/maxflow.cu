@@ -271,13 +271,7 @@ __device__ __forceinline__ unsigned int load_residual(const SolverArgs& a, const
 struct __align__(16) Shared {
   unsigned int res[8][kThreads];
   unsigned int res0[8][kThreads];  // the residuals when push_tile loaded the tile
-  union {
-    long long e[kPad];  // the inboxes (see Inbox)
-    struct {
-      unsigned int lo[kPad];
-      unsigned int hi[kPad];
-    } e32;  // the same with MaxflowSchedule::lean_push
-  };
+  long long e[kPad];
   int h[2][kPad];  // two label buffers (see bfs_tile and push_tile)
   long long red[kThreads / 32];
   int list[kThreads];  // tiles of this block that need work in the current sweep
@@ -635,37 +629,6 @@ __device__ void check_tile(const SolverArgs& a, int t, int sweep, int row) {
 }
 
 // ---------------------------------------------------------------- push-relabel
-// The excess pushed into a slot of the padded tile during a visit. Lean: as two 32-bit
-// words, the low one added to by the native shared atomic and the high one counting
-// its carries (a push moves less than 2^32: it is bounded by one uint32 residual), in
-// place of a 64-bit shared atomic add, which the GPU runs as a compare-and-swap loop.
-template <bool Lean>
-struct Inbox {
-  __device__ __forceinline__ static void add(Shared& sh, int i, unsigned int amount) {
-    if constexpr (Lean) {
-      const unsigned int old = atomicAdd(&sh.e32.lo[i], amount);
-      if (old + amount < old) atomicAdd(&sh.e32.hi[i], 1U);
-    } else {
-      atomicAdd(reinterpret_cast<unsigned long long*>(&sh.e[i]), static_cast<unsigned long long>(amount));
-    }
-  }
-  __device__ __forceinline__ static long long read(const Shared& sh, int i) {
-    if constexpr (Lean) {
-      return static_cast<long long>((static_cast<unsigned long long>(sh.e32.hi[i]) << 32) | sh.e32.lo[i]);
-    } else {
-      return sh.e[i];
-    }
-  }
-  __device__ __forceinline__ static void clear(Shared& sh, int i) {
-    if constexpr (Lean) {
-      sh.e32.lo[i] = 0U;
-      sh.e32.hi[i] = 0U;
-    } else {
-      sh.e[i] = 0;
-    }
-  }
-};
-
 // The synchronous push-relabel rounds of push_tile, up to local_rounds, on the tile
 // loaded into sh; valid, ex and hm are this thread's pixel's (tid = ly * kTileW + lx),
 // ex and hm updated on return. Returns the index of the last round run (local_rounds
@@ -674,9 +637,6 @@ struct Inbox {
 // in the push phase and this thread collects (and empties) in the relabel phase.
 // The neighbours' heights come from label buffer `par` and a new height goes to
 // the other buffer (so a round needs two barriers).
-// Lean (MaxflowSchedule::lean_push): the inboxes as Inbox<true>, and a pixel reads its
-// neighbours' heights only when it is active (most pixels of a visited tile are not).
-template <bool Lean>
 __device__ __forceinline__ int push_sync_rounds(Shared& sh, int local_rounds, bool valid, int tid, long long& ex,
                                                 int& hm) {
   const int lx = tid % kTileW;
@@ -685,17 +645,8 @@ __device__ __forceinline__ int push_sync_rounds(Shared& sh, int local_rounds, bo
   int round = 0;
   for (int par = 0; round < local_rounds; ++round, par ^= 1) {
     int hn[8];
-    if constexpr (!Lean) {
 #pragma unroll
-      for (int k = 0; k < 8; ++k) hn[k] = sh.h[par][me + dir_dy(k) * kPadW + dir_dx(k)];
-    }
-    const auto height = [&](int k) {
-      if constexpr (Lean) {
-        return sh.h[par][me + dir_dy(k) * kPadW + dir_dx(k)];
-      } else {
-        return hn[k];
-      }
-    };
+    for (int k = 0; k < 8; ++k) hn[k] = sh.h[par][me + dir_dy(k) * kPadW + dir_dx(k)];
     // Push: to every residual neighbour strictly lower. A residual is read only
     // towards a strictly lower neighbour, which cannot be pushing back along it in
     // the same phase (it would need to be higher), so no residual is read while
@@ -706,7 +657,7 @@ __device__ __forceinline__ int push_sync_rounds(Shared& sh, int local_rounds, bo
       // the previous push's arithmetic).
       unsigned int down[8];
 #pragma unroll
-      for (int k = 0; k < 8; ++k) down[k] = height(k) < hm ? sh.res[k][tid] : 0U;
+      for (int k = 0; k < 8; ++k) down[k] = hn[k] < hm ? sh.res[k][tid] : 0U;
       long long left = ex;
 #pragma unroll
       for (int k = 0; k < 8; ++k) {
@@ -721,7 +672,7 @@ __device__ __forceinline__ int push_sync_rounds(Shared& sh, int local_rounds, bo
               sh.res[k ^ 4][nly * kTileW + nlx] += static_cast<unsigned int>(amount);
             }
             const int nb = me + dir_dy(k) * kPadW + dir_dx(k);
-            Inbox<Lean>::add(sh, nb, static_cast<unsigned int>(amount));
+            atomicAdd(reinterpret_cast<unsigned long long*>(&sh.e[nb]), static_cast<unsigned long long>(amount));
             left -= amount;
           }
         }
@@ -734,16 +685,13 @@ __device__ __forceinline__ int push_sync_rounds(Shared& sh, int local_rounds, bo
     // from the heights the push phase saw.
     bool still = false;
     if (valid) {
-      const long long in = Inbox<Lean>::read(sh, me);
-      if (!Lean || in != 0) {
-        ex += in;
-        Inbox<Lean>::clear(sh, me);
-      }
+      ex += sh.e[me];
+      sh.e[me] = 0;
       if (ex > 0 && hm < kInf) {
         int m = kInf;
 #pragma unroll
         for (int k = 0; k < 8; ++k) {
-          if (sh.res[k][tid] != 0U) m = min(m, height(k));
+          if (sh.res[k][tid] != 0U) m = min(m, hn[k]);
         }
         if (m >= hm) hm = m >= kInf - 1 ? kInf : m + 1;
         still = hm < kInf;
@@ -755,8 +703,7 @@ __device__ __forceinline__ int push_sync_rounds(Shared& sh, int local_rounds, bo
   return round;
 }
 
-// Runs push-relabel on tile t, which is on this sweep's list (Lean: see push_sync_rounds).
-template <bool Lean>
+// Runs push-relabel on tile t, which is on this sweep's list.
 __device__ void push_tile(const SolverArgs& a, int t, int sweep, Shared& sh) {
   const int tid = static_cast<int>(threadIdx.x);
   const TileCtx c = tile_ctx(a, t);
@@ -774,13 +721,13 @@ __device__ void push_tile(const SolverArgs& a, int t, int sweep, Shared& sh) {
     h0 = __ldcg(a.height + p);
   }
   if (!__syncthreads_or(valid && e0 > 0 && h0 < kInf)) return;
-  Inbox<Lean>::clear(sh, me);
+  sh.e[me] = 0;
   sh.h[0][me] = h0;
   for_each_halo_slot(c, [&](int i, int gx, int gy) {
     const int hv = in_grid(c, gx, gy) ? __ldcg(a.height + pix(c, gx, gy)) : kInf;
     sh.h[0][i] = hv;
     sh.h[1][i] = hv;
-    Inbox<Lean>::clear(sh, i);
+    sh.e[i] = 0;
   });
 #pragma unroll
   for (int k = 0; k < 8; ++k) {
@@ -791,7 +738,7 @@ __device__ void push_tile(const SolverArgs& a, int t, int sweep, Shared& sh) {
   __syncthreads();
   long long ex = e0;
   int hm = h0;
-  const int round = push_sync_rounds<Lean>(sh, a.local_rounds, valid, tid, ex, hm);
+  const int round = push_sync_rounds(sh, a.local_rounds, valid, tid, ex, hm);
   profile_add(a.header, kPushRounds, static_cast<unsigned long long>(min(round + 1, a.local_rounds)));
   profile_add(a.header, kPushVisitsRun, 1ULL);
   profile_add(a.header, kPushVisitsCapped, round == a.local_rounds ? 1ULL : 0ULL);
@@ -822,14 +769,14 @@ __device__ void push_tile(const SolverArgs& a, int t, int sweep, Shared& sh) {
     // Every write of this visit is done and fenced before a neighbour is asked for
     // (see request_tile); a slot's tile is asked for by the thread that sent to it.
     for_each_halo_slot(c, [&](int i, int gx, int gy) {
-      const long long v = Inbox<Lean>::read(sh, i);
+      const long long v = sh.e[i];
       if (v == 0) return;
       atomicAdd(reinterpret_cast<unsigned long long*>(a.excess + pix(c, gx, gy)), static_cast<unsigned long long>(v));
     });
     __threadfence();
     const bool again = __syncthreads_or(remain);
     for_each_halo_slot(c, [&](int i, int gx, int gy) {
-      if (Inbox<Lean>::read(sh, i) == 0) return;
+      if (sh.e[i] == 0) return;
       const int ntx = c.tx + (gx < c.x0 ? -1 : (gx >= c.x0 + kTileW ? 1 : 0));
       const int nty = c.ty + (gy < c.y0 ? -1 : (gy >= c.y0 + kTileH ? 1 : 0));
       request_tile(a, c.tile_start + nty * c.tiles_x + ntx);
@@ -838,7 +785,7 @@ __device__ void push_tile(const SolverArgs& a, int t, int sweep, Shared& sh) {
     return;
   }
   for_each_halo_slot(c, [&](int i, int gx, int gy) {
-    const long long v = Inbox<Lean>::read(sh, i);
+    const long long v = sh.e[i];
     if (v == 0) return;
     atomicAdd(reinterpret_cast<unsigned long long*>(a.excess + pix(c, gx, gy)), static_cast<unsigned long long>(v));
     const int ntx = c.tx + (gx < c.x0 ? -1 : (gx >= c.x0 + kTileW ? 1 : 0));
@@ -960,9 +907,6 @@ __device__ __forceinline__ void clear_list_slot(const SolverArgs& a, int sweep) 
   a.header->list_next[(sweep + 2) % 3] = 0U;
 }
 
-// LeanPush: MaxflowSchedule::lean_push, a template argument so that each variant gets
-// the register allocation of its own code (64 registers are shared by the whole kernel).
-template <bool LeanPush>
 __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm) maxflow_kernel(SolverArgs a) {
   __shared__ Shared sh;
   cg::grid_group grid = cg::this_grid();
@@ -1042,7 +986,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm) maxflow_kernel(Solv
       ++push_sweeps;
       busy_clock.start();
       push_tiles += static_cast<unsigned int>(
-          run_queued_tiles(a, sh, a.push_sweeps, [&](int t) { push_tile<LeanPush>(a, t, sweep, sh); }));
+          run_queued_tiles(a, sh, a.push_sweeps, [&](int t) { push_tile(a, t, sweep, sh); }));
       busy_clock.lap(a.header, kPushBusyNs);
       grid.sync();
       if (blockIdx.x == 0) phase_clock.lap(a.header, kPushNs);
@@ -1057,7 +1001,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm) maxflow_kernel(Solv
       }
       // A tile is listed by its own last visit or a neighbour's push, or by the check.
       busy_clock.start();
-      push_tiles += static_cast<unsigned int>(pull_tiles(a, sh, sweep, [&](int t) { push_tile<LeanPush>(a, t, sweep, sh); }));
+      push_tiles += static_cast<unsigned int>(pull_tiles(a, sh, sweep, [&](int t) { push_tile(a, t, sweep, sh); }));
       busy_clock.lap(a.header, kPushBusyNs);
       grid.sync();
       if (blockIdx.x == 0) phase_clock.lap(a.header, kPushNs);
@@ -1207,16 +1151,15 @@ void maxflow_cuda(const BatchedGridGraph& graph, std::uint8_t* source_side, std:
   if (coop == 0) throw std::runtime_error("maxflow_cuda: the device does not support cooperative launches");
   int sms = 0;
   GRABCUT_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-  const auto kernel = schedule.lean_push ? maxflow_kernel<true> : maxflow_kernel<false>;
   int per_sm = 0;
-  GRABCUT_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kThreads, 0));
+  GRABCUT_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, maxflow_kernel, kThreads, 0));
   if (per_sm < 1) throw std::runtime_error("maxflow_cuda: the solver kernel cannot be resident");
   const int blocks = static_cast<int>(std::min<long long>(num_tiles, static_cast<long long>(per_sm) * sms));
   if (num_tiles + static_cast<long long>(kThreads) * blocks > 0x7fffffffLL) {
     throw std::invalid_argument("maxflow_cuda: batch too large (tile count)");
   }
   void* args[] = {&a};
-  GRABCUT_CUDA_CHECK(cudaLaunchCooperativeKernel(reinterpret_cast<const void*>(kernel), dim3(blocks),
+  GRABCUT_CUDA_CHECK(cudaLaunchCooperativeKernel(reinterpret_cast<const void*>(maxflow_kernel), dim3(blocks),
                                                  dim3(kThreads), args, 0, stream));
 }
 

@@ -36,9 +36,6 @@ struct MaxflowSchedule {
   // 0: every phase in grid-wide sweeps; 1: a global relabel's sweeps after its
   // first from a work queue; 2: those and the push phase from the queue.
   int queue = 0;
-  // Push rounds with 32-bit shared inboxes (a carry word instead of a 64-bit atomic),
-  // reading the neighbours' heights only for active pixels.
-  bool lean_push = false;
 };
 
 // Bytes of device scratch memory maxflow_cuda needs for this batch (the solver's
