@@ -7,8 +7,8 @@
 // Usage: bench_grabcut_cuda [repeats (default 10)]
 //        bench_grabcut_cuda list FILE [repeats (default 5)] [batch]
 // The second form times real images, a list written by bench/grabcut50_ppm.py, under
-// each max-flow schedule (MaxflowSchedule::queue 0, 1, 2; GRABCUT_BENCH_SCHEDULES
-// picks some) side by side: every image alone, 5
+// each max-flow schedule (MaxflowSchedule::queue 0, 1, 2, and 0 with capped relabels;
+// GRABCUT_BENCH_SCHEDULES picks some) side by side: every image alone, 5
 // iterations from its box, schedules alternated image by image; then the median,
 // 90th percentile and slowest image per schedule. Every schedule's masks are
 // checked against grabcut_cpu. With `batch`, also all images as one batch per
@@ -434,20 +434,25 @@ int run_list(const std::string& list, int repeats, bool batch, cudaStream_t stre
     const char* name;
     grabcut::cuda::MaxflowSchedule schedule;
   };
-  // GRABCUT_BENCH_SCHEDULES picks them (comma-separated keys; default q0,q1,q2).
+  // GRABCUT_BENCH_SCHEDULES picks them (comma-separated keys; default q0,q1,q2,q0c12):
+  // "cN", relabels capped at N sweeps.
   const char* pick = std::getenv("GRABCUT_BENCH_SCHEDULES");
-  const std::string wanted = "," + std::string(pick != nullptr ? pick : "q0,q1,q2") + ",";
+  const std::string wanted = "," + std::string(pick != nullptr ? pick : "q0,q1,q2,q0c12") + ",";
   std::vector<Named> schedules;
   const Named all_schedules[] = {
-      // MaxflowSchedule: push visits, local rounds, queue
-      {"q0", "queue 0 (sweeps)", {8, 24, 0}},
-      {"q1", "queue 1 (relabel)", {8, 24, 1}},
-      {"q2", "queue 2 (relabel+push)", {8, 24, 2}},
+      // MaxflowSchedule: push visits, local rounds, queue, BFS cap
+      {"q0", "queue 0 (sweeps)", {8, 24, 0, 0}},
+      {"q1", "queue 1 (relabel)", {8, 24, 1, 0}},
+      {"q2", "queue 2 (relabel+push)", {8, 24, 2, 0}},
+      {"q0c8", "queue 0, BFS cap 8", {8, 24, 0, 8}},
+      {"q0c12", "queue 0, BFS cap 12", {8, 24, 0, 12}},
+      {"q0c16", "queue 0, BFS cap 16", {8, 24, 0, 16}},
+      {"q0c24", "queue 0, BFS cap 24", {8, 24, 0, 24}},
   };
   for (const Named& n : all_schedules) {
     if (wanted.find("," + std::string(n.key) + ",") != std::string::npos) schedules.push_back(n);
   }
-  if (schedules.empty()) throw std::invalid_argument("GRABCUT_BENCH_SCHEDULES: none of q0 q1 q2");
+  if (schedules.empty()) throw std::invalid_argument("GRABCUT_BENCH_SCHEDULES: none of q0 q1 q2 q0c8 q0c12 q0c16 q0c24");
   std::vector<std::vector<double>> ms(schedules.size());
   bool ok = true;
   std::vector<HostImage> all;

@@ -4,13 +4,16 @@
 // graph, and the workspace bytes per pixel. cudaEvent timing, warm-up,
 // median of >= 10 runs. Each result is also checked: the returned cut must be the
 // CPU solver's (core/maxflow.cpp) pixel for pixel and its capacity the returned flow.
-//   bench_maxflow_cuda            the standard table for three variants side by side:
+//   bench_maxflow_cuda            the standard table for four variants side by side:
 //                                 grid-wide sweeps, the global relabel from a work
-//                                 queue, the relabel and the push phase from it
+//                                 queue, the relabel and the push phase from it, and
+//                                 sweeps with relabels capped at 12 sweeps
+//                                 (MaxflowSchedule::bfs_cap)
 //   bench_maxflow_cuda quick      the same without 4096x4096, medians of 5
-//   (GRABCUT_BENCH_SCHEDULES=q0,q2,... picks variants: see all_variants)
-//   bench_maxflow_cuda tune [Q]   instead, several (push visits, local rounds)
-//                                 with MaxflowSchedule::queue Q (default 0), medians of 3
+//   (GRABCUT_BENCH_SCHEDULES=q0,q0c12,... picks variants: see all_variants)
+//   bench_maxflow_cuda tune [Q [CAP]]  instead, several (push visits, local rounds)
+//                                 with MaxflowSchedule::queue Q (default 0) and
+//                                 bfs_cap CAP (default 0), medians of 3
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -249,6 +252,7 @@ int main(int argc, char** argv) {
   const bool tune = argc > 1 && std::strcmp(argv[1], "tune") == 0;
   const bool quick = argc > 1 && std::strcmp(argv[1], "quick") == 0;
   const int tune_queue = tune && argc > 2 ? std::clamp(std::atoi(argv[2]), 0, 2) : 0;
+  const int tune_cap = tune && argc > 3 ? std::max(0, std::atoi(argv[3])) : 0;
   cudaDeviceProp prop{};
   GRABCUT_CUDA_CHECK(cudaGetDeviceProperties(&prop, 0));
   std::printf("device: %s, %d SMs, L2 %d MB\n", prop.name, prop.multiProcessorCount, prop.l2CacheSize >> 20);
@@ -297,6 +301,7 @@ int main(int argc, char** argv) {
         const int rr = kr[1];
         grabcut::cuda::MaxflowSchedule schedule;
         schedule.queue = tune_queue;
+        schedule.bfs_cap = tune_cap;
         schedule.push_visits = k;
         schedule.local_rounds = rr;
         const Results r = run_all(one, t0, t1, fifty, crops, nullptr, 3, schedule);
@@ -320,19 +325,23 @@ int main(int argc, char** argv) {
   struct Variant {
     const char* key;
     const char* name;
-    grabcut::cuda::MaxflowSchedule schedule;  // push visits, local rounds, queue
+    grabcut::cuda::MaxflowSchedule schedule;  // push visits, local rounds, queue, BFS cap
   };
-  const Variant all_variants[] = {{"q0", "grid-wide sweeps", {8, 24, 0}},
-                                  {"q1", "queued relabel", {8, 24, 1}},
-                                  {"q2", "queued relabel and push", {8, 24, 2}}};
+  const Variant all_variants[] = {{"q0", "grid-wide sweeps", {8, 24, 0, 0}},
+                                  {"q1", "queued relabel", {8, 24, 1, 0}},
+                                  {"q2", "queued relabel and push", {8, 24, 2, 0}},
+                                  {"q0c8", "sweeps, BFS cap 8", {8, 24, 0, 8}},
+                                  {"q0c12", "sweeps, BFS cap 12", {8, 24, 0, 12}},
+                                  {"q0c16", "sweeps, BFS cap 16", {8, 24, 0, 16}},
+                                  {"q0c24", "sweeps, BFS cap 24", {8, 24, 0, 24}}};
   const char* pick = std::getenv("GRABCUT_BENCH_SCHEDULES");
-  const std::string wanted = "," + std::string(pick != nullptr ? pick : "q0,q1,q2") + ",";
+  const std::string wanted = "," + std::string(pick != nullptr ? pick : "q0,q1,q2,q0c12") + ",";
   std::vector<Variant> variants;
   for (const Variant& v : all_variants) {
     if (wanted.find("," + std::string(v.key) + ",") != std::string::npos) variants.push_back(v);
   }
   if (variants.empty()) {
-    std::fprintf(stderr, "GRABCUT_BENCH_SCHEDULES: none of q0 q1 q2\n");
+    std::fprintf(stderr, "GRABCUT_BENCH_SCHEDULES: none of q0 q1 q2 q0c8 q0c12 q0c16 q0c24\n");
     return 2;
   }
   const int num_variants = static_cast<int>(variants.size());

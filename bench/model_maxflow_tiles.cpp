@@ -104,6 +104,12 @@ struct Variant {
   // changed nothing. A label crosses a tile along a straight or diagonal run of
   // residual arcs in one pass instead of one step per pixel.
   bool line_bfs = false;
+  // Capped relabels (queue 0): a global relabel stops after this many BFS sweeps (0: no
+  // cap). Pixels its wave has not reached keep the label kInf, so their excess waits;
+  // labels it reached are real path lengths. When a check after a capped relabel finds
+  // nothing to push, the next relabel runs to the end, and only such a relabel may end
+  // the solve.
+  int bfs_cap = 0;
 };
 
 const Variant kVariants[] = {
@@ -129,6 +135,13 @@ const Variant kVariants[] = {
     {"q2sl16", 2, 16, 6, 0, true, false, false, true, false, true},
     {"q2sl4", 2, 8, 4, 0, true, false, false, true, false, true},
     {"q0sl", 0, 8, 6, 0, true, false, false, true, false, true},
+    {"q0c6", 0, 8, 24, 0, true, false, false, false, false, false, 6},
+    {"q0c8", 0, 8, 24, 0, true, false, false, false, false, false, 8},
+    {"q0c10", 0, 8, 24, 0, true, false, false, false, false, false, 10},
+    {"q0c12", 0, 8, 24, 0, true, false, false, false, false, false, 12},
+    {"q0c20", 0, 8, 24, 0, true, false, false, false, false, false, 20},
+    {"q0c16", 0, 8, 24, 0, true, false, false, false, false, false, 16},
+    {"q0c24", 0, 8, 24, 0, true, false, false, false, false, false, 24},
 };
 
 // Costs of the GPU solver's steps on the H200 (us), from the v0.7 profile: a push
@@ -209,6 +222,8 @@ class TileModel {
   std::vector<std::uint8_t> solve(const HostGridGraph& g, bool warm, Counts& counts) {
     counts = Counts{};
     counts_ = &counts;
+    truncated_ = false;
+    uncapped_ = false;
     const bool kept = setup(g, warm) && v_.keep_labels;
     bool full = !kept;
     long long waiting = positive_excess();
@@ -227,8 +242,9 @@ class TileModel {
       const bool active = check();
       counts.check_us += counts.time_us - start;
       if (!active) {
-        if (full) break;
+        if (full && !truncated_) break;
         full = true;  // a partial relabel's labels may call settled pixels unable to move
+        uncapped_ = truncated_;  // a capped relabel left pixels unlabelled: label them all
         continue;
       }
       start = counts.time_us;
@@ -260,6 +276,8 @@ class TileModel {
   std::vector<std::uint8_t> resmask_;
   std::vector<int> tile_state_, visits_;
   std::vector<char> dirty_;  // changed by a push visit since the last relabel
+  bool truncated_ = false;   // the last relabel stopped at Variant::bfs_cap
+  bool uncapped_ = false;    // the next relabel runs to the end
   std::deque<int> queue_;
   long long outstanding_ = 0;
 
@@ -919,7 +937,14 @@ class TileModel {
     std::fill(dirty_.begin(), dirty_.end(), 0);
     ++counts_->bfs_phases;
     if (v_.queue == 0) {
-      while (!next.empty()) {
+      const int cap = uncapped_ ? 0 : v_.bfs_cap;
+      uncapped_ = false;
+      truncated_ = false;
+      for (int sweeps = 1; !next.empty(); ++sweeps) {
+        if (cap > 0 && sweeps >= cap) {
+          truncated_ = true;
+          break;
+        }
         next = sweep(next, false, [&](int t, Writes& w) {
           bfs_visit(t, false, w);
           ++counts_->bfs_visits;

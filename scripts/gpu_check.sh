@@ -10,7 +10,7 @@
 #                                 MaxflowSchedule variants side by side (quick), their
 #                                 phase profile, then the tuning grid of mode 0
 #   realimages                    torch-free, built alone: GrabCut-50 scaled to 1024x1024, each
-#                                 image under every MaxflowSchedule queue mode side by side
+#                                 image under every MaxflowSchedule queue mode (and capped relabels) side by side
 #                                 (median, p90, slowest), then at native sizes as one batch
 #                                 (REAL_REPEATS timed runs per image and schedule, default 5)
 #   cpubatch                      the CPU backend on this machine's cores (issue 21): one list
@@ -100,9 +100,11 @@ if [[ " $STEPS " == *" cmake "* ]]; then
     [[ $? -eq 0 ]] || status=1
     tail -25 "$LOGS/cuda_tests.log"
     # Every max-flow test again with the work queue (MaxflowSchedule::queue): mode 1, the
-    # global relabel; mode 2, the relabel and the push phase.
-    for mode in 1 2; do
-      GRABCUT_TEST_QUEUE=$mode timeout 240 build-gpu/cuda_tests --gtest_brief=1 > "$LOGS/cuda_tests_queue$mode.log" 2>&1
+    # global relabel; mode 2, the relabel and the push phase. Then mode 0 with every
+    # relabel capped at 2 sweeps (MaxflowSchedule::bfs_cap).
+    for mode in 1 2 0cap2; do
+      GRABCUT_TEST_QUEUE=${mode:0:1} GRABCUT_TEST_CAP=$([[ $mode == *cap2 ]] && echo 2 || echo 0) \
+        timeout 240 build-gpu/cuda_tests --gtest_brief=1 > "$LOGS/cuda_tests_queue$mode.log" 2>&1
       [[ $? -eq 0 ]] || status=1
       echo "work queue mode $mode:"; grep -E "grabcut 1024|PASSED|FAILED" "$LOGS/cuda_tests_queue$mode.log" | tail -6
     done
@@ -119,12 +121,12 @@ if [[ " $STEPS " == *" sanitize "* ]]; then
     [[ $tool == memcheck ]] && extra="--leak-check full"
     # Retired graphs (global flags read across blocks): memory and initialisation checks.
     [[ $tool == memcheck || $tool == initcheck ]] && filter="$FILTER:MaxflowCuda.EarlyFinishersKeepTheirCut"
-    # Every schedule: grid-wide sweeps, and the work queue (mode 2: the relabel and the
-    # push phase from it).
-    for run in ":0:" "_queued:2: (work queue)"; do
-      IFS=: read -r suffix queue label <<< "$run"
+    # Every schedule: grid-wide sweeps, the work queue (mode 2: the relabel and the push
+    # phase from it), and sweeps with relabels capped at 2 sweeps.
+    for run in ":0:0:" "_queued:2:0: (work queue)" "_capped:0:2: (capped relabels)"; do
+      IFS=: read -r suffix queue cap label <<< "$run"
       log="$LOGS/sanitize_${tool}${suffix}.log"
-      GRABCUT_TEST_QUEUE=$queue timeout 600 "$CS" --tool $tool $extra --error-exitcode 9 \
+      GRABCUT_TEST_QUEUE=$queue GRABCUT_TEST_CAP=$cap timeout 600 "$CS" --tool $tool $extra --error-exitcode 9 \
         build-gpu/cuda_tests --gtest_filter="$filter" --gtest_brief=1 > "$log" 2>&1
       rc=$?
       [[ $rc -eq 0 ]] || status=1

@@ -203,6 +203,7 @@ struct SolverArgs {
   int queued_bfs;    // 1: a relabel's sweeps after the first run from a work queue
   int queued_push;   // 1: the push phase runs from the work queue (each tile at most
                      // push_sweeps visits) instead of push_sweeps grid-wide sweeps
+  int bfs_cap;       // MaxflowSchedule::bfs_cap (0: none)
 };
 
 struct TileCtx {
@@ -606,7 +607,9 @@ __device__ int run_queued_tiles(const SolverArgs& a, Shared& sh, int cap, Work w
 // ---------------------------------------------------------------- check
 // Marks tile t, and its graph in graph_active's row `row`, if a pixel of it has excess
 // and a finite label.
-__device__ void check_tile(const SolverArgs& a, int t, int sweep, int row) {
+// keep_live: the relabel stopped at its cap, so a graph with no active pixel may only
+// have pixels the relabel did not reach; every graph checked stays live.
+__device__ void check_tile(const SolverArgs& a, int t, int sweep, int row, bool keep_live) {
   const TileCtx c = tile_ctx(a, t);
   const int tid = static_cast<int>(threadIdx.x);
   const int x = c.x0 + tid % kTileW;
@@ -624,8 +627,8 @@ __device__ void check_tile(const SolverArgs& a, int t, int sweep, int row) {
   if (tile_active && tid == 0) {
     if (!a.queued_push) list_for_next_sweep(a, a.pmark, t, sweep);
     atomicAdd(&a.header->counter[sweep % 3], 1U);
-    atomicOr(a.graph_active + row * a.num_graphs + c.b, 1);
   }
+  if ((tile_active || keep_live) && tid == 0) atomicOr(a.graph_active + row * a.num_graphs + c.b, 1);
 }
 
 // ---------------------------------------------------------------- push-relabel
@@ -925,6 +928,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm) maxflow_kernel(Solv
   unsigned int bfs_sweeps = 0;
   unsigned int push_sweeps = 0;
   int sweep = 0;
+  bool uncapped = false;  // the next relabel runs to the end (see MaxflowSchedule::bfs_cap)
   for (int relabel = 0;; ++relabel) {
     ++relabels;
     // This relabel's check writes row `row` of graph_active; the previous relabel was
@@ -937,9 +941,12 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm) maxflow_kernel(Solv
         a.graph_active[row * a.num_graphs + g] = 0;
       }
     }
-    // Global relabel: exact BFS from the sink over the live graphs.
+    // Global relabel: exact BFS from the sink over the live graphs, or its first
+    // bfs_cap sweeps (every block takes the same decisions: they read the same counters
+    // after the same barriers).
     bool first = true;
-    for (;;) {
+    bool capped = false;
+    for (int relabel_sweeps = 1;; ++relabel_sweeps) {
       ++sweep;
       ++bfs_sweeps;
       if (leader) {
@@ -968,7 +975,12 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm) maxflow_kernel(Solv
       }
       first = false;
       if (read_counter(a, sweep) == 0U) break;
+      if (a.bfs_cap > 0 && !uncapped && relabel_sweeps >= a.bfs_cap) {
+        capped = true;
+        break;
+      }
     }
+    uncapped = false;
     // Is any excess still able to reach the sink?
     ++sweep;
     if (leader) {
@@ -977,10 +989,16 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm) maxflow_kernel(Solv
     }
     check_tiles += static_cast<unsigned int>(sweep_tiles(
         a, sh, [&](int t) { return graph_live(a, __ldg(a.tile_graph + t), relabel); },
-        [&](int t) { check_tile(a, t, sweep, row); }));
+        [&](int t) { check_tile(a, t, sweep, row, capped); }));
     grid.sync();
     if (blockIdx.x == 0) phase_clock.lap(a.header, kCheckNs);
-    if (read_counter(a, sweep) == 0U) break;
+    if (read_counter(a, sweep) == 0U) {
+      // Nothing to push: the solve is done, unless the relabel stopped at its cap and
+      // left pixels unlabelled (their excess waited): then a whole relabel decides.
+      if (!capped) break;
+      uncapped = true;
+      continue;
+    }
     if (a.queued_push) {
       ++sweep;
       ++push_sweeps;
@@ -1059,10 +1077,12 @@ std::size_t maxflow_workspace_bytes(const std::vector<GridDesc>& desc) { return 
 void maxflow_cuda(const BatchedGridGraph& graph, std::uint8_t* source_side, std::int64_t* flows, void* workspace,
                   std::size_t workspace_bytes, bool warm_start, cudaStream_t stream,
                   const MaxflowSchedule& schedule) {
-  if (schedule.push_visits < 1 || schedule.local_rounds < 1 || schedule.queue < 0 || schedule.queue > 2) {
+  if (schedule.push_visits < 1 || schedule.local_rounds < 1 || schedule.queue < 0 || schedule.queue > 2 ||
+      schedule.bfs_cap < 0) {
     throw std::invalid_argument("maxflow_cuda: bad schedule (push_visits " + std::to_string(schedule.push_visits) +
                                 ", local_rounds " + std::to_string(schedule.local_rounds) + ", queue " +
-                                std::to_string(schedule.queue) + ")");
+                                std::to_string(schedule.queue) + ", bfs_cap " + std::to_string(schedule.bfs_cap) +
+                                ")");
   }
   const Layout l = make_layout(graph.desc);
   if (graph.desc.empty()) return;
@@ -1141,6 +1161,7 @@ void maxflow_cuda(const BatchedGridGraph& graph, std::uint8_t* source_side, std:
   a.local_rounds = schedule.local_rounds;
   a.queued_bfs = schedule.queue >= 1 ? 1 : 0;
   a.queued_push = schedule.queue >= 2 ? 1 : 0;
+  a.bfs_cap = schedule.queue == 0 ? schedule.bfs_cap : 0;
   a.tile_state = reinterpret_cast<int*>(base + l.tile_state);
   a.queue = reinterpret_cast<int*>(base + l.queue);
 

@@ -36,6 +36,12 @@ struct MaxflowSchedule {
   // 0: every phase in grid-wide sweeps; 1: a global relabel's sweeps after its
   // first from a work queue; 2: those and the push phase from the queue.
   int queue = 0;
+  // With queue 0: a global relabel stops after this many BFS sweeps (0: never). The
+  // pixels its wave did not reach keep no finite label, so their excess waits for a
+  // later relabel; when a check after a capped relabel finds nothing to push, the
+  // next relabel runs to the end, and only an uncapped relabel ends a solve (its exact
+  // labels give the cut).
+  int bfs_cap = 0;
 };
 
 // Bytes of device scratch memory maxflow_cuda needs for this batch (the solver's

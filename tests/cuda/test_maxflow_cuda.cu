@@ -43,6 +43,9 @@ grabcut::cuda::MaxflowSchedule test_schedule() {
   grabcut::cuda::MaxflowSchedule schedule;
   const char* v = std::getenv("GRABCUT_TEST_QUEUE");
   if (v != nullptr && v[0] >= '0' && v[0] <= '2' && v[1] == '\0') schedule.queue = v[0] - '0';
+  // GRABCUT_TEST_CAP=N: every global relabel stops after N BFS sweeps (MaxflowSchedule::bfs_cap).
+  const char* cap = std::getenv("GRABCUT_TEST_CAP");
+  if (cap != nullptr) schedule.bfs_cap = std::max(0, std::atoi(cap));
   return schedule;
 }
 const grabcut::cuda::MaxflowSchedule kSchedule = test_schedule();
@@ -409,20 +412,24 @@ TEST(MaxflowCuda, WarmStartMatchesCold) {
   }
 }
 
-// Every schedule (sweeps, queued relabel, queued relabel and push; short and long
-// visits), whatever GRABCUT_TEST_QUEUE says: the CPU's cut and flow, cold and warm.
+// Every schedule (sweeps, queued relabel, queued relabel and push; sweeps with relabels
+// capped at 1 and 4 sweeps; short and long visits), whatever GRABCUT_TEST_QUEUE and
+// GRABCUT_TEST_CAP say: the CPU's cut and flow, cold and warm.
 TEST(MaxflowCuda, EverySchedule) {
   const HostGraph grabcut_like = grabcut_graph(300, 420, 91);
   const HostGraph random = random_graph(150, 190, true, 100, 300, 92);
-  for (int queue = 0; queue < 3; ++queue) {
+  for (int variant = 0; variant < 5; ++variant) {
+    const int queue = variant < 3 ? variant : 0;
+    const int cap = variant == 3 ? 1 : (variant == 4 ? 4 : 0);
     for (const auto& [visits, rounds] : {std::pair{8, 24}, std::pair{1, 1}, std::pair{3, 200}}) {
-      const std::string what =
-          "queue " + std::to_string(queue) + " visits " + std::to_string(visits) + " rounds " + std::to_string(rounds);
+      const std::string what = "queue " + std::to_string(queue) + " cap " + std::to_string(cap) + " visits " +
+                               std::to_string(visits) + " rounds " + std::to_string(rounds);
       HostGraph g0 = grabcut_like;
       HostGraph g1 = random;
       const std::vector<const HostGraph*> graphs{&g0, &g1};
       GpuBatch batch(graphs);
       batch.schedule.queue = queue;
+      batch.schedule.bfs_cap = cap;
       batch.schedule.push_visits = visits;
       batch.schedule.local_rounds = rounds;
       batch.solve(false);
@@ -480,12 +487,13 @@ TEST(MaxflowCuda, RejectsBadArguments) {
   bg.desc[0].width = 8;
   bg.total_pixels = 64;
   EXPECT_THROW(grabcut::cuda::maxflow_cuda(bg, nullptr, nullptr, nullptr, 0, false, nullptr), std::invalid_argument);
-  for (int field = 0; field < 4; ++field) {
+  for (int field = 0; field < 5; ++field) {
     grabcut::cuda::MaxflowSchedule bad;
     if (field == 0) bad.push_visits = 0;
     if (field == 1) bad.local_rounds = 0;
     if (field == 2) bad.queue = -1;
     if (field == 3) bad.queue = 3;
+    if (field == 4) bad.bfs_cap = -1;
     batch.schedule = bad;
     EXPECT_THROW(batch.solve(false), std::invalid_argument) << "schedule field " << field;
   }
