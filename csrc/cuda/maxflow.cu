@@ -607,9 +607,7 @@ __device__ int run_queued_tiles(const SolverArgs& a, Shared& sh, int cap, Work w
 // ---------------------------------------------------------------- check
 // Marks tile t, and its graph in graph_active's row `row`, if a pixel of it has excess
 // and a finite label.
-// keep_live: the relabel stopped at its cap, so a graph with no active pixel may only
-// have pixels the relabel did not reach; every graph checked stays live.
-__device__ void check_tile(const SolverArgs& a, int t, int sweep, int row, bool keep_live) {
+__device__ void check_tile(const SolverArgs& a, int t, int sweep, int row) {
   const TileCtx c = tile_ctx(a, t);
   const int tid = static_cast<int>(threadIdx.x);
   const int x = c.x0 + tid % kTileW;
@@ -627,8 +625,22 @@ __device__ void check_tile(const SolverArgs& a, int t, int sweep, int row, bool 
   if (tile_active && tid == 0) {
     if (!a.queued_push) list_for_next_sweep(a, a.pmark, t, sweep);
     atomicAdd(&a.header->counter[sweep % 3], 1U);
+    atomicOr(a.graph_active + row * a.num_graphs + c.b, 1);
   }
-  if ((tile_active || keep_live) && tid == 0) atomicOr(a.graph_active + row * a.num_graphs + c.b, 1);
+}
+
+// A relabel stopped at its cap after sweep `sweep`: the graphs whose labels were still
+// changing (those of the tiles listed for the next sweep) stay live whatever their
+// check finds, since pixels their wave did not reach may hold excess. A graph whose
+// wave had stopped has exact labels and may retire as usual.
+__device__ void keep_unfinished_graphs_live(const SolverArgs& a, int sweep, int row) {
+  const int slot = (sweep + 1) % 3;
+  const auto count = static_cast<long long>(__ldcg(&a.header->list_count[slot]));
+  const int* list = a.lists + static_cast<long long>(slot) * a.num_tiles;
+  const long long stride = static_cast<long long>(gridDim.x) * blockDim.x;
+  for (long long i = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x; i < count; i += stride) {
+    atomicOr(a.graph_active + row * a.num_graphs + __ldg(a.tile_graph + __ldcg(list + i)), 1);
+  }
 }
 
 // ---------------------------------------------------------------- push-relabel
@@ -981,6 +993,8 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm) maxflow_kernel(Solv
       }
     }
     uncapped = false;
+    // The check (next sweep) does not empty the list slot read here.
+    if (capped) keep_unfinished_graphs_live(a, sweep, row);
     // Is any excess still able to reach the sink?
     ++sweep;
     if (leader) {
@@ -989,7 +1003,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm) maxflow_kernel(Solv
     }
     check_tiles += static_cast<unsigned int>(sweep_tiles(
         a, sh, [&](int t) { return graph_live(a, __ldg(a.tile_graph + t), relabel); },
-        [&](int t) { check_tile(a, t, sweep, row, capped); }));
+        [&](int t) { check_tile(a, t, sweep, row); }));
     grid.sync();
     if (blockIdx.x == 0) phase_clock.lap(a.header, kCheckNs);
     if (read_counter(a, sweep) == 0U) {
