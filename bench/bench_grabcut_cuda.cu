@@ -435,7 +435,7 @@ int run_list(const std::string& list, int repeats, bool batch, cudaStream_t stre
     grabcut::cuda::MaxflowSchedule schedule;
   };
   // GRABCUT_BENCH_SCHEDULES picks them (comma-separated keys; default q0,q1,q2,q0c12):
-  // "cN", relabels capped at N sweeps.
+  // "cN", relabels capped at N sweeps; "rN", N push rounds a visit.
   const char* pick = std::getenv("GRABCUT_BENCH_SCHEDULES");
   const std::string wanted = "," + std::string(pick != nullptr ? pick : "q0,q1,q2,q0c12") + ",";
   std::vector<Named> schedules;
@@ -448,11 +448,14 @@ int run_list(const std::string& list, int repeats, bool batch, cudaStream_t stre
       {"q0c12", "queue 0, BFS cap 12", {8, 24, 0, 12}},
       {"q0c16", "queue 0, BFS cap 16", {8, 24, 0, 16}},
       {"q0c24", "queue 0, BFS cap 24", {8, 24, 0, 24}},
+      {"q0c12r12", "queue 0, BFS cap 12, 12 rounds", {8, 12, 0, 12}},
   };
   for (const Named& n : all_schedules) {
     if (wanted.find("," + std::string(n.key) + ",") != std::string::npos) schedules.push_back(n);
   }
-  if (schedules.empty()) throw std::invalid_argument("GRABCUT_BENCH_SCHEDULES: none of q0 q1 q2 q0c8 q0c12 q0c16 q0c24");
+  if (schedules.empty()) {
+    throw std::invalid_argument("GRABCUT_BENCH_SCHEDULES: none of q0 q1 q2 q0c8 q0c12 q0c16 q0c24 q0c12r12");
+  }
   std::vector<std::vector<double>> ms(schedules.size());
   bool ok = true;
   std::vector<HostImage> all;

@@ -333,7 +333,8 @@ int main(int argc, char** argv) {
                                   {"q0c8", "sweeps, BFS cap 8", {8, 24, 0, 8}},
                                   {"q0c12", "sweeps, BFS cap 12", {8, 24, 0, 12}},
                                   {"q0c16", "sweeps, BFS cap 16", {8, 24, 0, 16}},
-                                  {"q0c24", "sweeps, BFS cap 24", {8, 24, 0, 24}}};
+                                  {"q0c24", "sweeps, BFS cap 24", {8, 24, 0, 24}},
+                                  {"q0c12r12", "sweeps, BFS cap 12, 12 rounds", {8, 12, 0, 12}}};
   const char* pick = std::getenv("GRABCUT_BENCH_SCHEDULES");
   const std::string wanted = "," + std::string(pick != nullptr ? pick : "q0,q1,q2,q0c12") + ",";
   std::vector<Variant> variants;
@@ -341,7 +342,7 @@ int main(int argc, char** argv) {
     if (wanted.find("," + std::string(v.key) + ",") != std::string::npos) variants.push_back(v);
   }
   if (variants.empty()) {
-    std::fprintf(stderr, "GRABCUT_BENCH_SCHEDULES: none of q0 q1 q2 q0c8 q0c12 q0c16 q0c24\n");
+    std::fprintf(stderr, "GRABCUT_BENCH_SCHEDULES: none of q0 q1 q2 q0c8 q0c12 q0c16 q0c24 q0c12r12\n");
     return 2;
   }
   const int num_variants = static_cast<int>(variants.size());

@@ -142,6 +142,17 @@ const Variant kVariants[] = {
     {"q0c20", 0, 8, 24, 0, true, false, false, false, false, false, 20},
     {"q0c16", 0, 8, 24, 0, true, false, false, false, false, false, 16},
     {"q0c24", 0, 8, 24, 0, true, false, false, false, false, false, 24},
+    // Capped relabels are cheaper: relabel more or less often, with shorter or longer visits.
+    {"q0c8v4", 0, 4, 24, 0, true, false, false, false, false, false, 8},
+    {"q0c12v4", 0, 4, 24, 0, true, false, false, false, false, false, 12},
+    {"q0c12v6", 0, 6, 24, 0, true, false, false, false, false, false, 12},
+    {"q0c12v12", 0, 12, 24, 0, true, false, false, false, false, false, 12},
+    {"q0c12r12", 0, 8, 12, 0, true, false, false, false, false, false, 12},
+    {"q0c12r48", 0, 8, 48, 0, true, false, false, false, false, false, 12},
+    {"q0c12r8", 0, 8, 8, 0, true, false, false, false, false, false, 12},
+    {"q0c12r6", 0, 8, 6, 0, true, false, false, false, false, false, 12},
+    {"q0c8r12", 0, 8, 12, 0, true, false, false, false, false, false, 8},
+    {"q0c16r12", 0, 8, 12, 0, true, false, false, false, false, false, 16},
 };
 
 // Costs of the GPU solver's steps on the H200 (us), from the v0.7 profile: a push

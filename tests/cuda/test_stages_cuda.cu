@@ -771,7 +771,8 @@ TEST(Driver, KmeansScratchSharesMaxflowBytes) {
     const std::size_t without = grabcut::cuda::grabcut_workspace_bytes(layout, model);
     EXPECT_EQ(with_kmeans, without) << height << "x" << width;
     if (height * width >= 100000) {
-      EXPECT_LT(static_cast<double>(with_kmeans) / (static_cast<double>(height) * width), 60.0) << height << "x" << width;
+      const double per_pixel = static_cast<double>(with_kmeans) / (static_cast<double>(height) * width);
+      EXPECT_LT(per_pixel, 60.0) << height << "x" << width;
     }
   }
 }
