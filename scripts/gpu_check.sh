@@ -8,7 +8,7 @@
 #                                 the end-to-end benchmark
 #   schedules                     only the max-flow benchmarks, built alone: the
 #                                 MaxflowSchedule variants side by side (quick), their
-#                                 phase profile, then the tuning grid of mode 0
+#                                 phase profile, then the tuning grid of mode 0 with relabels capped at 12 sweeps
 #   realimages                    torch-free, built alone: GrabCut-50 scaled to 1024x1024, each
 #                                 image under every MaxflowSchedule queue mode (and capped relabels) side by side
 #                                 (median, p90, slowest), then at native sizes as one batch
@@ -166,7 +166,7 @@ if [[ " $STEPS " == *" schedules "* ]]; then
   timeout 200 build-gpu/bench_maxflow_cuda quick 2>&1 | tee "$LOGS/schedules.log" | grep -E "variant|ms$|^  [0-9a-z]|cuts =="
   timeout 150 build-gpu/bench_maxflow_cuda_phases quick > "$LOGS/schedules_phases.log" 2>&1
   grep -E -A2 "variant:| cold" "$LOGS/schedules_phases.log" | grep -E "variant|phases|push visits"
-  timeout 200 build-gpu/bench_maxflow_cuda tune 0 2>&1 | grep -E "tune K|best"
+  timeout 200 build-gpu/bench_maxflow_cuda tune 0 12 2>&1 | grep -E "tune K|best"
 fi
 
 if [[ " $STEPS " == *" realimages "* ]]; then

@@ -34,7 +34,11 @@
 //    tile relaxes in shared memory until it is locally stable, and a tile is swept
 //    again only when a neighbouring tile changed; done when a sweep changes nothing.
 //    The fixpoint is exact (every finite label is the length of a real path, and no
-//    label exceeds 1 + a residual neighbour's label).
+//    label exceeds 1 + a residual neighbour's label). With MaxflowSchedule::bfs_cap, a
+//    relabel may stop after that many sweeps: the pixels it did not reach keep kInf and
+//    their excess waits; the labels it set are still real path lengths. A check that
+//    finds nothing to push after such a relabel is followed by one run to the end,
+//    and only an uncapped relabel ends a solve.
 //  * check: count tiles with a pixel of positive excess and finite distance. If none,
 //    the preflow is maximum (no excess can reach the sink), the pixels of finite
 //    distance are exactly those that reach the sink in the residual graph, and the
