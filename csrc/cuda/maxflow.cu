@@ -993,6 +993,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm) maxflow_kernel(Solv
       if (read_counter(a, sweep) == 0U) break;
       if (a.bfs_cap > 0 && !uncapped && relabel_sweeps >= a.bfs_cap) {
         capped = true;
+        if (leader) ++a.header->stats[15];  // counted in memory: no register for it
         break;
       }
     }
@@ -1227,6 +1228,7 @@ MaxflowStats maxflow_read_stats(const void* workspace, cudaStream_t stream) {
   s.push_rounds = h.stats[kPushRounds];
   s.push_visits_run = h.stats[kPushVisitsRun];
   s.push_visits_capped = h.stats[kPushVisitsCapped];
+  s.capped_relabels = h.stats[15];
   return s;
 }
 

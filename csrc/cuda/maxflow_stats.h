@@ -15,6 +15,7 @@ struct MaxflowStats {
   unsigned long long push_tiles = 0;       // marked tiles visited in push sweeps
   unsigned long long grid_blocks = 0;      // blocks of the persistent kernel
   unsigned long long check_tiles = 0;      // tiles of live graphs checked (after each relabel)
+  unsigned long long capped_relabels = 0;  // relabels stopped at MaxflowSchedule::bfs_cap
   // Profile, only from a build with GRABCUT_MAXFLOW_PHASE_CLOCK (bench_maxflow_cuda_phases),
   // else 0: the grid's nanoseconds in each phase, the blocks' summed working time in BFS
   // and push sweeps, and the push visits' rounds.
