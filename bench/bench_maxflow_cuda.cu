@@ -187,8 +187,10 @@ float median_ms(int runs, const std::function<void()>& setup, const std::functio
 
 void print_stats(const char* what, const Batch& batch) {
   const auto s = batch.stats();
-  std::printf("  %-22s relabels %llu  bfs sweeps %llu  push sweeps %llu  bfs tiles %llu  push tiles %llu  blocks %llu\n",
-              what, s.global_relabels, s.bfs_sweeps, s.push_sweeps, s.bfs_tiles, s.push_tiles, s.grid_blocks);
+  std::printf("  %-22s relabels %llu (%llu capped)  bfs sweeps %llu  push sweeps %llu  bfs tiles %llu  push tiles %llu"
+              "  blocks %llu\n",
+              what, s.global_relabels, s.capped_relabels, s.bfs_sweeps, s.push_sweeps, s.bfs_tiles, s.push_tiles,
+              s.grid_blocks);
   if (s.bfs_ns + s.check_ns + s.push_ns > 0) {
     const double blocks = static_cast<double>(s.grid_blocks);
     std::printf("  %-22s phases: bfs %.3f ms (blocks busy %.0f%%)  check %.3f ms  push %.3f ms (busy %.0f%%)\n", "",
