@@ -30,6 +30,7 @@
 #include <utility>
 #include <vector>
 
+#include "bench_schedules.h"
 #include "common/grabcut_iterations.h"
 #include "common/ppm_image.h"
 #include "core/driver.h"
@@ -429,33 +430,8 @@ int run_list(const std::string& list, int repeats, bool batch, cudaStream_t stre
   const auto items = grabcut::testing::read_image_list(list);
   GrabCutOptions options;
   options.max_iter = 5;
-  struct Named {
-    const char* key;
-    const char* name;
-    grabcut::cuda::MaxflowSchedule schedule;
-  };
-  // GRABCUT_BENCH_SCHEDULES picks them (comma-separated keys; default q0,q1,q2,q0c12):
-  // "cN", relabels capped at N sweeps; "rN", N push rounds a visit.
-  const char* pick = std::getenv("GRABCUT_BENCH_SCHEDULES");
-  const std::string wanted = "," + std::string(pick != nullptr ? pick : "q0,q1,q2,q0c12") + ",";
-  std::vector<Named> schedules;
-  const Named all_schedules[] = {
-      // MaxflowSchedule: push visits, local rounds, queue, BFS cap
-      {"q0", "queue 0 (sweeps)", {8, 24, 0, 0}},
-      {"q1", "queue 1 (relabel)", {8, 24, 1, 0}},
-      {"q2", "queue 2 (relabel+push)", {8, 24, 2, 0}},
-      {"q0c8", "queue 0, BFS cap 8", {8, 24, 0, 8}},
-      {"q0c12", "queue 0, BFS cap 12", {8, 24, 0, 12}},
-      {"q0c16", "queue 0, BFS cap 16", {8, 24, 0, 16}},
-      {"q0c24", "queue 0, BFS cap 24", {8, 24, 0, 24}},
-      {"q0c12r12", "queue 0, BFS cap 12, 12 rounds", {8, 12, 0, 12}},
-  };
-  for (const Named& n : all_schedules) {
-    if (wanted.find("," + std::string(n.key) + ",") != std::string::npos) schedules.push_back(n);
-  }
-  if (schedules.empty()) {
-    throw std::invalid_argument("GRABCUT_BENCH_SCHEDULES: none of q0 q1 q2 q0c8 q0c12 q0c16 q0c24 q0c12r12");
-  }
+  using Named = grabcut::bench::NamedSchedule;
+  const std::vector<Named> schedules = grabcut::bench::picked_schedules();
   std::vector<std::vector<double>> ms(schedules.size());
   bool ok = true;
   std::vector<HostImage> all;

@@ -10,7 +10,7 @@
 //                                 sweeps with relabels capped at 12 sweeps
 //                                 (MaxflowSchedule::bfs_cap)
 //   bench_maxflow_cuda quick      the same without 4096x4096, medians of 5
-//   (GRABCUT_BENCH_SCHEDULES=q0,q0c12,... picks variants: see all_variants)
+//   (GRABCUT_BENCH_SCHEDULES=q0,q0c12,... picks variants: see bench_schedules.h)
 //   bench_maxflow_cuda tune [Q [CAP]]  instead, several (push visits, local rounds)
 //                                 with MaxflowSchedule::queue Q (default 0) and
 //                                 bfs_cap CAP (default 0), medians of 3
@@ -30,6 +30,7 @@
 #include <string>
 #include <vector>
 
+#include "bench_schedules.h"
 #include "common/grabcut_graph.h"
 #include "common/grid_graph.h"
 #include "core/maxflow.h"
@@ -323,28 +324,13 @@ int main(int argc, char** argv) {
   }
 
   // The variants in the same run, each one's table after its statistics; the first is
-  // the baseline. GRABCUT_BENCH_SCHEDULES picks some by key (comma-separated).
-  struct Variant {
-    const char* key;
-    const char* name;
-    grabcut::cuda::MaxflowSchedule schedule;  // push visits, local rounds, queue, BFS cap
-  };
-  const Variant all_variants[] = {{"q0", "grid-wide sweeps", {8, 24, 0, 0}},
-                                  {"q1", "queued relabel", {8, 24, 1, 0}},
-                                  {"q2", "queued relabel and push", {8, 24, 2, 0}},
-                                  {"q0c8", "sweeps, BFS cap 8", {8, 24, 0, 8}},
-                                  {"q0c12", "sweeps, BFS cap 12", {8, 24, 0, 12}},
-                                  {"q0c16", "sweeps, BFS cap 16", {8, 24, 0, 16}},
-                                  {"q0c24", "sweeps, BFS cap 24", {8, 24, 0, 24}},
-                                  {"q0c12r12", "sweeps, BFS cap 12, 12 rounds", {8, 12, 0, 12}}};
-  const char* pick = std::getenv("GRABCUT_BENCH_SCHEDULES");
-  const std::string wanted = "," + std::string(pick != nullptr ? pick : "q0,q1,q2,q0c12") + ",";
+  // the baseline (see bench_schedules.h).
+  using Variant = grabcut::bench::NamedSchedule;
   std::vector<Variant> variants;
-  for (const Variant& v : all_variants) {
-    if (wanted.find("," + std::string(v.key) + ",") != std::string::npos) variants.push_back(v);
-  }
-  if (variants.empty()) {
-    std::fprintf(stderr, "GRABCUT_BENCH_SCHEDULES: none of q0 q1 q2 q0c8 q0c12 q0c16 q0c24 q0c12r12\n");
+  try {
+    variants = grabcut::bench::picked_schedules();
+  } catch (const std::invalid_argument& e) {
+    std::fprintf(stderr, "%s\n", e.what());
     return 2;
   }
   const int num_variants = static_cast<int>(variants.size());
