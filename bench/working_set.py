@@ -14,6 +14,7 @@ import os
 
 import numpy as np
 import torch
+from grabcut50_ppm import scale_box
 
 from torchgrabcut import grabcut
 from torchgrabcut.tools.bench import gpu_median_ms
@@ -27,8 +28,7 @@ def scaled(image: np.ndarray, box: tuple[int, int, int, int], side: int) -> tupl
     cols = np.arange(side) * w // side
     out = image[rows][:, cols].astype(np.int16)
     out += np.random.default_rng(0).integers(-3, 4, out.shape, dtype=np.int16)
-    x0, y0, x1, y1 = box
-    scaled_box = (x0 * side // w, y0 * side // h, -(-x1 * side // w), -(-y1 * side // h))
+    scaled_box = scale_box(box, side / h, side / w, side, side)
     return np.ascontiguousarray(np.clip(out, 0, 255).astype(np.uint8)), scaled_box
 
 
