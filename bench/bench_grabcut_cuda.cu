@@ -7,8 +7,8 @@
 // Usage: bench_grabcut_cuda [repeats (default 10)]
 //        bench_grabcut_cuda list FILE [repeats (default 5)] [batch]
 // The second form times real images, a list written by bench/grabcut50_ppm.py, under
-// each max-flow schedule (MaxflowSchedule::queue 0, 1, 2, and 0 with capped relabels;
-// GRABCUT_BENCH_SCHEDULES picks some) side by side: every image alone, 5
+// max-flow schedules (default: v0.7's sweeps and today's default, relabels capped at 12
+// sweeps; GRABCUT_BENCH_SCHEDULES picks others, see bench_schedules.h) side by side: every image alone, 5
 // iterations from its box, schedules alternated image by image; then the median,
 // 90th percentile and slowest image per schedule. Every schedule's masks are
 // checked against grabcut_cpu. With `batch`, also all images as one batch per
@@ -185,6 +185,9 @@ std::unique_ptr<Problem> make_image_problem(const std::vector<HostImage>& host, 
   pr->models = device_alloc(nb * 2 * options.components * kParamsPerComponent * sizeof(double));
   GRABCUT_CUDA_CHECK(cudaMemcpy(pr->images.get(), images.data(), images.size(), cudaMemcpyHostToDevice));
   GRABCUT_CUDA_CHECK(cudaMemcpy(pr->pristine_masks.get(), masks.data(), masks.size(), cudaMemcpyHostToDevice));
+  // The benchmark's stream is non-blocking: it does not wait for these copies (legacy
+  // default stream, pageable memory: they may return before they land).
+  GRABCUT_CUDA_CHECK(cudaDeviceSynchronize());
   pr->workspace_bytes = grabcut::cuda::grabcut_workspace_bytes(pr->layout, options);
   pr->workspace = device_alloc(pr->workspace_bytes);
   return pr;

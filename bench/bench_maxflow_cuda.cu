@@ -4,11 +4,10 @@
 // graph, and the workspace bytes per pixel. cudaEvent timing, warm-up,
 // median of >= 10 runs. Each result is also checked: the returned cut must be the
 // CPU solver's (core/maxflow.cpp) pixel for pixel and its capacity the returned flow.
-//   bench_maxflow_cuda            the standard table for four variants side by side:
-//                                 grid-wide sweeps, the global relabel from a work
-//                                 queue, the relabel and the push phase from it, and
-//                                 sweeps with relabels capped at 12 sweeps
-//                                 (MaxflowSchedule::bfs_cap)
+//   bench_maxflow_cuda            the standard table for two schedules side by side:
+//                                 v0.7's (relabels to the end, 24 push rounds a
+//                                 visit) and the default (relabels capped at 12
+//                                 sweeps, MaxflowSchedule::bfs_cap, 12 rounds)
 //   bench_maxflow_cuda quick      the same without 4096x4096, medians of 5
 //   (GRABCUT_BENCH_SCHEDULES=q0,q0c12,... picks variants: see bench_schedules.h)
 //   bench_maxflow_cuda tune [Q [CAP]]  instead, several (push visits, local rounds)

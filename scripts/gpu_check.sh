@@ -3,7 +3,8 @@
 # own torch (it has no network), run the torch-free CUDA tests (also under
 # compute-sanitizer), the CUDA pytest tests, then the benchmarks; print a short
 # table per step. STEPS picks the steps (default: all; they run in this order):
-#   build cmake sanitize pytest   the extension, CUDA tests, compute-sanitizer
+#   build cmake busy sanitize pytest  the extension, CUDA tests (alone, then beside another
+#                                 process on the GPU), compute-sanitizer
 #   cppbench bench                torch-free timings (and the max-flow's phase profile),
 #                                 the end-to-end benchmark
 #   schedules                     only the max-flow benchmarks, built alone: the
@@ -39,14 +40,14 @@
 # Needs data/grabcut50 (a copy of ../shared/data/grabcut50, git-ignored, never
 # committed) and .gtest (a copy of /usr/src/googletest, git-ignored).
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 1
 # Debug information kept: the oomcrash step names native frames with addr2line.
 export PYTHONUNBUFFERED=1 TORCH_CUDA_ARCH_LIST=9.0 TORCHGRABCUT_CUDA=1 MAX_JOBS=16 TORCHGRABCUT_DEBUG_INFO=1
 export TORCHGRABCUT_GRABCUT50=$PWD/data/grabcut50
 OUT=${OUT:-/tmp/gpu_out}
 LOGS=/tmp/gpu_logs
 mkdir -p "$OUT" "$LOGS"
-STEPS=${STEPS:-build cmake sanitize pytest cppbench bench robust coco serve pictures scaling wheel oomcrash}
+STEPS=${STEPS:-build cmake busy sanitize pytest cppbench bench robust coco serve pictures scaling wheel oomcrash}
 # (schedules is not in the default list: cppbench runs the same benchmark in full.)
 status=0
 started=$SECONDS
@@ -99,16 +100,34 @@ if [[ " $STEPS " == *" cmake "* ]]; then
     timeout 240 build-gpu/cuda_tests --gtest_brief=1 > "$LOGS/cuda_tests.log" 2>&1
     [[ $? -eq 0 ]] || status=1
     tail -25 "$LOGS/cuda_tests.log"
-    # Every max-flow test again with the work queue (MaxflowSchedule::queue): mode 1, the
-    # global relabel; mode 2, the relabel and the push phase. Then mode 0 with every
-    # relabel capped at 2 sweeps (MaxflowSchedule::bfs_cap).
-    for mode in 1 2 0cap2; do
-      GRABCUT_TEST_QUEUE=${mode:0:1} GRABCUT_TEST_CAP=$([[ $mode == *cap2 ]] && echo 2 || echo 0) \
+    # Every max-flow test again under other schedules than the default (relabels capped
+    # at 12 sweeps): the work queue (MaxflowSchedule::queue) in mode 1, the global
+    # relabel, and mode 2, the relabel and the push phase; sweeps with every relabel
+    # capped at 2 sweeps (MaxflowSchedule::bfs_cap); sweeps never capped (v0.7).
+    for mode in 1cap0 2cap0 0cap2 0cap0; do
+      GRABCUT_TEST_QUEUE=${mode:0:1} GRABCUT_TEST_CAP=${mode#*cap} \
         timeout 240 build-gpu/cuda_tests --gtest_brief=1 > "$LOGS/cuda_tests_queue$mode.log" 2>&1
       [[ $? -eq 0 ]] || status=1
-      echo "work queue mode $mode:"; grep -E "grabcut 1024|PASSED|FAILED" "$LOGS/cuda_tests_queue$mode.log" | tail -6
+      echo "queue mode ${mode/cap/, relabels capped at }:"
+      grep -E "grabcut 1024|PASSED|FAILED" "$LOGS/cuda_tests_queue$mode.log" | tail -6
     done
   fi
+fi
+
+if [[ " $STEPS " == *" busy "* ]]; then
+  step "CUDA tests on a shared GPU (another process solving max-flows beside them)"
+  # Streams that do not wait for each other only show their races when the GPU is
+  # busy: the driver and stage tests run beside a loop of the max-flow tests.
+  (while true; do build-gpu/cuda_tests --gtest_filter='MaxflowCuda.*' > /dev/null 2>&1; done) &
+  busy_loop=$!
+  for cap in 12 0; do
+    GRABCUT_TEST_CAP=$cap timeout 200 build-gpu/cuda_tests --gtest_filter='Driver.*:OddSizes.*:Stages*' \
+      --gtest_brief=1 > "$LOGS/busy_cap$cap.log" 2>&1
+    [[ $? -eq 0 ]] || status=1
+    echo "relabels capped at $cap: $(grep -E '^\[  (PASSED|FAILED)' "$LOGS/busy_cap$cap.log" | head -3 | tr '\n' ' ')"
+  done
+  kill $busy_loop
+  pkill -f "gtest_filter=MaxflowCuda" || true
 fi
 
 if [[ " $STEPS " == *" sanitize "* ]]; then
@@ -121,17 +140,19 @@ if [[ " $STEPS " == *" sanitize "* ]]; then
     [[ $tool == memcheck ]] && extra="--leak-check full"
     # Retired graphs (global flags read across blocks): memory and initialisation checks.
     [[ $tool == memcheck || $tool == initcheck ]] && filter="$FILTER:MaxflowCuda.EarlyFinishersKeepTheirCut"
-    # Every schedule: grid-wide sweeps, the work queue (mode 2: the relabel and the push
-    # phase from it), and sweeps with relabels capped at 2 sweeps.
-    for run in ":0:0:" "_queued:2:0: (work queue)" "_capped:0:2: (capped relabels)"; do
-      IFS=: read -r suffix queue cap label <<< "$run"
-      log="$LOGS/sanitize_${tool}${suffix}.log"
+    # Every schedule: the default (grid-wide sweeps, relabels capped at 12 sweeps), the
+    # work queue (mode 2: the relabel and the push phase from it), and sweeps with
+    # relabels capped at 2 sweeps. SANITIZE_RUNS picks some (default: all three).
+    for run in default:0:12 queued:2:0 capped:0:2; do
+      IFS=: read -r name queue cap <<< "$run"
+      [[ " ${SANITIZE_RUNS:-default queued capped} " == *" $name "* ]] || continue
+      log="$LOGS/sanitize_${tool}_$name.log"
       GRABCUT_TEST_QUEUE=$queue GRABCUT_TEST_CAP=$cap timeout 600 "$CS" --tool $tool $extra --error-exitcode 9 \
         build-gpu/cuda_tests --gtest_filter="$filter" --gtest_brief=1 > "$log" 2>&1
       rc=$?
       [[ $rc -eq 0 ]] || status=1
-      echo "$tool$label: exit $rc; $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|LEAK SUMMARY' "$log" | tr '\n' ' ')"
-      [[ -n $suffix ]] || grep -E "PASSED|FAILED" "$log" | tail -3
+      echo "$tool ($name): exit $rc; $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|LEAK SUMMARY' "$log" | tr '\n' ' ')"
+      [[ $name != default ]] || grep -E "PASSED|FAILED" "$log" | tail -3
     done
   done
 fi

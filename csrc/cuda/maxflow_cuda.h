@@ -32,7 +32,7 @@ struct BatchedGridGraph {
 // measured best (bench/RESULTS.md); benchmarks and tests pass others.
 struct MaxflowSchedule {
   int push_visits = 8;    // push-relabel visits of a tile between global relabels (>= 1)
-  int local_rounds = 24;  // push-relabel rounds per visit (>= 1)
+  int local_rounds = 12;  // push-relabel rounds per visit (>= 1)
   // 0: every phase in grid-wide sweeps; 1: a global relabel's sweeps after its
   // first from a work queue; 2: those and the push phase from the queue.
   int queue = 0;
@@ -40,8 +40,9 @@ struct MaxflowSchedule {
   // pixels its wave did not reach keep no finite label, so their excess waits for a
   // later relabel; when a check after a capped relabel finds nothing to push, the
   // next relabel runs to the end, and only an uncapped relabel ends a solve (its exact
-  // labels give the cut).
-  int bfs_cap = 0;
+  // labels give the cut). Capped at 12, most relabels stop where the wave has reached
+  // the excess that can still move; a wave of hundreds of sweeps runs once, at the end.
+  int bfs_cap = 12;
 };
 
 // Bytes of device scratch memory maxflow_cuda needs for this batch (the solver's

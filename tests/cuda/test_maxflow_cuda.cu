@@ -2,8 +2,7 @@
 // (csrc/core/maxflow.h): the canonical cut must be identical bit for bit, the flow
 // value equal, and the cut's capacity equal to the flow, on random, degenerate,
 // adversarial and GrabCut-like graphs, single and batched, cold and warm.
-// GRABCUT_TEST_QUEUE=0/1/2 runs every solve of these tests with that
-// MaxflowSchedule::queue instead of the default.
+// The environment can pick another schedule for every solve (test_schedule.h).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -25,6 +24,7 @@
 #include "cuda/check.h"
 #include "cuda/maxflow_cuda.h"
 #include "cuda/maxflow_stats.h"
+#include "test_schedule.h"
 
 namespace {
 
@@ -39,16 +39,7 @@ using grabcut::testing::kForwardDx;
 using grabcut::testing::kForwardDy;
 
 // Set before any test runs (static initialisation of this file).
-grabcut::cuda::MaxflowSchedule test_schedule() {
-  grabcut::cuda::MaxflowSchedule schedule;
-  const char* v = std::getenv("GRABCUT_TEST_QUEUE");
-  if (v != nullptr && v[0] >= '0' && v[0] <= '2' && v[1] == '\0') schedule.queue = v[0] - '0';
-  // GRABCUT_TEST_CAP=N: every global relabel stops after N BFS sweeps (MaxflowSchedule::bfs_cap).
-  const char* cap = std::getenv("GRABCUT_TEST_CAP");
-  if (cap != nullptr) schedule.bfs_cap = std::max(0, std::atoi(cap));
-  return schedule;
-}
-const grabcut::cuda::MaxflowSchedule kSchedule = test_schedule();
+const grabcut::cuda::MaxflowSchedule kSchedule = grabcut::testing::schedule_from_environment();
 
 HostGraph random_graph(int h, int w, bool eight, std::int32_t cap_max, std::int32_t term_max, unsigned seed) {
   HostGraph g(h, w);

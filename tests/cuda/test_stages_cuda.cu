@@ -28,6 +28,7 @@
 #include "cuda/driver_cuda.h"
 #include "cuda/maxflow_cuda.h"
 #include "cuda/stages_cuda.h"
+#include "test_schedule.h"
 
 #if defined(GRABCUT_TEST_HOST_MAXFLOW)
 namespace grabcut::cuda {
@@ -57,6 +58,7 @@ void maxflow_cuda(const BatchedGridGraph& graph, std::uint8_t* source_side, std:
     GRABCUT_CUDA_CHECK(cudaMemcpy(source_side + d.offset, side.data(), n, cudaMemcpyHostToDevice));
     if (flows != nullptr) GRABCUT_CUDA_CHECK(cudaMemcpy(flows + g, &flow, 8, cudaMemcpyHostToDevice));
   }
+  GRABCUT_CUDA_CHECK(cudaDeviceSynchronize());  // the copies land before `stream` goes on
 }
 }  // namespace grabcut::cuda
 #endif
@@ -89,6 +91,10 @@ Stream make_stream() {
   return Stream(s);
 }
 
+// Device memory for the tests. Its copies and fills run on the legacy default stream,
+// which the tests' non-blocking streams do not wait for (and a copy from pageable
+// memory may return before it lands, a fill at once), so each waits for the device:
+// the work that follows on any stream sees their bytes.
 template <typename T>
 class DeviceArray {
  public:
@@ -103,6 +109,7 @@ class DeviceArray {
   void upload(const std::vector<T>& v) {
     if (v.size() != count_) throw std::invalid_argument("upload: size mismatch");
     GRABCUT_CUDA_CHECK(cudaMemcpy(get(), v.data(), count_ * sizeof(T), cudaMemcpyHostToDevice));
+    GRABCUT_CUDA_CHECK(cudaDeviceSynchronize());
   }
   std::vector<T> download() const {
     std::vector<T> v(count_);
@@ -110,7 +117,10 @@ class DeviceArray {
     GRABCUT_CUDA_CHECK(cudaMemcpy(v.data(), get(), count_ * sizeof(T), cudaMemcpyDeviceToHost));
     return v;
   }
-  void fill_bytes(int value) { GRABCUT_CUDA_CHECK(cudaMemset(get(), value, std::max<std::size_t>(count_, 1) * sizeof(T))); }
+  void fill_bytes(int value) {
+    GRABCUT_CUDA_CHECK(cudaMemset(get(), value, std::max<std::size_t>(count_, 1) * sizeof(T)));
+    GRABCUT_CUDA_CHECK(cudaDeviceSynchronize());
+  }
 
  private:
   std::unique_ptr<void, CudaFree> ptr_;
@@ -303,6 +313,7 @@ std::unique_ptr<Scratch> make_scratch(const DeviceBatch& d, int k) {
   sc->s = grabcut::cuda::carve_stage_scratch(d.layout, k, true, carver);
   GRABCUT_CUDA_CHECK(cudaMemset(sc->s.sums, 0,
                                 sizeof(std::int64_t) * d.layout.images.size() * 2 * k * grabcut::cuda::detail::kSumFields));
+  GRABCUT_CUDA_CHECK(cudaDeviceSynchronize());  // the stages run on a non-blocking stream
   sc->batch = grabcut::cuda::upload_batch(d.layout, sc->s.images, nullptr);
   return sc;
 }
@@ -506,8 +517,6 @@ struct DriverResult {
   std::vector<std::vector<double>> models;
 };
 
-// Runs grabcut_cuda on the batch and grabcut_cpu on each image from the same inputs;
-// expects identical masks and models. models_in: per-image initial models (eval mode).
 // How check_driver runs grabcut_cuda.
 enum class Launch {
   kDirect,  // a plain call on a non-blocking stream
@@ -515,9 +524,14 @@ enum class Launch {
             // inside fails the capture), then the graph replayed twice
 };
 
+// The max-flow schedule of every driver test that names none (set before any test runs).
+const grabcut::cuda::MaxflowSchedule kSchedule = grabcut::testing::schedule_from_environment();
+
+// Runs grabcut_cuda on the batch and grabcut_cpu on each image from the same inputs;
+// expects identical masks and models. models_in: per-image initial models (eval mode).
 DriverResult check_driver(const std::vector<HostImage>& imgs, const GrabCutOptions& options,
                           const std::vector<std::vector<double>>& models_in, Launch launch = Launch::kDirect,
-                          const grabcut::cuda::MaxflowSchedule& schedule = {}) {
+                          const grabcut::cuda::MaxflowSchedule& schedule = kSchedule) {
   const int k = options.components;
   const std::size_t row = static_cast<std::size_t>(2 * k * kParamsPerComponent);
   const std::size_t nb = imgs.size();
@@ -625,8 +639,9 @@ TEST(Driver, BoxInitMatchesCpu) {
 }
 
 // The masks do not depend on the max-flow's schedule (its cut is unique): every queue
-// mode, and sweeps with relabels capped at 2 sweeps, called directly and captured into
-// a CUDA graph, give grabcut_cpu's results.
+// mode with relabels never capped, and sweeps with relabels capped at 2 sweeps, called
+// directly and captured into a CUDA graph, give grabcut_cpu's results (the other tests
+// run the default schedule, capped at 12, or the environment's: test_schedule.h).
 TEST(Driver, EveryScheduleMatchesCpu) {
   for (int variant = 0; variant < 4; ++variant) {
     grabcut::cuda::MaxflowSchedule schedule;
