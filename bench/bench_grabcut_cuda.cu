@@ -7,9 +7,9 @@
 // Usage: bench_grabcut_cuda [repeats (default 10)]
 //        bench_grabcut_cuda list FILE [repeats (default 5)] [batch]
 // The second form times real images, a list written by bench/grabcut50_ppm.py, under
-// max-flow schedules (default: v0.7's sweeps and today's default, relabels capped at 12
-// sweeps; GRABCUT_BENCH_SCHEDULES picks others, see bench_schedules.h) side by side: every image alone, 5
-// iterations from its box, schedules alternated image by image; then the median,
+// max-flow schedules side by side (v0.7's and today's default, relabels capped at 12
+// sweeps; GRABCUT_BENCH_SCHEDULES picks others, see bench_schedules.h): every image
+// alone, 5 iterations from its box, schedules alternated image by image; then the median,
 // 90th percentile and slowest image per schedule. Every schedule's masks are
 // checked against grabcut_cpu. With `batch`, also all images as one batch per
 // schedule (the GPU benchmark's GrabCut-50 list call at native sizes).

@@ -110,10 +110,15 @@ struct Variant {
   // nothing to push, the next relabel runs to the end, and only such a relabel may end
   // the solve.
   int bfs_cap = 0;
+  // How the cap follows a capped relabel that proved too short (the check after it found
+  // nothing to push, so a whole relabel had to follow): 0, it stays; 1, it doubles for
+  // the rest of the solve; 2, it doubles and the warm solves that follow keep it;
+  // 3, it becomes the number of sweeps that whole relabel took, for the rest of the solve.
+  int cap_adapt = 0;
 };
 
 const Variant kVariants[] = {
-    {"q0", 0, 8, 24, 0, true},  // v0.7, the library's default
+    {"q0", 0, 8, 24, 0, true},  // v0.7
     {"q2", 2, 8, 24, 0, true},  // v0.9 prototype
     {"q2rs", 2, 8, 24, 1, true},  // + region relabel at each visit's start
     {"q2rr", 2, 8, 24, 3, true},  // + region relabel at the start and when stalled
@@ -147,12 +152,17 @@ const Variant kVariants[] = {
     {"q0c12v4", 0, 4, 24, 0, true, false, false, false, false, false, 12},
     {"q0c12v6", 0, 6, 24, 0, true, false, false, false, false, false, 12},
     {"q0c12v12", 0, 12, 24, 0, true, false, false, false, false, false, 12},
-    {"q0c12r12", 0, 8, 12, 0, true, false, false, false, false, false, 12},
+    {"q0c12r12", 0, 8, 12, 0, true, false, false, false, false, false, 12},  // v0.13, the library's default
     {"q0c12r48", 0, 8, 48, 0, true, false, false, false, false, false, 12},
     {"q0c12r8", 0, 8, 8, 0, true, false, false, false, false, false, 12},
     {"q0c12r6", 0, 8, 6, 0, true, false, false, false, false, false, 12},
     {"q0c8r12", 0, 8, 12, 0, true, false, false, false, false, false, 8},
     {"q0c16r12", 0, 8, 12, 0, true, false, false, false, false, false, 16},
+    // A cap that grows where it proved too short (Variant::cap_adapt).
+    {"q0c12r12d", 0, 8, 12, 0, true, false, false, false, false, false, 12, 1},
+    {"q0c12r12dk", 0, 8, 12, 0, true, false, false, false, false, false, 12, 2},
+    {"q0c12r12f", 0, 8, 12, 0, true, false, false, false, false, false, 12, 3},
+    {"q0c8r12d", 0, 8, 12, 0, true, false, false, false, false, false, 8, 1},
 };
 
 // Costs of the GPU solver's steps on the H200 (us), from the v0.7 profile: a push
@@ -182,6 +192,7 @@ struct Counts {
   long long relabels = 0, bfs_phases = 0, push_phases = 0, barriers = 0;
   long long bfs_visits = 0, push_visits = 0, push_rounds = 0, capped_visits = 0;
   long long full_relabels = 0;
+  long long short_caps = 0;  // capped relabels whose check found nothing to push
   long long barren_visits = 0, barren_rounds = 0;  // visits that sent nothing into a sink or out
   double time_us = 0;
   double bfs_us = 0, check_us = 0, push_us = 0;  // time_us by phase
@@ -196,6 +207,7 @@ struct Counts {
     push_rounds += o.push_rounds;
     capped_visits += o.capped_visits;
     full_relabels += o.full_relabels;
+    short_caps += o.short_caps;
     barren_visits += o.barren_visits;
     barren_rounds += o.barren_rounds;
     time_us += o.time_us;
@@ -235,6 +247,7 @@ class TileModel {
     counts_ = &counts;
     truncated_ = false;
     uncapped_ = false;
+    if (!warm || v_.cap_adapt != 2) cap_now_ = v_.bfs_cap;
     const bool kept = setup(g, warm) && v_.keep_labels;
     bool full = !kept;
     long long waiting = positive_excess();
@@ -256,6 +269,11 @@ class TileModel {
         if (full && !truncated_) break;
         full = true;  // a partial relabel's labels may call settled pixels unable to move
         uncapped_ = truncated_;  // a capped relabel left pixels unlabelled: label them all
+        if (truncated_) {
+          ++counts.short_caps;
+          if (v_.cap_adapt == 1 || v_.cap_adapt == 2) cap_now_ *= 2;
+          fit_cap_ = v_.cap_adapt == 3;
+        }
         continue;
       }
       start = counts.time_us;
@@ -289,6 +307,8 @@ class TileModel {
   std::vector<char> dirty_;  // changed by a push visit since the last relabel
   bool truncated_ = false;   // the last relabel stopped at Variant::bfs_cap
   bool uncapped_ = false;    // the next relabel runs to the end
+  int cap_now_ = 0;          // the cap of the next capped relabel (Variant::cap_adapt)
+  bool fit_cap_ = false;     // the next whole relabel's sweeps become the cap
   std::deque<int> queue_;
   long long outstanding_ = 0;
 
@@ -948,10 +968,11 @@ class TileModel {
     std::fill(dirty_.begin(), dirty_.end(), 0);
     ++counts_->bfs_phases;
     if (v_.queue == 0) {
-      const int cap = uncapped_ ? 0 : v_.bfs_cap;
+      const int cap = uncapped_ ? 0 : cap_now_;
       uncapped_ = false;
       truncated_ = false;
-      for (int sweeps = 1; !next.empty(); ++sweeps) {
+      int sweeps = 1;
+      for (; !next.empty(); ++sweeps) {
         if (cap > 0 && sweeps >= cap) {
           truncated_ = true;
           break;
@@ -961,6 +982,10 @@ class TileModel {
           ++counts_->bfs_visits;
         });
         ++counts_->bfs_phases;
+      }
+      if (cap == 0 && fit_cap_) {
+        cap_now_ = std::max(cap_now_, sweeps);
+        fit_cap_ = false;
       }
       return;
     }
@@ -1163,7 +1188,8 @@ int run(int argc, char** argv) {
           std::printf("CUT MISMATCH: %s, variant %s, solve %zu\n", seq.name.c_str(), variants[vi]->name, i);
           ++failures;
         }
-        const std::string relabels = std::to_string(c.relabels) + "/" + std::to_string(c.full_relabels);
+        const std::string relabels = std::to_string(c.relabels) + "/" + std::to_string(c.full_relabels) + "/" +
+                                     std::to_string(c.short_caps);
         std::printf("%-14s %-8s %5s | %8s %6lld %6lld %7lld %9lld %9lld %9lld %7lld | %9.2f %7.2f %7.2f %7.2f\n",
                     seq.name.c_str(), variants[vi]->name, i == 0 ? "cold" : ("warm" + std::to_string(i)).c_str(),
                     relabels.c_str(), c.bfs_phases, c.push_phases, c.barriers, c.bfs_visits, c.push_visits, c.push_rounds,

@@ -11,7 +11,7 @@
 #                                 MaxflowSchedule variants side by side (quick), their
 #                                 phase profile, then the tuning grid of mode 0 with relabels capped at 12 sweeps
 #   realimages                    torch-free, built alone: GrabCut-50 scaled to 1024x1024, each
-#                                 image under every MaxflowSchedule queue mode (and capped relabels) side by side
+#                                 image under the MaxflowSchedules that GRABCUT_BENCH_SCHEDULES picks side by side
 #                                 (median, p90, slowest), then at native sizes as one batch
 #                                 (REAL_REPEATS timed runs per image and schedule, default 5)
 #   cpubatch                      the CPU backend on this machine's cores (issue 21): one list
@@ -103,12 +103,16 @@ if [[ " $STEPS " == *" cmake "* ]]; then
     # Every max-flow test again under other schedules than the default (relabels capped
     # at 12 sweeps): the work queue (MaxflowSchedule::queue) in mode 1, the global
     # relabel, and mode 2, the relabel and the push phase; sweeps with every relabel
-    # capped at 2 sweeps (MaxflowSchedule::bfs_cap); sweeps never capped (v0.7).
-    for mode in 1cap0 2cap0 0cap2 0cap0; do
-      GRABCUT_TEST_QUEUE=${mode:0:1} GRABCUT_TEST_CAP=${mode#*cap} \
+    # capped at 2 sweeps (MaxflowSchedule::bfs_cap), fixed and fitted when too short
+    # (MaxflowSchedule::fit_cap); sweeps never capped (v0.7).
+    for mode in 1cap0 2cap0 0cap2 0cap2fit 0cap0; do
+      cap=${mode#*cap}
+      GRABCUT_TEST_QUEUE=${mode:0:1} GRABCUT_TEST_CAP=${cap%fit} GRABCUT_TEST_FIT_CAP=$([[ $mode == *fit ]] && echo 1 || echo 0) \
         timeout 240 build-gpu/cuda_tests --gtest_brief=1 > "$LOGS/cuda_tests_queue$mode.log" 2>&1
       [[ $? -eq 0 ]] || status=1
-      echo "queue mode ${mode/cap/, relabels capped at }:"
+      label="queue mode ${mode:0:1}, relabels capped at ${cap%fit}"
+      [[ $mode == *fit ]] && label+=" (fitted when too short)"
+      echo "$label:"
       grep -E "grabcut 1024|PASSED|FAILED" "$LOGS/cuda_tests_queue$mode.log" | tail -6
     done
   fi
@@ -142,12 +146,14 @@ if [[ " $STEPS " == *" sanitize "* ]]; then
     [[ $tool == memcheck || $tool == initcheck ]] && filter="$FILTER:MaxflowCuda.EarlyFinishersKeepTheirCut"
     # Every schedule: the default (grid-wide sweeps, relabels capped at 12 sweeps), the
     # work queue (mode 2: the relabel and the push phase from it), and sweeps with
-    # relabels capped at 2 sweeps. SANITIZE_RUNS picks some (default: all three).
-    for run in default:0:12 queued:2:0 capped:0:2; do
-      IFS=: read -r name queue cap <<< "$run"
+    # relabels capped at 2 sweeps, fitted when too short. SANITIZE_RUNS picks some
+    # (default: all three).
+    for run in default:0:12:0 queued:2:0:0 capped:0:2:1; do
+      IFS=: read -r name queue cap fit <<< "$run"
       [[ " ${SANITIZE_RUNS:-default queued capped} " == *" $name "* ]] || continue
       log="$LOGS/sanitize_${tool}_$name.log"
-      GRABCUT_TEST_QUEUE=$queue GRABCUT_TEST_CAP=$cap timeout 600 "$CS" --tool $tool $extra --error-exitcode 9 \
+      GRABCUT_TEST_QUEUE=$queue GRABCUT_TEST_CAP=$cap GRABCUT_TEST_FIT_CAP=$fit \
+        timeout 600 "$CS" --tool $tool $extra --error-exitcode 9 \
         build-gpu/cuda_tests --gtest_filter="$filter" --gtest_brief=1 > "$log" 2>&1
       rc=$?
       [[ $rc -eq 0 ]] || status=1

@@ -404,23 +404,26 @@ TEST(MaxflowCuda, WarmStartMatchesCold) {
 }
 
 // Every schedule (sweeps, queued relabel, queued relabel and push; sweeps with relabels
-// capped at 1 and 4 sweeps; short and long visits), whatever GRABCUT_TEST_QUEUE and
-// GRABCUT_TEST_CAP say: the CPU's cut and flow, cold and warm.
+// capped at 1 and 4 sweeps, and at 1 sweep until a relabel proves it too short; short
+// and long visits), whatever the environment says: the CPU's cut and flow, cold and warm.
 TEST(MaxflowCuda, EverySchedule) {
   const HostGraph grabcut_like = grabcut_graph(300, 420, 91);
   const HostGraph random = random_graph(150, 190, true, 100, 300, 92);
-  for (int variant = 0; variant < 5; ++variant) {
+  for (int variant = 0; variant < 6; ++variant) {
     const int queue = variant < 3 ? variant : 0;
-    const int cap = variant == 3 ? 1 : (variant == 4 ? 4 : 0);
+    const int cap = variant == 3 || variant == 5 ? 1 : (variant == 4 ? 4 : 0);
+    const bool fit = variant == 5;
     for (const auto& [visits, rounds] : {std::pair{8, 24}, std::pair{1, 1}, std::pair{3, 200}}) {
-      const std::string what = "queue " + std::to_string(queue) + " cap " + std::to_string(cap) + " visits " +
-                               std::to_string(visits) + " rounds " + std::to_string(rounds);
+      const std::string what = "queue " + std::to_string(queue) + " cap " + std::to_string(cap) +
+                               (fit ? " fitted" : "") + " visits " + std::to_string(visits) + " rounds " +
+                               std::to_string(rounds);
       HostGraph g0 = grabcut_like;
       HostGraph g1 = random;
       const std::vector<const HostGraph*> graphs{&g0, &g1};
       GpuBatch batch(graphs);
       batch.schedule.queue = queue;
       batch.schedule.bfs_cap = cap;
+      batch.schedule.fit_cap = fit;
       batch.schedule.push_visits = visits;
       batch.schedule.local_rounds = rounds;
       batch.solve(false);
