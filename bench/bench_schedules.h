@@ -19,10 +19,10 @@ struct NamedSchedule {
 };
 
 // Keys: "qN", MaxflowSchedule::queue N; "cN", relabels capped at N sweeps; "rN", N push
-// rounds a visit; "f", the cap fitted when too short (MaxflowSchedule::fit_cap).
+// rounds a visit; "g", the cap doubled when too short (MaxflowSchedule::grow_cap).
 inline const std::vector<NamedSchedule>& all_schedules() {
   static const std::vector<NamedSchedule> all = {
-      // MaxflowSchedule: push visits, local rounds, queue, BFS cap, fit the cap
+      // MaxflowSchedule: push visits, local rounds, queue, BFS cap, grow the cap
       {"q0", "queue 0 (sweeps), v0.7", {8, 24, 0, 0}},
       {"q1", "queue 1 (relabel)", {8, 24, 1, 0}},
       {"q2", "queue 2 (relabel+push)", {8, 24, 2, 0}},
@@ -33,7 +33,7 @@ inline const std::vector<NamedSchedule>& all_schedules() {
       {"q0c12r12", "queue 0, BFS cap 12, 12 rounds (default)", {8, 12, 0, 12}},
       {"q0c12r8", "queue 0, BFS cap 12, 8 rounds", {8, 8, 0, 12}},
       {"q0c16r12", "queue 0, BFS cap 16, 12 rounds", {8, 12, 0, 16}},
-      {"q0c12r12f", "queue 0, BFS cap 12 fitted, 12 rounds", {8, 12, 0, 12, true}},
+      {"q0c12r12g", "queue 0, BFS cap 12 growing, 12 rounds", {8, 12, 0, 12, true}},
   };
   return all;
 }

@@ -159,7 +159,7 @@ const Variant kVariants[] = {
     {"q0c8r12", 0, 8, 12, 0, true, false, false, false, false, false, 8},
     {"q0c16r12", 0, 8, 12, 0, true, false, false, false, false, false, 16},
     // A cap that grows where it proved too short (Variant::cap_adapt).
-    {"q0c12r12d", 0, 8, 12, 0, true, false, false, false, false, false, 12, 1},
+    {"q0c12r12d", 0, 8, 12, 0, true, false, false, false, false, false, 12, 1},  // MaxflowSchedule::grow_cap
     {"q0c12r12dk", 0, 8, 12, 0, true, false, false, false, false, false, 12, 2},
     {"q0c12r12f", 0, 8, 12, 0, true, false, false, false, false, false, 12, 3},
     {"q0c8r12d", 0, 8, 12, 0, true, false, false, false, false, false, 8, 1},

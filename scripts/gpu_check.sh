@@ -103,15 +103,15 @@ if [[ " $STEPS " == *" cmake "* ]]; then
     # Every max-flow test again under other schedules than the default (relabels capped
     # at 12 sweeps): the work queue (MaxflowSchedule::queue) in mode 1, the global
     # relabel, and mode 2, the relabel and the push phase; sweeps with every relabel
-    # capped at 2 sweeps (MaxflowSchedule::bfs_cap), fixed and fitted when too short
-    # (MaxflowSchedule::fit_cap); sweeps never capped (v0.7).
-    for mode in 1cap0 2cap0 0cap2 0cap2fit 0cap0; do
+    # capped at 2 sweeps (MaxflowSchedule::bfs_cap), fixed and doubled when too short
+    # (MaxflowSchedule::grow_cap); sweeps never capped (v0.7).
+    for mode in 1cap0 2cap0 0cap2 0cap2grow 0cap0; do
       cap=${mode#*cap}
-      GRABCUT_TEST_QUEUE=${mode:0:1} GRABCUT_TEST_CAP=${cap%fit} GRABCUT_TEST_FIT_CAP=$([[ $mode == *fit ]] && echo 1 || echo 0) \
+      GRABCUT_TEST_QUEUE=${mode:0:1} GRABCUT_TEST_CAP=${cap%grow} GRABCUT_TEST_GROW_CAP=$([[ $mode == *grow ]] && echo 1 || echo 0) \
         timeout 240 build-gpu/cuda_tests --gtest_brief=1 > "$LOGS/cuda_tests_queue$mode.log" 2>&1
       [[ $? -eq 0 ]] || status=1
-      label="queue mode ${mode:0:1}, relabels capped at ${cap%fit}"
-      [[ $mode == *fit ]] && label+=" (fitted when too short)"
+      label="queue mode ${mode:0:1}, relabels capped at ${cap%grow}"
+      [[ $mode == *grow ]] && label+=" (doubled when too short)"
       echo "$label:"
       grep -E "grabcut 1024|PASSED|FAILED" "$LOGS/cuda_tests_queue$mode.log" | tail -6
     done
@@ -146,13 +146,13 @@ if [[ " $STEPS " == *" sanitize "* ]]; then
     [[ $tool == memcheck || $tool == initcheck ]] && filter="$FILTER:MaxflowCuda.EarlyFinishersKeepTheirCut"
     # Every schedule: the default (grid-wide sweeps, relabels capped at 12 sweeps), the
     # work queue (mode 2: the relabel and the push phase from it), and sweeps with
-    # relabels capped at 2 sweeps, fitted when too short. SANITIZE_RUNS picks some
+    # relabels capped at 2 sweeps, doubled when too short. SANITIZE_RUNS picks some
     # (default: all three).
     for run in default:0:12:0 queued:2:0:0 capped:0:2:1; do
-      IFS=: read -r name queue cap fit <<< "$run"
+      IFS=: read -r name queue cap grow <<< "$run"
       [[ " ${SANITIZE_RUNS:-default queued capped} " == *" $name "* ]] || continue
       log="$LOGS/sanitize_${tool}_$name.log"
-      GRABCUT_TEST_QUEUE=$queue GRABCUT_TEST_CAP=$cap GRABCUT_TEST_FIT_CAP=$fit \
+      GRABCUT_TEST_QUEUE=$queue GRABCUT_TEST_CAP=$cap GRABCUT_TEST_GROW_CAP=$grow \
         timeout 600 "$CS" --tool $tool $extra --error-exitcode 9 \
         build-gpu/cuda_tests --gtest_filter="$filter" --gtest_brief=1 > "$log" 2>&1
       rc=$?

@@ -208,7 +208,7 @@ struct SolverArgs {
   int queued_push;   // 1: the push phase runs from the work queue (each tile at most
                      // push_sweeps visits) instead of push_sweeps grid-wide sweeps
   int bfs_cap;       // MaxflowSchedule::bfs_cap (0: none)
-  int fit_cap;       // MaxflowSchedule::fit_cap
+  int grow_cap;      // MaxflowSchedule::grow_cap
 };
 
 struct TileCtx {
@@ -946,7 +946,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm) maxflow_kernel(Solv
   unsigned int push_sweeps = 0;
   int sweep = 0;
   bool uncapped = false;  // the next relabel runs to the end (see MaxflowSchedule::bfs_cap)
-  int cap = a.bfs_cap;    // grows to a whole relabel's length with MaxflowSchedule::fit_cap
+  int cap = a.bfs_cap;    // doubles where it proved too short with MaxflowSchedule::grow_cap
   for (int relabel = 0;; ++relabel) {
     ++relabels;
     // This relabel's check writes row `row` of graph_active; the previous relabel was
@@ -964,8 +964,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm) maxflow_kernel(Solv
     // after the same barriers).
     bool first = true;
     bool capped = false;
-    int relabel_sweeps = 1;
-    for (;; ++relabel_sweeps) {
+    for (int relabel_sweeps = 1;; ++relabel_sweeps) {
       ++sweep;
       ++bfs_sweeps;
       if (leader) {
@@ -1000,9 +999,6 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm) maxflow_kernel(Solv
         break;
       }
     }
-    // A relabel run to the end because the capped one before it left nothing to push:
-    // the excess lies beyond the cap, so the cap becomes this wave's length.
-    if (uncapped && a.fit_cap != 0) cap = max(cap, relabel_sweeps);
     uncapped = false;
     // The check (next sweep) does not empty the list slot read here.
     if (capped) keep_unfinished_graphs_live(a, sweep, row);
@@ -1022,6 +1018,9 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm) maxflow_kernel(Solv
       // left pixels unlabelled (their excess waited): then a whole relabel decides.
       if (!capped) break;
       uncapped = true;
+      // The excess of some graph lies beyond the cap: stopping short of it again would
+      // waste the next relabel too.
+      if (a.grow_cap != 0 && cap < (1 << 29)) cap *= 2;
       continue;
     }
     if (a.queued_push) {
@@ -1187,7 +1186,7 @@ void maxflow_cuda(const BatchedGridGraph& graph, std::uint8_t* source_side, std:
   a.queued_bfs = schedule.queue >= 1 ? 1 : 0;
   a.queued_push = schedule.queue >= 2 ? 1 : 0;
   a.bfs_cap = schedule.queue == 0 ? schedule.bfs_cap : 0;
-  a.fit_cap = schedule.fit_cap ? 1 : 0;
+  a.grow_cap = schedule.grow_cap ? 1 : 0;
   a.tile_state = reinterpret_cast<int*>(base + l.tile_state);
   a.queue = reinterpret_cast<int*>(base + l.queue);
 

@@ -43,11 +43,11 @@ struct MaxflowSchedule {
   // labels give the cut). Capped at 12, most relabels stop where the wave has reached
   // the excess that can still move; a wave of hundreds of sweeps runs once, at the end.
   int bfs_cap = 12;
-  // With bfs_cap: when a capped relabel proved too short (the check after it found
-  // nothing to push, so a relabel to the end followed), the later relabels of the
-  // solve are capped at that whole relabel's number of sweeps instead: the excess of
-  // this graph lies beyond the cap, and stopping short of it again wastes a relabel.
-  bool fit_cap = false;
+  // With bfs_cap: each time a capped relabel proves too short (the check after it
+  // finds nothing to push, so a relabel to the end follows), the cap doubles for the
+  // rest of the solve: the excess lies beyond it, and stopping short again wastes a
+  // relabel.
+  bool grow_cap = false;
 };
 
 // Bytes of device scratch memory maxflow_cuda needs for this batch (the solver's

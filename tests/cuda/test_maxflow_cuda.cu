@@ -404,7 +404,7 @@ TEST(MaxflowCuda, WarmStartMatchesCold) {
 }
 
 // Every schedule (sweeps, queued relabel, queued relabel and push; sweeps with relabels
-// capped at 1 and 4 sweeps, and at 1 sweep until a relabel proves it too short; short
+// capped at 1 and 4 sweeps, and at 1 sweep doubled each time it proves too short; short
 // and long visits), whatever the environment says: the CPU's cut and flow, cold and warm.
 TEST(MaxflowCuda, EverySchedule) {
   const HostGraph grabcut_like = grabcut_graph(300, 420, 91);
@@ -412,10 +412,10 @@ TEST(MaxflowCuda, EverySchedule) {
   for (int variant = 0; variant < 6; ++variant) {
     const int queue = variant < 3 ? variant : 0;
     const int cap = variant == 3 || variant == 5 ? 1 : (variant == 4 ? 4 : 0);
-    const bool fit = variant == 5;
+    const bool grow = variant == 5;
     for (const auto& [visits, rounds] : {std::pair{8, 24}, std::pair{1, 1}, std::pair{3, 200}}) {
       const std::string what = "queue " + std::to_string(queue) + " cap " + std::to_string(cap) +
-                               (fit ? " fitted" : "") + " visits " + std::to_string(visits) + " rounds " +
+                               (grow ? " growing" : "") + " visits " + std::to_string(visits) + " rounds " +
                                std::to_string(rounds);
       HostGraph g0 = grabcut_like;
       HostGraph g1 = random;
@@ -423,7 +423,7 @@ TEST(MaxflowCuda, EverySchedule) {
       GpuBatch batch(graphs);
       batch.schedule.queue = queue;
       batch.schedule.bfs_cap = cap;
-      batch.schedule.fit_cap = fit;
+      batch.schedule.grow_cap = grow;
       batch.schedule.push_visits = visits;
       batch.schedule.local_rounds = rounds;
       batch.solve(false);

@@ -3,7 +3,7 @@
 //   GRABCUT_TEST_QUEUE=0/1/2   MaxflowSchedule::queue
 //   GRABCUT_TEST_CAP=N         MaxflowSchedule::bfs_cap (0: relabels never capped)
 //   GRABCUT_TEST_ROUNDS=N      MaxflowSchedule::local_rounds (N >= 1)
-//   GRABCUT_TEST_FIT_CAP=0/1   MaxflowSchedule::fit_cap
+//   GRABCUT_TEST_GROW_CAP=0/1  MaxflowSchedule::grow_cap
 #pragma once
 
 #include <cstdlib>
@@ -20,8 +20,8 @@ inline grabcut::cuda::MaxflowSchedule schedule_from_environment() {
   if (cap != nullptr && std::atoi(cap) >= 0) schedule.bfs_cap = std::atoi(cap);
   const char* rounds = std::getenv("GRABCUT_TEST_ROUNDS");
   if (rounds != nullptr && std::atoi(rounds) >= 1) schedule.local_rounds = std::atoi(rounds);
-  const char* fit = std::getenv("GRABCUT_TEST_FIT_CAP");
-  if (fit != nullptr) schedule.fit_cap = std::atoi(fit) != 0;
+  const char* grow = std::getenv("GRABCUT_TEST_GROW_CAP");
+  if (grow != nullptr) schedule.grow_cap = std::atoi(grow) != 0;
   return schedule;
 }
 
