@@ -118,7 +118,10 @@ if [[ " $STEPS " == *" cmake "* ]]; then
   fi
 fi
 
-if [[ " $STEPS " == *" busy "* ]]; then
+if [[ " $STEPS " == *" busy "* && ! -x build-gpu/cuda_tests ]]; then
+  echo "busy: build-gpu/cuda_tests is missing (the cmake step builds it)"
+  status=1
+elif [[ " $STEPS " == *" busy "* ]]; then
   step "CUDA tests on a shared GPU (another process solving max-flows beside them)"
   # Streams that do not wait for each other only show their races when the GPU is
   # busy: the driver and stage tests run beside a loop of the max-flow tests.
