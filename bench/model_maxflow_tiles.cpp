@@ -163,6 +163,7 @@ const Variant kVariants[] = {
     {"q0c12r12dk", 0, 8, 12, 0, true, false, false, false, false, false, 12, 2},
     {"q0c12r12f", 0, 8, 12, 0, true, false, false, false, false, false, 12, 3},
     {"q0c8r12d", 0, 8, 12, 0, true, false, false, false, false, false, 8, 1},
+    {"q0c12r12dl", 0, 8, 12, 0, true, false, false, false, true, false, 12, 1},  // + the last solve's labels kept
 };
 
 // Costs of the GPU solver's steps on the H200 (us), from the v0.7 profile: a push
