@@ -23,27 +23,29 @@ struct NamedSchedule {
 inline const std::vector<NamedSchedule>& all_schedules() {
   static const std::vector<NamedSchedule> all = {
       // MaxflowSchedule: push visits, local rounds, queue, BFS cap, grow the cap
-      {"q0", "queue 0 (sweeps), v0.7", {8, 24, 0, 0}},
-      {"q1", "queue 1 (relabel)", {8, 24, 1, 0}},
-      {"q2", "queue 2 (relabel+push)", {8, 24, 2, 0}},
-      {"q0c8", "queue 0, BFS cap 8", {8, 24, 0, 8}},
-      {"q0c12", "queue 0, BFS cap 12", {8, 24, 0, 12}},
-      {"q0c16", "queue 0, BFS cap 16", {8, 24, 0, 16}},
-      {"q0c24", "queue 0, BFS cap 24", {8, 24, 0, 24}},
-      {"q0c12r12", "queue 0, BFS cap 12, 12 rounds (default)", {8, 12, 0, 12}},
-      {"q0c12r8", "queue 0, BFS cap 12, 8 rounds", {8, 8, 0, 12}},
-      {"q0c16r12", "queue 0, BFS cap 16, 12 rounds", {8, 12, 0, 16}},
-      {"q0c12r12g", "queue 0, BFS cap 12 growing, 12 rounds", {8, 12, 0, 12, true}},
+      {"q0", "queue 0 (sweeps), v0.7", {8, 24, 0, 0, false}},
+      {"q1", "queue 1 (relabel)", {8, 24, 1, 0, false}},
+      {"q2", "queue 2 (relabel+push)", {8, 24, 2, 0, false}},
+      {"q0c8", "queue 0, BFS cap 8", {8, 24, 0, 8, false}},
+      {"q0c12", "queue 0, BFS cap 12", {8, 24, 0, 12, false}},
+      {"q0c16", "queue 0, BFS cap 16", {8, 24, 0, 16, false}},
+      {"q0c24", "queue 0, BFS cap 24", {8, 24, 0, 24, false}},
+      {"q0c12r12", "queue 0, BFS cap 12, 12 rounds, v0.13", {8, 12, 0, 12, false}},
+      {"q0c12r8", "queue 0, BFS cap 12, 8 rounds", {8, 8, 0, 12, false}},
+      {"q0c16r12", "queue 0, BFS cap 16, 12 rounds", {8, 12, 0, 16, false}},
+      {"q0c12r12g", "queue 0, BFS cap 12 growing, 12 rounds (default)", {8, 12, 0, 12, true}},
+      {"q0c16r12g", "queue 0, BFS cap 16 growing, 12 rounds", {8, 12, 0, 16, true}},
+      {"q0c24r12g", "queue 0, BFS cap 24 growing, 12 rounds", {8, 12, 0, 24, true}},
   };
   return all;
 }
 
 // The schedules GRABCUT_BENCH_SCHEDULES names (comma-separated keys; default
-// q0,q0c12r12: v0.7 and today's default), in the table's order, the first being the
+// q0,q0c12r12g: v0.7 and today's default), in the table's order, the first being the
 // baseline. Throws std::invalid_argument if it names none.
 inline std::vector<NamedSchedule> picked_schedules() {
   const char* pick = std::getenv("GRABCUT_BENCH_SCHEDULES");
-  const std::string wanted = "," + std::string(pick != nullptr ? pick : "q0,q0c12r12") + ",";
+  const std::string wanted = "," + std::string(pick != nullptr ? pick : "q0,q0c12r12g") + ",";
   std::vector<NamedSchedule> picked;
   std::string keys;
   for (const NamedSchedule& n : all_schedules()) {

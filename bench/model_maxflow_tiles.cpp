@@ -152,14 +152,14 @@ const Variant kVariants[] = {
     {"q0c12v4", 0, 4, 24, 0, true, false, false, false, false, false, 12},
     {"q0c12v6", 0, 6, 24, 0, true, false, false, false, false, false, 12},
     {"q0c12v12", 0, 12, 24, 0, true, false, false, false, false, false, 12},
-    {"q0c12r12", 0, 8, 12, 0, true, false, false, false, false, false, 12},  // v0.13, the library's default
+    {"q0c12r12", 0, 8, 12, 0, true, false, false, false, false, false, 12},  // v0.13
     {"q0c12r48", 0, 8, 48, 0, true, false, false, false, false, false, 12},
     {"q0c12r8", 0, 8, 8, 0, true, false, false, false, false, false, 12},
     {"q0c12r6", 0, 8, 6, 0, true, false, false, false, false, false, 12},
     {"q0c8r12", 0, 8, 12, 0, true, false, false, false, false, false, 8},
     {"q0c16r12", 0, 8, 12, 0, true, false, false, false, false, false, 16},
     // A cap that grows where it proved too short (Variant::cap_adapt).
-    {"q0c12r12d", 0, 8, 12, 0, true, false, false, false, false, false, 12, 1},  // MaxflowSchedule::grow_cap
+    {"q0c12r12d", 0, 8, 12, 0, true, false, false, false, false, false, 12, 1},  // v0.13b, the library's default
     {"q0c12r12dk", 0, 8, 12, 0, true, false, false, false, false, false, 12, 2},
     {"q0c12r12f", 0, 8, 12, 0, true, false, false, false, false, false, 12, 3},
     {"q0c8r12d", 0, 8, 12, 0, true, false, false, false, false, false, 8, 1},

@@ -101,11 +101,12 @@ if [[ " $STEPS " == *" cmake "* ]]; then
     [[ $? -eq 0 ]] || status=1
     tail -25 "$LOGS/cuda_tests.log"
     # Every max-flow test again under other schedules than the default (relabels capped
-    # at 12 sweeps): the work queue (MaxflowSchedule::queue) in mode 1, the global
+    # at 12 sweeps, doubled when too short): the work queue (MaxflowSchedule::queue) in mode 1, the global
     # relabel, and mode 2, the relabel and the push phase; sweeps with every relabel
     # capped at 2 sweeps (MaxflowSchedule::bfs_cap), fixed and doubled when too short
-    # (MaxflowSchedule::grow_cap); sweeps never capped (v0.7).
-    for mode in 1cap0 2cap0 0cap2 0cap2grow 0cap0; do
+    # (MaxflowSchedule::grow_cap), and capped at 12, fixed (v0.13); sweeps never capped (v0.7). CMAKE_MODES picks some
+    # (QUEUEcapCAP, "grow" appended for a doubling cap).
+    for mode in ${CMAKE_MODES:-1cap0 2cap0 0cap2 0cap2grow 0cap12 0cap0}; do
       cap=${mode#*cap}
       GRABCUT_TEST_QUEUE=${mode:0:1} GRABCUT_TEST_CAP=${cap%grow} GRABCUT_TEST_GROW_CAP=$([[ $mode == *grow ]] && echo 1 || echo 0) \
         timeout 240 build-gpu/cuda_tests --gtest_brief=1 > "$LOGS/cuda_tests_queue$mode.log" 2>&1
@@ -118,11 +119,9 @@ if [[ " $STEPS " == *" cmake "* ]]; then
   fi
 fi
 
-if [[ " $STEPS " == *" busy "* && ! -x build-gpu/cuda_tests ]]; then
-  echo "busy: build-gpu/cuda_tests is missing (the cmake step builds it)"
-  status=1
-elif [[ " $STEPS " == *" busy "* ]]; then
+if [[ " $STEPS " == *" busy "* ]]; then
   step "CUDA tests on a shared GPU (another process solving max-flows beside them)"
+  [[ -x build-gpu/cuda_tests ]] || build_gpu "$LOGS/busy_build.log" cuda_tests
   # Streams that do not wait for each other only show their races when the GPU is
   # busy: the driver and stage tests run beside a loop of the max-flow tests.
   (while true; do build-gpu/cuda_tests --gtest_filter='MaxflowCuda.*' > /dev/null 2>&1; done) &
@@ -139,30 +138,45 @@ fi
 
 if [[ " $STEPS " == *" sanitize "* ]]; then
   step "compute-sanitizer on small and odd sizes (memcheck, racecheck, synccheck, initcheck)"
+  [[ -x build-gpu/cuda_tests ]] || build_gpu "$LOGS/sanitize_build.log" cuda_tests
   CS=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
   FILTER='OddSizes*:MaxflowCuda.SinglePixel:MaxflowCuda.EmptyBatchAndEmptyGraphs:MaxflowCuda.MixedSizeBatch:Driver.EvalModeMatchesCpu'
-  for tool in memcheck racecheck synccheck initcheck; do
-    extra=""
+  # The runs go side by side: each takes minutes (racecheck ~5), mostly on one host
+  # core, and the tests pass on a shared GPU (the busy step). SANITIZE_TOOLS and
+  # SANITIZE_RUNS pick some (default: all); SANITIZE_TIMEOUT bounds each (default 600 s).
+  sanitizer_runs=()
+  for tool in ${SANITIZE_TOOLS:-memcheck racecheck synccheck initcheck}; do
+    extra=()
     filter=$FILTER
-    [[ $tool == memcheck ]] && extra="--leak-check full"
+    [[ $tool == memcheck ]] && extra=(--leak-check full)
     # Retired graphs (global flags read across blocks): memory and initialisation checks.
     [[ $tool == memcheck || $tool == initcheck ]] && filter="$FILTER:MaxflowCuda.EarlyFinishersKeepTheirCut"
-    # Every schedule: the default (grid-wide sweeps, relabels capped at 12 sweeps), the
-    # work queue (mode 2: the relabel and the push phase from it), and sweeps with
-    # relabels capped at 2 sweeps, doubled when too short. SANITIZE_RUNS picks some
-    # (default: all three).
-    for run in default:0:12:0 queued:2:0:0 capped:0:2:1; do
+    # Every schedule: the default (grid-wide sweeps, relabels capped at 12 sweeps and
+    # doubled when too short), the work queue (mode 2: the relabel and the push phase
+    # from it), and sweeps with relabels capped at 2 sweeps, doubled when too short.
+    for run in default:0:12:1 queued:2:0:0 capped:0:2:1; do
       IFS=: read -r name queue cap grow <<< "$run"
       [[ " ${SANITIZE_RUNS:-default queued capped} " == *" $name "* ]] || continue
       log="$LOGS/sanitize_${tool}_$name.log"
-      GRABCUT_TEST_QUEUE=$queue GRABCUT_TEST_CAP=$cap GRABCUT_TEST_GROW_CAP=$grow \
-        timeout 600 "$CS" --tool $tool $extra --error-exitcode 9 \
-        build-gpu/cuda_tests --gtest_filter="$filter" --gtest_brief=1 > "$log" 2>&1
-      rc=$?
-      [[ $rc -eq 0 ]] || status=1
-      echo "$tool ($name): exit $rc; $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|LEAK SUMMARY' "$log" | tr '\n' ' ')"
-      [[ $name != default ]] || grep -E "PASSED|FAILED" "$log" | tail -3
+      (
+        t0=$SECONDS
+        GRABCUT_TEST_QUEUE=$queue GRABCUT_TEST_CAP=$cap GRABCUT_TEST_GROW_CAP=$grow \
+          timeout -k 10 "${SANITIZE_TIMEOUT:-600}" "$CS" --tool "$tool" ${extra[@]+"${extra[@]}"} --error-exitcode 9 \
+          build-gpu/cuda_tests --gtest_filter="$filter" --gtest_brief=1 > "$log" 2>&1
+        rc=$?
+        echo "exit $rc after $((SECONDS - t0)) s" >> "$log"
+        exit $rc
+      ) &
+      sanitizer_runs+=("$!:$tool:$name:$log")
     done
+  done
+  for r in "${sanitizer_runs[@]}"; do
+    IFS=: read -r pid tool name log <<< "$r"
+    wait "$pid"
+    rc=$?
+    [[ $rc -eq 0 ]] || status=1
+    echo "$tool ($name): $(tail -1 "$log"); $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|LEAK SUMMARY' "$log" | tr '\n' ' ')"
+    grep -E "^\[  (PASSED|FAILED)" "$log" | head -2
   done
 fi
 

@@ -46,8 +46,9 @@ struct MaxflowSchedule {
   // With bfs_cap: each time a capped relabel proves too short (the check after it
   // finds nothing to push, so a relabel to the end follows), the cap doubles for the
   // rest of the solve: the excess lies beyond it, and stopping short again wastes a
-  // relabel.
-  bool grow_cap = false;
+  // relabel. The cap starts again at bfs_cap in the next solve (a warm start's excess
+  // lies elsewhere).
+  bool grow_cap = true;
 };
 
 // Bytes of device scratch memory maxflow_cuda needs for this batch (the solver's

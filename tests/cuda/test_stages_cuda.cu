@@ -641,8 +641,8 @@ TEST(Driver, BoxInitMatchesCpu) {
 // The masks do not depend on the max-flow's schedule (its cut is unique): every queue
 // mode with relabels never capped, and sweeps with relabels capped at 2 sweeps (fixed,
 // and doubled when too short), called directly and captured into a CUDA graph, give
-// grabcut_cpu's results (the other tests run the default schedule, capped at 12, or
-// the environment's: test_schedule.h).
+// grabcut_cpu's results (the other tests run the default schedule, capped at 12 and
+// doubled when too short, or the environment's: test_schedule.h).
 TEST(Driver, EveryScheduleMatchesCpu) {
   for (int variant = 0; variant < 5; ++variant) {
     grabcut::cuda::MaxflowSchedule schedule;
