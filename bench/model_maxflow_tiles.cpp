@@ -115,6 +115,11 @@ struct Variant {
   // the rest of the solve; 2, it doubles and the warm solves that follow keep it;
   // 3, it becomes the number of sweeps that whole relabel took, for the rest of the solve.
   int cap_adapt = 0;
+  // A warm start first takes back the flow on every n-link whose two ends were on the
+  // source side of the last cut (their excess returns to where the terminals put it;
+  // any flow within the capacities is a valid preflow of this representation), so
+  // that excess piled against the old cut does not have to travel back.
+  bool warm_reset_source = false;
 };
 
 const Variant kVariants[] = {
@@ -164,6 +169,7 @@ const Variant kVariants[] = {
     {"q0c12r12f", 0, 8, 12, 0, true, false, false, false, false, false, 12, 3},
     {"q0c8r12d", 0, 8, 12, 0, true, false, false, false, false, false, 8, 1},
     {"q0c12r12dl", 0, 8, 12, 0, true, false, false, false, true, false, 12, 1},  // + the last solve's labels kept
+    {"q0c12r12ds", 0, 8, 12, 0, true, false, false, false, false, false, 12, 1, true},  // + source side's flow reset
 };
 
 // Costs of the GPU solver's steps on the H200 (us), from the v0.7 profile: a push
@@ -353,6 +359,7 @@ class TileModel {
       old_term_.assign(n_, 0);
       for (std::int64_t p = 0; p < n_; ++p) excess_[p] = g.terminal[p];
     } else {
+      if (v_.warm_reset_source) reset_source_side_flow();
       for (std::int64_t p = 0; p < n_; ++p) excess_[p] += static_cast<long long>(g.terminal[p]) - old_term_[p];
     }
     old_term_ = g.terminal;
@@ -364,6 +371,25 @@ class TileModel {
     queue_.clear();
     outstanding_ = 0;
     return same;
+  }
+
+  // Variant::warm_reset_source, from the last solve's final labels (kInf: source side).
+  void reset_source_side_flow() {
+    for (int y = 0; y < H_; ++y) {
+      for (int x = 0; x < W_; ++x) {
+        const std::int64_t p = pix(x, y);
+        if (height_[p] < kInf) continue;
+        for (int k = 0; k < 4; ++k) {
+          const int nx = x + dir_dx(k);
+          const int ny = y + dir_dy(k);
+          if (!in_grid(nx, ny) || height_[pix(nx, ny)] < kInf) continue;
+          const int f = flow_[4 * p + k];
+          flow_[4 * p + k] = 0;
+          excess_[p] += f;
+          excess_[pix(nx, ny)] -= f;
+        }
+      }
+    }
   }
 
   void apply(const Writes& w) {
