@@ -1,9 +1,12 @@
 """Writes GrabCut-50 as PPM images and a box list for the torch-free C++ benchmarks.
 
-    python bench/grabcut50_ppm.py --out DIR [--size 1024] [--data data/grabcut50]
+    python bench/grabcut50_ppm.py --out DIR [--size 1024 | --crops N] [--data data/grabcut50]
 
 Each image is resized to exactly SIZE x SIZE (bicubic, Pillow; the box scaled with
 it, as the GPU benchmark of issue 20 does) or, with --size 0, kept at its own size.
+With --crops N, each image gives N crops the way the dataset job cuts them (the box
+with a margin of 10% of its side, at least 8 px, clipped to the image), from the
+image scaled so that the crop's longer side is 96..320 px (drawn with a fixed seed).
 DIR/list.txt gets one line per image, "name.ppm x0 y0 x1 y1" with a half-open box,
 which tests/common/ppm_image.h reads. The PPMs hold the image's channels in OpenCV's
 order (BGR), the order the library's callers pass. The dataset's licence is for
@@ -51,17 +54,48 @@ def write_ppm(path: Path, image: np.ndarray) -> None:
         f.write(np.ascontiguousarray(image, dtype=np.uint8).tobytes())
 
 
+def crops_of(
+    image: np.ndarray, box: tuple[int, int, int, int], n: int, rng: np.random.Generator
+) -> list[tuple[np.ndarray, tuple[int, int, int, int]]]:
+    """N (crop, half-open box in the crop) of the image around its box, as the dataset job's plan cuts them."""
+    h, w = image.shape[:2]
+    out = []
+    for _ in range(n):
+        longest = int(rng.integers(96, 321))
+        bx0, by0, bx1, by1 = box
+        side = max(bx1 - bx0, by1 - by0) * 1.2
+        scale = min(1.0, longest / side)
+        sh, sw = max(1, round(h * scale)), max(1, round(w * scale))
+        scaled = np.asarray(Image.fromarray(image[:, :, ::-1]).resize((sw, sh), Image.BICUBIC))[:, :, ::-1]
+        x0, y0, x1, y1 = scale_box(box, sh / h, sw / w, sh, sw)
+        mx = max(8, int(np.ceil(0.1 * (x1 - x0))))
+        my = max(8, int(np.ceil(0.1 * (y1 - y0))))
+        cx0, cy0, cx1, cy1 = max(0, x0 - mx), max(0, y0 - my), min(sw, x1 + mx), min(sh, y1 + my)
+        out.append((np.ascontiguousarray(scaled[cy0:cy1, cx0:cx1]), (x0 - cx0, y0 - cy0, x1 - cx0, y1 - cy0)))
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", required=True, type=Path)
     parser.add_argument("--size", type=int, default=1024, help="side of the square images; 0 keeps each size")
+    parser.add_argument("--crops", type=int, default=0, help="crops per image, as the dataset job cuts them (0: none)")
     parser.add_argument("--data", default=os.environ.get("TORCHGRABCUT_GRABCUT50", "data/grabcut50"))
     args = parser.parse_args()
     if args.size < 0 or args.size > 8192:
         parser.error("--size: expected 0..8192")
+    if args.crops < 0 or args.crops > 1000:
+        parser.error("--crops: expected 0..1000")
     args.out.mkdir(parents=True, exist_ok=True)
     lines = []
+    rng = np.random.default_rng(20)
     for name_in, image, box in load_items(Path(args.data)):
+        if args.crops > 0:
+            for i, (crop, cbox) in enumerate(crops_of(image, box, args.crops, rng)):
+                name = f"{Path(name_in).stem}_{i}.ppm"
+                write_ppm(args.out / name, crop)
+                lines.append(f"{name} {cbox[0]} {cbox[1]} {cbox[2]} {cbox[3]}\n")
+            continue
         h, w = image.shape[:2]
         if args.size > 0:
             resized = Image.fromarray(image[:, :, ::-1]).resize((args.size, args.size), Image.BICUBIC)

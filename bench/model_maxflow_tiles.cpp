@@ -13,6 +13,11 @@
 //   model_maxflow_tiles list FILE [COUNT]            images of a list written by
 //                        bench/grabcut50_ppm.py: every iteration of a 5-iteration
 //                        GrabCut from the box (the first cold, then warm)
+//   model_maxflow_tiles batch FILE [COUNT]           the same images as one batch, the
+//                        way the GPU solves a list call: one grid of all of them, each
+//                        graph in its own tiles, finished graphs retired
+//   model_maxflow_tiles crops [N]                    the first N (512) crop-sized graphs of
+//                        bench_maxflow_cuda as one batch, one cold solve
 //   options: --variants a,b,...  (default: all; see kVariants) --blocks B (264)
 //            --read-delay US (1): when a queued visit reads the state after its take
 //            --scan-pass US (0.8): the cost of a line-scan BFS pass (variants q0s, q2s, q2sl)
@@ -120,6 +125,13 @@ struct Variant {
   // any flow within the capacities is a valid preflow of this representation), so
   // that excess piled against the old cut does not have to travel back.
   bool warm_reset_source = false;
+  // In a batch (`batch` mode), each graph has its own cap (queue 0): a graph's tiles
+  // leave a relabel's sweeps once its cap is reached, and a graph whose check found
+  // nothing to push after its relabel stopped short gets the next relabel uncapped
+  // (and its cap doubled with cap_adapt 1), while the other graphs go on pushing. The
+  // GPU's cap is the batch's: one graph stopped short waits until no graph has
+  // anything to push.
+  bool cap_per_graph = false;
 };
 
 const Variant kVariants[] = {
@@ -170,6 +182,7 @@ const Variant kVariants[] = {
     {"q0c8r12d", 0, 8, 12, 0, true, false, false, false, false, false, 8, 1},
     {"q0c12r12dl", 0, 8, 12, 0, true, false, false, false, true, false, 12, 1},  // + the last solve's labels kept
     {"q0c12r12ds", 0, 8, 12, 0, true, false, false, false, false, false, 12, 1, true},  // + source side's flow reset
+    {"q0c12r12dg", 0, 8, 12, 0, true, false, false, false, false, false, 12, 1, false, true},  // + a cap per graph
 };
 
 // Costs of the GPU solver's steps on the H200 (us), from the v0.7 profile: a push
@@ -247,6 +260,13 @@ class TileModel {
  public:
   TileModel(const Variant& v, const Costs& costs) : v_(v), c_(costs) {}
 
+  // The graphs of a batch laid out in one grid (`batch` mode): the graph of each tile
+  // (-1: a tile of no graph, never visited). Without it, all tiles are one graph.
+  void set_graphs(std::vector<int> tile_graph, int graphs) {
+    tile_graph_ = std::move(tile_graph);
+    graphs_ = graphs;
+  }
+
   // Solves g (warm: from the flow of the last solve, whose graph had the same
   // n-links); returns the canonical cut (1 = source side).
   std::vector<std::uint8_t> solve(const HostGridGraph& g, bool warm, Counts& counts) {
@@ -256,6 +276,14 @@ class TileModel {
     uncapped_ = false;
     if (!warm || v_.cap_adapt != 2) cap_now_ = v_.bfs_cap;
     const bool kept = setup(g, warm) && v_.keep_labels;
+    if (tile_graph_.size() != static_cast<std::size_t>(tiles_)) {
+      tile_graph_.assign(static_cast<std::size_t>(tiles_), 0);
+      graphs_ = 1;
+    }
+    live_.assign(static_cast<std::size_t>(graphs_), 1);
+    graph_cap_.assign(static_cast<std::size_t>(graphs_), v_.bfs_cap);
+    graph_uncapped_.assign(static_cast<std::size_t>(graphs_), 0);
+    graph_truncated_.assign(static_cast<std::size_t>(graphs_), 0);
     bool full = !kept;
     long long waiting = positive_excess();
     for (bool first = true;; first = false) {
@@ -272,6 +300,31 @@ class TileModel {
       start = counts.time_us;
       const bool active = check();
       counts.check_us += counts.time_us - start;
+      if (v_.cap_per_graph && v_.queue == 0) {
+        // Each graph decides alone: finished, relabel it to the end next, or push.
+        bool any_live = false;
+        for (int b = 0; b < graphs_; ++b) {
+          if (live_[b] == 0 || graph_active_[b] != 0) {
+            any_live = any_live || live_[b] != 0;
+            continue;
+          }
+          if (graph_truncated_[b] != 0) {
+            ++counts.short_caps;
+            graph_uncapped_[b] = 1;
+            if (v_.cap_adapt == 1) graph_cap_[b] *= 2;
+            any_live = true;
+          } else {
+            live_[b] = 0;
+          }
+        }
+        if (!any_live) break;
+        if (!active) continue;
+      } else {
+        // A graph with nothing to push whose relabel reached all of it is finished.
+        for (int b = 0; b < graphs_; ++b) {
+          if (graph_active_[b] == 0 && graph_truncated_[b] == 0) live_[b] = 0;
+        }
+      }
       if (!active) {
         if (full && !truncated_) break;
         full = true;  // a partial relabel's labels may call settled pixels unable to move
@@ -318,6 +371,17 @@ class TileModel {
   bool fit_cap_ = false;     // the next whole relabel's sweeps become the cap
   std::deque<int> queue_;
   long long outstanding_ = 0;
+  // Graphs of a batch (set_graphs): each tile's graph, which are still solving, and
+  // their caps (Variant::cap_per_graph) and states after the last relabel and check.
+  std::vector<int> tile_graph_;
+  int graphs_ = 1;
+  std::vector<char> live_, graph_uncapped_, graph_truncated_, graph_active_;
+  std::vector<int> graph_cap_;
+
+  bool visited(int t) const {
+    const int b = tile_graph_[static_cast<std::size_t>(t)];
+    return b >= 0 && live_[static_cast<std::size_t>(b)] != 0;
+  }
 
   static constexpr int kRunning = 1;
   static constexpr int kPending = 2;
@@ -887,7 +951,9 @@ class TileModel {
     std::vector<int> next;
     for (const auto& w : writes) {
       apply(w);
-      for (const int r : w.requests) next.push_back(r);
+      for (const int r : w.requests) {
+        if (visited(r)) next.push_back(r);
+      }
     }
     std::sort(next.begin(), next.end());
     next.erase(std::unique(next.begin(), next.end()), next.end());
@@ -897,6 +963,7 @@ class TileModel {
   }
 
   void request(int t) {
+    if (!visited(t)) return;
     if (tile_state_[t] == 0) {
       tile_state_[t] = kPending;
       ++outstanding_;
@@ -972,8 +1039,10 @@ class TileModel {
   }
 
   std::vector<int> all_tiles() const {
-    std::vector<int> t(static_cast<std::size_t>(tiles_));
-    for (int i = 0; i < tiles_; ++i) t[static_cast<std::size_t>(i)] = i;
+    std::vector<int> t;
+    for (int i = 0; i < tiles_; ++i) {
+      if (visited(i)) t.push_back(i);
+    }
     return t;
   }
 
@@ -998,10 +1067,26 @@ class TileModel {
       const int cap = uncapped_ ? 0 : cap_now_;
       uncapped_ = false;
       truncated_ = false;
+      std::fill(graph_truncated_.begin(), graph_truncated_.end(), 0);
       int sweeps = 1;
       for (; !next.empty(); ++sweeps) {
-        if (cap > 0 && sweeps >= cap) {
+        if (v_.cap_per_graph) {
+          // A graph's tiles leave the relabel at its own cap.
+          std::vector<int> kept;
+          for (const int t : next) {
+            const auto b = static_cast<std::size_t>(tile_graph_[static_cast<std::size_t>(t)]);
+            if (graph_uncapped_[b] == 0 && graph_cap_[b] > 0 && sweeps >= graph_cap_[b]) {
+              graph_truncated_[b] = 1;
+              truncated_ = true;
+            } else {
+              kept.push_back(t);
+            }
+          }
+          next = std::move(kept);
+          if (next.empty()) break;
+        } else if (cap > 0 && sweeps >= cap) {
           truncated_ = true;
+          for (const int t : next) graph_truncated_[static_cast<std::size_t>(tile_graph_[static_cast<std::size_t>(t)])] = 1;
           break;
         }
         next = sweep(next, false, [&](int t, Writes& w) {
@@ -1014,6 +1099,7 @@ class TileModel {
         cap_now_ = std::max(cap_now_, sweeps);
         fit_cap_ = false;
       }
+      std::fill(graph_uncapped_.begin(), graph_uncapped_.end(), 0);
       return;
     }
     for (const int t : next) request(t);
@@ -1029,7 +1115,11 @@ class TileModel {
   std::vector<int> active_;
   bool check() {
     active_.clear();
+    graph_active_.assign(static_cast<std::size_t>(graphs_), 0);
+    int checked = 0;
     for (int t = 0; t < tiles_; ++t) {
+      if (!visited(t)) continue;
+      ++checked;
       const int x0 = (t % tiles_x_) * kTileW;
       const int y0 = (t / tiles_x_) * kTileH;
       bool act = false;
@@ -1042,9 +1132,12 @@ class TileModel {
           }
         }
       }
-      if (act) active_.push_back(t);
+      if (act) {
+        active_.push_back(t);
+        graph_active_[static_cast<std::size_t>(tile_graph_[static_cast<std::size_t>(t)])] = 1;
+      }
     }
-    const double per_block = c_.idle_visit * ((tiles_ + c_.blocks - 1) / c_.blocks);
+    const double per_block = c_.idle_visit * ((checked + c_.blocks - 1) / c_.blocks);
     counts_->time_us += per_block + c_.barrier;
     ++counts_->barriers;
     return !active_.empty();
@@ -1086,7 +1179,69 @@ class TileModel {
 struct Sequence {
   std::string name;
   std::vector<HostGridGraph> graphs;  // first solved cold, the others warm
+  std::vector<int> tile_graph;        // a batch laid out in one grid: each tile's graph (-1: none)
+  int batch = 1;
 };
+
+// The sequences of a batch as one sequence of grids: graph g of each sequence (its last
+// where it has fewer) placed on shelves 4096 pixels wide, each graph at a tile corner
+// and one empty tile between graphs, so that no tile holds two graphs and no arc joins
+// them: the GPU's batch solve (one cap, one check, finished graphs retired), solved
+// as one grid.
+Sequence batch_of(const std::vector<Sequence>& items) {
+  constexpr int kShelf = 4096;
+  std::vector<std::pair<int, int>> at;  // each item's top-left corner
+  int x = 0, y = 0, shelf_h = 0;
+  for (const Sequence& s : items) {
+    const int w = (s.graphs[0].width + kTileW - 1) / kTileW * kTileW;
+    const int h = (s.graphs[0].height + kTileH - 1) / kTileH * kTileH;
+    if (x > 0 && x + w > kShelf) {
+      y += shelf_h + kTileH;
+      x = 0;
+      shelf_h = 0;
+    }
+    at.emplace_back(x, y);
+    x += w + kTileW;
+    shelf_h = std::max(shelf_h, h);
+  }
+  const int width = kShelf;
+  const int height = y + shelf_h;
+  std::size_t solves = 0;
+  for (const Sequence& s : items) solves = std::max(solves, s.graphs.size());
+  Sequence out;
+  out.name = "batch of " + std::to_string(items.size());
+  out.batch = static_cast<int>(items.size());
+  const int tiles_x = width / kTileW;
+  out.tile_graph.assign(static_cast<std::size_t>(tiles_x) * static_cast<std::size_t>(height / kTileH), -1);
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    const HostGridGraph& g = items[i].graphs[0];
+    for (int ty = 0; ty < (g.height + kTileH - 1) / kTileH; ++ty) {
+      for (int tx = 0; tx < (g.width + kTileW - 1) / kTileW; ++tx) {
+        out.tile_graph[static_cast<std::size_t>((at[i].second / kTileH + ty) * tiles_x + at[i].first / kTileW + tx)] =
+            static_cast<int>(i);
+      }
+    }
+  }
+  for (std::size_t k = 0; k < solves; ++k) {
+    HostGridGraph grid(height, width);
+    for (std::size_t i = 0; i < items.size(); ++i) {
+      const HostGridGraph& g = items[i].graphs[std::min(k, items[i].graphs.size() - 1)];
+      for (int yy = 0; yy < g.height; ++yy) {
+        for (int xx = 0; xx < g.width; ++xx) {
+          const std::size_t p = static_cast<std::size_t>(yy) * static_cast<std::size_t>(g.width) + static_cast<std::size_t>(xx);
+          const std::size_t q = static_cast<std::size_t>(at[i].second + yy) * static_cast<std::size_t>(width) +
+                                static_cast<std::size_t>(at[i].first + xx);
+          grid.terminal[q] = g.terminal[p];
+          for (int d = 0; d < 4; ++d) {
+            if (g.has_neighbour(yy, xx, d)) grid.nlink[static_cast<std::size_t>(d)][q] = g.nlink[static_cast<std::size_t>(d)][p];
+          }
+        }
+      }
+    }
+    out.graphs.push_back(std::move(grid));
+  }
+  return out;
+}
 
 std::vector<Sequence> synthetic(int side, unsigned seed) {
   Sequence s;
@@ -1129,7 +1284,9 @@ double percentile(std::vector<double> v, double q) {
 int run(int argc, char** argv) {
   if (argc < 2) {
     std::fprintf(stderr,
-                 "usage: model_maxflow_tiles synthetic [SIDE [SEED]] | list FILE [COUNT] [--variants a,b] [--blocks B] "
+                 "usage: model_maxflow_tiles synthetic [SIDE [SEED]] | crops [N] | list FILE [COUNT] | batch FILE [COUNT] "
+                 "[--variants a,b] "
+                 "[--blocks B] "
                  "[--read-delay US] [--scan-pass US] [--line-step US] [--line-pass US]\n");
     return 2;
   }
@@ -1162,7 +1319,8 @@ int run(int argc, char** argv) {
   }
   if (variants.empty()) throw std::invalid_argument("no such variant: " + variants_arg);
 
-  const bool is_list = pos[0] == "list";
+  const bool is_batch = pos[0] == "batch";
+  const bool is_list = pos[0] == "list" || is_batch;
   std::vector<grabcut::testing::ListedImage> items;
   std::vector<Sequence> synth;
   std::size_t count = 1;
@@ -1170,6 +1328,32 @@ int run(int argc, char** argv) {
     if (pos.size() < 2) throw std::invalid_argument("list: expected FILE");
     items = grabcut::testing::read_image_list(pos[1]);
     count = pos.size() > 2 ? std::min<std::size_t>(items.size(), std::stoul(pos[2])) : items.size();
+    if (is_batch) {
+      std::vector<Sequence> parts;
+      for (std::size_t i = 0; i < count; ++i) {
+        try {
+          parts.push_back(from_image(items[i]));
+        } catch (const std::invalid_argument& e) {  // a box that leaves a class empty
+          std::printf("%-14s skipped: %s\n", items[i].name.c_str(), e.what());
+        }
+      }
+      synth.push_back(batch_of(parts));
+      count = 1;
+    }
+  } else if (pos[0] == "crops") {
+    // bench_maxflow_cuda's crop-sized GrabCut-like graphs (the first N of its 512), one cold solve as one batch.
+    const int n = pos.size() > 1 ? std::stoi(pos[1]) : 512;
+    std::vector<Sequence> parts;
+    std::mt19937 size_rng(5);
+    std::uniform_int_distribution<int> side(60, 450);
+    for (int i = 0; i < n; ++i) {
+      const int h = side(size_rng);
+      Sequence s;
+      s.name = "crop " + std::to_string(i);
+      s.graphs.push_back(grabcut::testing::grabcut_graph(h, side(size_rng), 1000U + static_cast<unsigned>(i)));
+      parts.push_back(std::move(s));
+    }
+    synth.push_back(batch_of(parts));
   } else if (pos[0] == "synthetic") {
     synth = synthetic(pos.size() > 1 ? std::stoi(pos[1]) : 1024, pos.size() > 2 ? static_cast<unsigned>(std::stoul(pos[2])) : 34U);
   } else {
@@ -1191,7 +1375,7 @@ int run(int argc, char** argv) {
   for (std::size_t img = 0; img < count; ++img) {
     Sequence seq;
     try {
-      seq = is_list ? from_image(items[img]) : synth[img];
+      seq = is_list && !is_batch ? from_image(items[img]) : synth[img];
     } catch (const std::invalid_argument& e) {  // a box that leaves a class empty
       std::printf("%-14s skipped: %s\n", items[img].name.c_str(), e.what());
       continue;
@@ -1205,6 +1389,7 @@ int run(int argc, char** argv) {
     }
     for (std::size_t vi = 0; vi < variants.size(); ++vi) {
       TileModel model(*variants[vi], costs);
+      if (!seq.tile_graph.empty()) model.set_graphs(seq.tile_graph, seq.batch);
       double total = 0;
       double cold = 0;
       double warm_sum = 0;

@@ -12,7 +12,8 @@
 #                                 phase profile, then the tuning grid of mode 0 with relabels capped at 12 sweeps
 #   realimages                    torch-free, built alone: GrabCut-50 scaled to 1024x1024, each
 #                                 image under the MaxflowSchedules that GRABCUT_BENCH_SCHEDULES picks side by side
-#                                 (median, p90, slowest), then at native sizes as one batch
+#                                 (median, p90, slowest), then at native sizes as one batch,
+#                                 then 500 crops of them (96..320 px) as one batch
 #                                 (REAL_REPEATS timed runs per image and schedule, default 5)
 #   cpubatch                      the CPU backend on this machine's cores (issue 21): one list
 #                                 call of GrabCut-50 scaled to 1 MP, 1 thread against all
@@ -222,6 +223,10 @@ if [[ " $STEPS " == *" realimages "* ]]; then
     | grep -E -A6 "^over|FAILED|differ|error" || status=1
   timeout 120 build-gpu/bench_grabcut_cuda list /tmp/g50_native/list.txt "${REAL_REPEATS:-5}" batch 2>&1 \
     | tee "$LOGS/realimages_native.log" | grep -E -A6 "^over|one batch|FAILED|differ|error" || status=1
+  # Crops of real photos as the dataset job cuts them (96..320 px), 10 an image, as one batch.
+  python3 bench/grabcut50_ppm.py --out /tmp/g50_crops --crops 10 --data data/grabcut50 || status=1
+  timeout 200 build-gpu/bench_grabcut_cuda list /tmp/g50_crops/list.txt "${REAL_REPEATS:-5}" batch 2>&1 \
+    | tee "$LOGS/realimages_crops.log" | grep -E -A6 "^over|one batch|FAILED|differ|error" || status=1
 fi
 
 if [[ " $STEPS " == *" bench "* ]]; then
