@@ -19,6 +19,7 @@
 //   model_maxflow_tiles crops [N]                    the first N (512) crop-sized graphs of
 //                        bench_maxflow_cuda as one batch, one cold solve
 //   options: --variants a,b,...  (default: all; see kVariants) --blocks B (264)
+//            --trace: each global relabel's sweeps (queue 0), before its solve's row
 //            --read-delay US (1): when a queued visit reads the state after its take
 //            --scan-pass US (0.8): the cost of a line-scan BFS pass (variants q0s, q2s, q2sl)
 //            --line-step US (0.06), --line-pass US (0.3): the costs of a line pass of
@@ -183,6 +184,13 @@ const Variant kVariants[] = {
     {"q0c12r12dl", 0, 8, 12, 0, true, false, false, false, true, false, 12, 1},  // + the last solve's labels kept
     {"q0c12r12ds", 0, 8, 12, 0, true, false, false, false, false, false, 12, 1, true},  // + source side's flow reset
     {"q0c12r12dg", 0, 8, 12, 0, true, false, false, false, false, false, 12, 1, false, true},  // + a cap per graph
+    // The visits and rounds again, with the growing cap.
+    {"q0c12r12dv4", 0, 4, 12, 0, true, false, false, false, false, false, 12, 1},
+    {"q0c12r12dv6", 0, 6, 12, 0, true, false, false, false, false, false, 12, 1},
+    {"q0c12r12dv12", 0, 12, 12, 0, true, false, false, false, false, false, 12, 1},
+    {"q0c12r12dv16", 0, 16, 12, 0, true, false, false, false, false, false, 12, 1},
+    {"q0c12r8d", 0, 8, 8, 0, true, false, false, false, false, false, 12, 1},
+    {"q0c12r16d", 0, 8, 16, 0, true, false, false, false, false, false, 12, 1},
 };
 
 // Costs of the GPU solver's steps on the H200 (us), from the v0.7 profile: a push
@@ -203,6 +211,7 @@ struct Costs {
   // round trip, two segmented warp scans and a barrier (--scan-pass).
   double bfs_pass = 0.8;
   double barrier = 3.0;
+  bool trace = false;  // --trace: each relabel's sweeps, before its solve's row
   // A queued visit reads the state this long after its block took the tile (its loads
   // in flight; --read-delay). Requests that come meanwhile are already in what it reads.
   double read_delay = 1.0;
@@ -1100,6 +1109,7 @@ class TileModel {
         fit_cap_ = false;
       }
       std::fill(graph_uncapped_.begin(), graph_uncapped_.end(), 0);
+      if (c_.trace) std::printf("  relabel: %d sweeps%s\n", sweeps, truncated_ ? " (capped)" : "");
       return;
     }
     for (const int t : next) request(t);
@@ -1285,7 +1295,7 @@ int run(int argc, char** argv) {
   if (argc < 2) {
     std::fprintf(stderr,
                  "usage: model_maxflow_tiles synthetic [SIDE [SEED]] | crops [N] | list FILE [COUNT] | batch FILE [COUNT] "
-                 "[--variants a,b] "
+                 "[--variants a,b] [--trace] "
                  "[--blocks B] "
                  "[--read-delay US] [--scan-pass US] [--line-step US] [--line-pass US]\n");
     return 2;
@@ -1305,6 +1315,8 @@ int run(int argc, char** argv) {
       costs.line_pass = std::max(0.0, std::atof(argv[++i]));
     } else if (a == "--scan-pass" && i + 1 < argc) {
       costs.bfs_pass = std::max(0.0, std::atof(argv[++i]));
+    } else if (a == "--trace") {
+      costs.trace = true;
     } else if (a == "--read-delay" && i + 1 < argc) {
       costs.read_delay = std::max(0.0, std::atof(argv[++i]));
     } else {
