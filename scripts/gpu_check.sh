@@ -102,11 +102,12 @@ if [[ " $STEPS " == *" cmake "* ]]; then
     [[ $? -eq 0 ]] || status=1
     tail -25 "$LOGS/cuda_tests.log"
     # Every max-flow test again under other schedules than the default (relabels capped
-    # at 12 sweeps, doubled when too short): the work queue (MaxflowSchedule::queue) in mode 1, the global
-    # relabel, and mode 2, the relabel and the push phase; sweeps with every relabel
-    # capped at 2 sweeps (MaxflowSchedule::bfs_cap), fixed and doubled when too short
-    # (MaxflowSchedule::grow_cap), and capped at 12, fixed (v0.13); sweeps never capped (v0.7). CMAKE_MODES picks some
-    # (QUEUEcapCAP, "grow" appended for a doubling cap).
+    # at 12 sweeps, doubled when too short): the work queue (MaxflowSchedule::queue) in
+    # mode 1, the global relabel, and mode 2, the relabel and the push phase; sweeps with
+    # every relabel capped at 2 sweeps (MaxflowSchedule::bfs_cap), fixed and doubled when
+    # too short (MaxflowSchedule::grow_cap), and capped at 12, fixed (v0.13); sweeps
+    # never capped (v0.7). CMAKE_MODES picks some (QUEUEcapCAP, "grow" appended for a
+    # doubling cap).
     for mode in ${CMAKE_MODES:-1cap0 2cap0 0cap2 0cap2grow 0cap12 0cap0}; do
       cap=${mode#*cap}
       GRABCUT_TEST_QUEUE=${mode:0:1} GRABCUT_TEST_CAP=${cap%grow} GRABCUT_TEST_GROW_CAP=$([[ $mode == *grow ]] && echo 1 || echo 0) \
