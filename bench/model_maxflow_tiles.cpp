@@ -131,7 +131,7 @@ struct Variant {
   // nothing to push after its relabel stopped short gets the next relabel uncapped
   // (and its cap doubled with cap_adapt 1), while the other graphs go on pushing. The
   // GPU's cap is the batch's: one graph stopped short waits until no graph has
-  // anything to push.
+  // anything to push. (Queue 0 with whole relabels only; otherwise ignored.)
   bool cap_per_graph = false;
 };
 
@@ -309,7 +309,7 @@ class TileModel {
       start = counts.time_us;
       const bool active = check();
       counts.check_us += counts.time_us - start;
-      if (v_.cap_per_graph && v_.queue == 0) {
+      if (v_.cap_per_graph && v_.queue == 0 && !v_.partial && !kept) {
         // Each graph decides alone: finished, relabel it to the end next, or push.
         bool any_live = false;
         for (int b = 0; b < graphs_; ++b) {
@@ -329,9 +329,10 @@ class TileModel {
         if (!any_live) break;
         if (!active) continue;
       } else {
-        // A graph with nothing to push whose relabel reached all of it is finished.
+        // A graph with nothing to push whose whole relabel reached all of it is finished
+        // (a partial relabel's labels may call settled pixels unable to move).
         for (int b = 0; b < graphs_; ++b) {
-          if (graph_active_[b] == 0 && graph_truncated_[b] == 0) live_[b] = 0;
+          if (full && graph_active_[b] == 0 && graph_truncated_[b] == 0) live_[b] = 0;
         }
       }
       if (!active) {
