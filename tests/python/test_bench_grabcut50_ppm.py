@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-SCRIPT = Path(__file__).resolve().parents[3] / "bench" / "grabcut50_ppm.py"
+SCRIPT = Path(__file__).resolve().parents[2] / "bench" / "grabcut50_ppm.py"
 
 
 def load_script() -> ModuleType:
