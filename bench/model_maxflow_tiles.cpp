@@ -45,6 +45,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <deque>
+#include <optional>
 #include <queue>
 #include <random>
 #include <stdexcept>
@@ -66,6 +67,8 @@ using grabcut::testing::HostGridGraph;
 
 constexpr int kTileW = 32;
 constexpr int kTileH = 16;
+// Tiles of side `tile` that cover `pixels` pixels.
+constexpr int tiles_across(int pixels, int tile) { return (pixels + tile - 1) / tile; }
 constexpr int kPadW = kTileW + 2;
 constexpr int kPadH = kTileH + 2;
 constexpr int kPad = kPadW * kPadH;
@@ -424,8 +427,8 @@ class TileModel {
     H_ = g.height;
     W_ = g.width;
     n_ = static_cast<std::int64_t>(H_) * W_;
-    tiles_x_ = (W_ + kTileW - 1) / kTileW;
-    tiles_y_ = (H_ + kTileH - 1) / kTileH;
+    tiles_x_ = tiles_across(W_, kTileW);
+    tiles_y_ = tiles_across(H_, kTileH);
     tiles_ = tiles_x_ * tiles_y_;
     if (!same) {
       excess_.assign(n_, 0);
@@ -1200,36 +1203,36 @@ struct Sequence {
 // them: the GPU's batch solve (one cap, one check, finished graphs retired), solved
 // as one grid.
 Sequence batch_of(const std::vector<Sequence>& items) {
-  constexpr int kShelf = 4096;
-  std::vector<std::pair<int, int>> at;  // each item's top-left corner
-  int x = 0, y = 0, shelf_h = 0;
+  constexpr int kShelfTiles = 4096 / kTileW;
+  struct Place {
+    int tx, ty, tiles_x, tiles_y;  // first tile and extent, in tiles
+  };
+  std::vector<Place> at;
+  int tx = 0, ty = 0, shelf_tiles = 0;
   for (const Sequence& s : items) {
-    const int w = (s.graphs[0].width + kTileW - 1) / kTileW * kTileW;
-    const int h = (s.graphs[0].height + kTileH - 1) / kTileH * kTileH;
-    if (x > 0 && x + w > kShelf) {
-      y += shelf_h + kTileH;
-      x = 0;
-      shelf_h = 0;
+    const int tiles_x = tiles_across(s.graphs[0].width, kTileW);
+    const int tiles_y = tiles_across(s.graphs[0].height, kTileH);
+    if (tx > 0 && tx + tiles_x > kShelfTiles) {
+      ty += shelf_tiles + 1;
+      tx = 0;
+      shelf_tiles = 0;
     }
-    at.emplace_back(x, y);
-    x += w + kTileW;
-    shelf_h = std::max(shelf_h, h);
+    at.push_back({tx, ty, tiles_x, tiles_y});
+    tx += tiles_x + 1;
+    shelf_tiles = std::max(shelf_tiles, tiles_y);
   }
-  const int width = kShelf;
-  const int height = y + shelf_h;
+  const int width = kShelfTiles * kTileW;
+  const int height = (ty + shelf_tiles) * kTileH;
   std::size_t solves = 0;
   for (const Sequence& s : items) solves = std::max(solves, s.graphs.size());
   Sequence out;
   out.name = "batch of " + std::to_string(items.size());
   out.batch = static_cast<int>(items.size());
-  const int tiles_x = width / kTileW;
-  out.tile_graph.assign(static_cast<std::size_t>(tiles_x) * static_cast<std::size_t>(height / kTileH), -1);
+  out.tile_graph.assign(static_cast<std::size_t>(kShelfTiles) * static_cast<std::size_t>(ty + shelf_tiles), -1);
   for (std::size_t i = 0; i < items.size(); ++i) {
-    const HostGridGraph& g = items[i].graphs[0];
-    for (int ty = 0; ty < (g.height + kTileH - 1) / kTileH; ++ty) {
-      for (int tx = 0; tx < (g.width + kTileW - 1) / kTileW; ++tx) {
-        out.tile_graph[static_cast<std::size_t>((at[i].second / kTileH + ty) * tiles_x + at[i].first / kTileW + tx)] =
-            static_cast<int>(i);
+    for (int y = 0; y < at[i].tiles_y; ++y) {
+      for (int x = 0; x < at[i].tiles_x; ++x) {
+        out.tile_graph[static_cast<std::size_t>((at[i].ty + y) * kShelfTiles + at[i].tx + x)] = static_cast<int>(i);
       }
     }
   }
@@ -1240,8 +1243,8 @@ Sequence batch_of(const std::vector<Sequence>& items) {
       for (int yy = 0; yy < g.height; ++yy) {
         for (int xx = 0; xx < g.width; ++xx) {
           const std::size_t p = static_cast<std::size_t>(yy) * static_cast<std::size_t>(g.width) + static_cast<std::size_t>(xx);
-          const std::size_t q = static_cast<std::size_t>(at[i].second + yy) * static_cast<std::size_t>(width) +
-                                static_cast<std::size_t>(at[i].first + xx);
+          const std::size_t q = static_cast<std::size_t>(at[i].ty * kTileH + yy) * static_cast<std::size_t>(width) +
+                                static_cast<std::size_t>(at[i].tx * kTileW + xx);
           grid.terminal[q] = g.terminal[p];
           for (int d = 0; d < 4; ++d) {
             if (g.has_neighbour(yy, xx, d)) grid.nlink[static_cast<std::size_t>(d)][q] = g.nlink[static_cast<std::size_t>(d)][p];
@@ -1285,6 +1288,16 @@ Sequence from_image(const grabcut::testing::ListedImage& item) {
   return s;
 }
 
+// from_image, or nothing (with a line saying why) where the box leaves a class empty.
+std::optional<Sequence> sequence_of(const grabcut::testing::ListedImage& item) {
+  try {
+    return from_image(item);
+  } catch (const std::invalid_argument& e) {
+    std::printf("%-14s skipped: %s\n", item.name.c_str(), e.what());
+    return std::nullopt;
+  }
+}
+
 double percentile(std::vector<double> v, double q) {
   if (v.empty()) return 0;
   std::sort(v.begin(), v.end());
@@ -1296,9 +1309,8 @@ int run(int argc, char** argv) {
   if (argc < 2) {
     std::fprintf(stderr,
                  "usage: model_maxflow_tiles synthetic [SIDE [SEED]] | crops [N] | list FILE [COUNT] | batch FILE [COUNT] "
-                 "[--variants a,b] [--trace] "
-                 "[--blocks B] "
-                 "[--read-delay US] [--scan-pass US] [--line-step US] [--line-pass US]\n");
+                 "[--variants a,b] [--trace] [--blocks B] [--read-delay US] [--scan-pass US] [--line-step US] "
+                 "[--line-pass US]\n");
     return 2;
   }
   std::vector<std::string> pos;
@@ -1344,11 +1356,7 @@ int run(int argc, char** argv) {
     if (is_batch) {
       std::vector<Sequence> parts;
       for (std::size_t i = 0; i < count; ++i) {
-        try {
-          parts.push_back(from_image(items[i]));
-        } catch (const std::invalid_argument& e) {  // a box that leaves a class empty
-          std::printf("%-14s skipped: %s\n", items[i].name.c_str(), e.what());
-        }
+        if (auto s = sequence_of(items[i])) parts.push_back(std::move(*s));
       }
       synth.push_back(batch_of(parts));
       count = 1;
@@ -1386,13 +1394,12 @@ int run(int argc, char** argv) {
   std::vector<Counts> sums(variants.size());
   int failures = 0;
   for (std::size_t img = 0; img < count; ++img) {
-    Sequence seq;
-    try {
-      seq = is_list && !is_batch ? from_image(items[img]) : synth[img];
-    } catch (const std::invalid_argument& e) {  // a box that leaves a class empty
-      std::printf("%-14s skipped: %s\n", items[img].name.c_str(), e.what());
-      continue;
+    std::optional<Sequence> listed;
+    if (is_list && !is_batch) {
+      listed = sequence_of(items[img]);
+      if (!listed) continue;
     }
+    const Sequence& seq = listed ? *listed : synth[img];
     grabcut::GridMaxflowSolver reference;
     std::vector<std::vector<std::uint8_t>> expected;
     for (const auto& g : seq.graphs) {
