@@ -59,14 +59,14 @@ def crops_of(
 ) -> list[tuple[np.ndarray, tuple[int, int, int, int]]]:
     """N (crop, half-open box in the crop) of the image around its box, as the dataset job's plan cuts them."""
     h, w = image.shape[:2]
+    rgb = Image.fromarray(image[:, :, ::-1])
+    side = max(box[2] - box[0], box[3] - box[1]) * 1.2  # the box and its margins
     out = []
     for _ in range(n):
         longest = int(rng.integers(96, 321))
-        bx0, by0, bx1, by1 = box
-        side = max(bx1 - bx0, by1 - by0) * 1.2
         scale = min(1.0, longest / side)
         sh, sw = max(1, round(h * scale)), max(1, round(w * scale))
-        scaled = np.asarray(Image.fromarray(image[:, :, ::-1]).resize((sw, sh), Image.BICUBIC))[:, :, ::-1]
+        scaled = np.asarray(rgb.resize((sw, sh), Image.BICUBIC))[:, :, ::-1]
         x0, y0, x1, y1 = scale_box(box, sh / h, sw / w, sh, sw)
         mx = max(8, int(np.ceil(0.1 * (x1 - x0))))
         my = max(8, int(np.ceil(0.1 * (y1 - y0))))
