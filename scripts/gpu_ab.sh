@@ -8,17 +8,18 @@
 # replaces only Python files, "base" is this tree's python/ folder (with the built
 # extension) with those files swapped in: nothing is built twice and only the
 # Python-level benchmarks (a 512-crop list call, the dataset job on AB_COCO_LARGE
-# images, default 1000) run.
+# images, default 1000) run. AB_DATASET_ONLY=1 runs only those for any AB_BASE
+# (the base extension built from its files, no C++ benchmarks or tests).
 #
 #   device run:  AB_BASE=ab_base bash scripts/gpu_ab.sh     (carry: .gtest, .wheels, ab_base)
 set -u
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 1
 AB_BASE=${AB_BASE:?set AB_BASE to the folder of replaced files}
 export TORCH_CUDA_ARCH_LIST=9.0 TORCHGRABCUT_CUDA=1 MAX_JOBS=8
 BASE=/tmp/ab_base_tree
-if [[ -z $(find "$AB_BASE" -type f ! -path "$AB_BASE/python/*" -print -quit) ]]; then
-  STEPS="build pytest" bash scripts/gpu_check.sh
-  rm -rf "$BASE" && mkdir -p "$BASE" && cp -r python "$BASE"/ && cp -r "$AB_BASE"/python/. "$BASE"/python/
+# The Python-level benchmarks, both sides alternated twice: a list call of the dataset
+# job's crops and the dataset job on AB_COCO_LARGE images.
+python_rounds() {
   for round in 1 2; do
     for side in base new; do
       pp=$PWD/python
@@ -30,11 +31,26 @@ if [[ -z $(find "$AB_BASE" -type f ! -path "$AB_BASE/python/*" -print -quit) ]];
         --batch-size 256,512 --workers 8 --workdir /tmp/coco_bench 2>&1 | grep -E "coco_bench:|seconds:"
     done
   done
+}
+if [[ -z $(find "$AB_BASE" -type f ! -path "$AB_BASE/python/*" -print -quit) ]]; then
+  STEPS="build pytest" bash scripts/gpu_check.sh
+  rm -rf "$BASE" && mkdir -p "$BASE" && cp -r python "$BASE"/ && cp -r "$AB_BASE"/python/. "$BASE"/python/
+  python_rounds
   exit 0
 fi
 rm -rf "$BASE" && mkdir -p "$BASE"
-tar cf - --exclude=./data --exclude='./build*' --exclude=./.wheels --exclude="./$AB_BASE" . | tar xf - -C "$BASE"
+# Built outputs stay behind: setuptools skips an extension whose library is newer than its
+# sources, and a replaced header is not among them.
+tar cf - --exclude=./data --exclude='./build*' --exclude=./.wheels --exclude="./$AB_BASE" --exclude='*.so' \
+  --exclude=./python/torchgrabcut/_build_info.py . | tar xf - -C "$BASE"
 cp -r "$AB_BASE"/. "$BASE"/
+if [[ -n ${AB_DATASET_ONLY:-} ]]; then
+  (cd "$BASE" && python3 setup.py -q build_ext --inplace > /tmp/ab_base_build.log 2>&1 || tail -20 /tmp/ab_base_build.log) &
+  STEPS="build" bash scripts/gpu_check.sh
+  wait
+  python_rounds
+  exit 0
+fi
 (cd "$BASE" && python3 setup.py -q build_ext --inplace > /tmp/ab_base_build.log 2>&1 || tail -20 /tmp/ab_base_build.log) &
 (cd "$BASE" && cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release -DGRABCUT_CUDA=ON -DGRABCUT_GTEST_SOURCE="$PWD/.gtest" \
   > /tmp/ab_base_cmake.log 2>&1 && cmake --build build-gpu -j 8 --target bench_grabcut_cuda bench_maxflow_cuda \
