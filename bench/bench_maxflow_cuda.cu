@@ -10,9 +10,8 @@
 //                                 sweeps, MaxflowSchedule::bfs_cap, 12 rounds)
 //   bench_maxflow_cuda quick      the same without 4096x4096, medians of 5
 //   (GRABCUT_BENCH_SCHEDULES=q0,q0c12,... picks variants: see bench_schedules.h)
-//   bench_maxflow_cuda tune [Q [CAP]]  instead, several (push visits, local rounds)
-//                                 with MaxflowSchedule::queue Q (default 0) and
-//                                 bfs_cap CAP (default 0), medians of 3
+//   bench_maxflow_cuda tune [CAP]  instead, several (push visits, local rounds) with
+//                                 MaxflowSchedule::bfs_cap CAP (default 0), medians of 3
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -253,8 +252,7 @@ int main(int argc, char** argv) {
   std::setvbuf(stdout, nullptr, _IOLBF, 0);
   const bool tune = argc > 1 && std::strcmp(argv[1], "tune") == 0;
   const bool quick = argc > 1 && std::strcmp(argv[1], "quick") == 0;
-  const int tune_queue = tune && argc > 2 ? std::clamp(std::atoi(argv[2]), 0, 2) : 0;
-  const int tune_cap = tune && argc > 3 ? std::max(0, std::atoi(argv[3])) : 0;
+  const int tune_cap = tune && argc > 2 ? std::max(0, std::atoi(argv[2])) : 0;
   cudaDeviceProp prop{};
   GRABCUT_CUDA_CHECK(cudaGetDeviceProperties(&prop, 0));
   std::printf("device: %s, %d SMs, L2 %d MB\n", prop.name, prop.multiProcessorCount, prop.l2CacheSize >> 20);
@@ -302,7 +300,6 @@ int main(int argc, char** argv) {
         const int k = kr[0];
         const int rr = kr[1];
         grabcut::cuda::MaxflowSchedule schedule;
-        schedule.queue = tune_queue;
         schedule.bfs_cap = tune_cap;
         schedule.push_visits = k;
         schedule.local_rounds = rr;

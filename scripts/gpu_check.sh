@@ -9,7 +9,7 @@
 #                                 the end-to-end benchmark
 #   schedules                     only the max-flow benchmarks, built alone: the
 #                                 MaxflowSchedule variants side by side (quick), their
-#                                 phase profile, then the tuning grid of mode 0 with relabels capped at 12 sweeps
+#                                 phase profile, then the tuning grid with relabels capped at 12 sweeps
 #   realimages                    torch-free, built alone: GrabCut-50 scaled to 1024x1024, each
 #                                 image under the MaxflowSchedules that GRABCUT_BENCH_SCHEDULES picks side by side
 #                                 (median, p90, slowest), then at native sizes as one batch,
@@ -102,21 +102,19 @@ if [[ " $STEPS " == *" cmake "* ]]; then
     [[ $? -eq 0 ]] || status=1
     tail -25 "$LOGS/cuda_tests.log"
     # Every max-flow test again under other schedules than the default (relabels capped
-    # at 12 sweeps, doubled when too short): the work queue (MaxflowSchedule::queue) in
-    # mode 1, the global relabel, and mode 2, the relabel and the push phase; sweeps with
-    # every relabel capped at 2 sweeps (MaxflowSchedule::bfs_cap), fixed and doubled when
-    # too short (MaxflowSchedule::grow_cap), and capped at 12, fixed (v0.13); sweeps
-    # never capped (v0.7). CMAKE_MODES picks some (QUEUEcapCAP, "grow" appended for a
-    # doubling cap).
-    for mode in ${CMAKE_MODES:-1cap0 2cap0 0cap2 0cap2grow 0cap12 0cap0}; do
-      cap=${mode#*cap}
-      GRABCUT_TEST_QUEUE=${mode:0:1} GRABCUT_TEST_CAP=${cap%grow} GRABCUT_TEST_GROW_CAP=$([[ $mode == *grow ]] && echo 1 || echo 0) \
-        timeout 240 build-gpu/cuda_tests --gtest_brief=1 > "$LOGS/cuda_tests_queue$mode.log" 2>&1
+    # at 12 sweeps, doubled when too short): every relabel capped at 2 sweeps
+    # (MaxflowSchedule::bfs_cap), fixed and doubled when too short
+    # (MaxflowSchedule::grow_cap), capped at 12, fixed (v0.13), and never capped (v0.7).
+    # CMAKE_MODES picks some (capN, "grow" appended for a doubling cap).
+    for mode in ${CMAKE_MODES:-cap2 cap2grow cap12 cap0}; do
+      cap=${mode#cap}
+      GRABCUT_TEST_CAP=${cap%grow} GRABCUT_TEST_GROW_CAP=$([[ $mode == *grow ]] && echo 1 || echo 0) \
+        timeout 240 build-gpu/cuda_tests --gtest_brief=1 > "$LOGS/cuda_tests_$mode.log" 2>&1
       [[ $? -eq 0 ]] || status=1
-      label="queue mode ${mode:0:1}, relabels capped at ${cap%grow}"
+      label="relabels capped at ${cap%grow}"
       [[ $mode == *grow ]] && label+=" (doubled when too short)"
       echo "$label:"
-      grep -E "grabcut 1024|PASSED|FAILED" "$LOGS/cuda_tests_queue$mode.log" | tail -6
+      grep -E "grabcut 1024|PASSED|FAILED" "$LOGS/cuda_tests_$mode.log" | tail -6
     done
   fi
 fi
@@ -153,16 +151,16 @@ if [[ " $STEPS " == *" sanitize "* ]]; then
     [[ $tool == memcheck ]] && extra=(--leak-check full)
     # Retired graphs (global flags read across blocks): memory and initialisation checks.
     [[ $tool == memcheck || $tool == initcheck ]] && filter="$FILTER:MaxflowCuda.EarlyFinishersKeepTheirCut"
-    # Every schedule: the default (grid-wide sweeps, relabels capped at 12 sweeps and
-    # doubled when too short), the work queue (mode 2: the relabel and the push phase
-    # from it), and sweeps with relabels capped at 2 sweeps, doubled when too short.
-    for run in default:0:12:1 queued:2:0:0 capped:0:2:1; do
-      IFS=: read -r name queue cap grow <<< "$run"
-      [[ " ${SANITIZE_RUNS:-default queued capped} " == *" $name "* ]] || continue
+    # Two schedules: the default (relabels capped at 12 sweeps and doubled when too
+    # short), and relabels capped at 2 sweeps, doubled when too short (the capped paths
+    # run often).
+    for run in default:12:1 capped:2:1; do
+      IFS=: read -r name cap grow <<< "$run"
+      [[ " ${SANITIZE_RUNS:-default capped} " == *" $name "* ]] || continue
       log="$LOGS/sanitize_${tool}_$name.log"
       (
         t0=$SECONDS
-        GRABCUT_TEST_QUEUE=$queue GRABCUT_TEST_CAP=$cap GRABCUT_TEST_GROW_CAP=$grow \
+        GRABCUT_TEST_CAP=$cap GRABCUT_TEST_GROW_CAP=$grow \
           timeout -k 10 "${SANITIZE_TIMEOUT:-600}" "$CS" --tool "$tool" ${extra[@]+"${extra[@]}"} --error-exitcode 9 \
           build-gpu/cuda_tests --gtest_filter="$filter" --gtest_brief=1 > "$log" 2>&1
         rc=$?
@@ -206,13 +204,13 @@ if [[ " $STEPS " == *" cppbench "* ]]; then
 fi
 
 if [[ " $STEPS " == *" schedules "* ]]; then
-  step "max-flow schedules: the queue modes side by side, their phases, the mode-2 tuning grid"
+  step "max-flow schedules side by side, their phases, the tuning grid with relabels capped at 12"
   build_gpu "$LOGS/schedules_build.log" bench_maxflow_cuda bench_maxflow_cuda_phases
   # The benchmarks print line by line: a run stopped by its timeout still shows what it measured.
   timeout 200 build-gpu/bench_maxflow_cuda quick 2>&1 | tee "$LOGS/schedules.log" | grep -E "variant|ms$|^  [0-9a-z]|cuts =="
   timeout 150 build-gpu/bench_maxflow_cuda_phases quick > "$LOGS/schedules_phases.log" 2>&1
   grep -E -A2 "variant:| cold" "$LOGS/schedules_phases.log" | grep -E "variant|phases|push visits"
-  timeout 200 build-gpu/bench_maxflow_cuda tune 0 12 2>&1 | grep -E "tune K|best"
+  timeout 200 build-gpu/bench_maxflow_cuda tune 12 2>&1 | grep -E "tune K|best"
 fi
 
 if [[ " $STEPS " == *" realimages "* ]]; then

@@ -18,7 +18,7 @@
 //   old_term[p] int32  the terminal of the last solve (for warm starts).
 //   resmask[p]  uint8  which arcs of p have residual capacity (a global relabel's
 //                      first sweep writes it, its later sweeps read it).
-// That is 33 bytes per pixel, plus 32 bytes per 32x16 tile and 40 bytes per graph.
+// That is 33 bytes per pixel, plus 24 bytes per 32x16 tile and 40 bytes per graph.
 //
 // Why this representation is a valid preflow of an equivalent graph: splitting the
 // net terminal t into source capacity s + D and sink capacity k + D (s - k = t) with
@@ -57,10 +57,7 @@
 //    pushes along it), so capacities hold under any interleaving.
 // A relabel's first sweep and the check find their tiles kThreads at a time
 // (sweep_tiles); every other sweep works on a list of the tiles that need it, built
-// by the sweep before and shared out among the blocks (pull_tiles). With
-// MaxflowSchedule::queue 1, a relabel's sweeps after its first are replaced by one
-// phase in which blocks take tiles from a work queue (run_queued_tiles); with 2, the
-// push sweeps too (each tile at most push_visits visits per phase). Exactness does
+// by the sweep before and shared out among the blocks (pull_tiles). Exactness does
 // not depend on the heights being valid labels: it rests only on the preflow
 // invariants and on the exact BFS of the final check. The outputs (cut and flow
 // value) are unique for a graph, so they are deterministic although the order of
@@ -111,22 +108,18 @@ struct DescChunk {
 };
 
 // Workspace header: rotating phase counters and the sizes of the sweep lists (see
-// list_for_next_sweep), then statistics.
+// list_for_next_sweep), then statistics (see StatSlot).
 struct Header {
   unsigned int counter[4];
   unsigned int list_count[4];  // tiles on the list of a sweep (slot sweep % 3)
   unsigned int list_next[4];   // how many of them blocks have taken
-  unsigned int outstanding;    // tiles queued or running (see run_queued_tiles)
-  unsigned int pad[3];
+  unsigned int pad[4];
   unsigned long long stats[16];
-  unsigned long long queue_head;  // queue entries taken (see queue_pop)
-  unsigned long long queue_tail;  // queue entries reserved (see queue_push)
 };
 static_assert(sizeof(Header) <= 256, "header fits its slot");
 
 struct Layout {
   std::size_t header = 0, graphs = 0, graph_active = 0, tile_graph = 0, pmark = 0, bmark = 0, lists = 0;
-  std::size_t tile_state = 0, queue = 0;
   std::size_t excess = 0, height = 0, flow = 0, old_term = 0, resmask = 0, total = 0;
   long long pixels = 0;  // extent of the per-pixel arrays (max offset + h * w)
   long long tiles = 0;
@@ -167,8 +160,6 @@ Layout make_layout(const std::vector<GridDesc>& desc) {
   l.pmark = take(4 * nt);
   l.bmark = take(4 * nt);
   l.lists = take(4 * 3 * nt);
-  l.tile_state = take(4 * nt);
-  l.queue = take(4 * nt);
   l.excess = take(8 * np);
   l.height = take(4 * np);
   l.flow = take(4 * 4 * np);
@@ -192,21 +183,15 @@ struct SolverArgs {
   int* flow;  // 4 planes of `pixels` entries
   std::int32_t* old_term;
   std::uint8_t* resmask;  // bit k: residual arc in direction k, as of the relabel's first sweep
-  int* pmark;   // last sweep + 1 the tile was put on a push list for (queued push:
-                // its visits in this push phase)
+  int* pmark;   // last sweep + 1 the tile was put on a push list for
   int* bmark;   // last sweep + 1 the tile was put on a BFS list for
   int* lists;   // 3 x num_tiles: the tiles of sweep s are in row s % 3
-  int* tile_state;  // queued relaxation: kTileRunning | kTilePending bits, 0 when idle
-  int* queue;       // num_tiles slots, -1 when empty (see queue_push)
   Header* header;
   std::uint8_t* source_side;
   unsigned long long* flows;  // may be null
   int warm;
   int push_sweeps;  // MaxflowSchedule::push_visits
   int local_rounds;
-  int queued_bfs;    // 1: a relabel's sweeps after the first run from a work queue
-  int queued_push;   // 1: the push phase runs from the work queue (each tile at most
-                     // push_sweeps visits) instead of push_sweeps grid-wide sweeps
   int bfs_cap;       // MaxflowSchedule::bfs_cap (0: none)
   int grow_cap;      // MaxflowSchedule::grow_cap
 };
@@ -285,13 +270,22 @@ struct __align__(16) Shared {
   int pulled[2];  // the tile a block took from a sweep list (alternating, see pull_tiles)
 };
 
-// ---------------------------------------------------------------- profiling
-// Profiling for benchmarks (bench_maxflow_cuda_phases; compiled out of the library):
-// block 0's thread 0 adds the nanoseconds between grid barriers to the phase's slot
-// (every block waits at each barrier, so that is the grid's time in the phase); each
-// block's thread 0 adds the time it spent working in BFS and push sweeps (busy / (blocks
-// x phase time) is how evenly the sweeps load the blocks); push_tile counts its rounds.
-enum ProfileSlot {
+// ---------------------------------------------------------------- statistics
+// Header::stats, read back by detail::maxflow_read_stats. The counts up to
+// kCheckTiles and kCappedRelabels are kept by every build; the rest are profiling
+// for benchmarks (bench_maxflow_cuda_phases; compiled out of the library): block 0's
+// thread 0 adds the nanoseconds between grid barriers to the phase's slot (every block
+// waits at each barrier, so that is the grid's time in the phase); each block's thread
+// 0 adds the time it spent working in BFS and push sweeps (busy / (blocks x phase
+// time) is how evenly the sweeps load the blocks); push_tile counts its rounds.
+enum StatSlot {
+  kRelabels = 0,
+  kBfsSweeps = 1,
+  kPushSweeps = 2,
+  kBfsTiles = 3,
+  kPushTiles = 4,
+  kGridBlocks = 5,
+  kCheckTiles = 6,
   kBfsNs = 7,
   kCheckNs = 8,
   kPushNs = 9,
@@ -299,7 +293,8 @@ enum ProfileSlot {
   kPushBusyNs = 11,
   kPushRounds = 12,
   kPushVisitsRun = 13,
-  kPushVisitsCapped = 14
+  kPushVisitsCapped = 14,
+  kCappedRelabels = 15
 };
 #ifdef GRABCUT_MAXFLOW_PHASE_CLOCK
 __device__ __forceinline__ unsigned long long global_ns() {
@@ -307,24 +302,24 @@ __device__ __forceinline__ unsigned long long global_ns() {
   asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
   return t;
 }
-__device__ __forceinline__ void profile_add(Header* h, ProfileSlot slot, unsigned long long v) {
+__device__ __forceinline__ void profile_add(Header* h, StatSlot slot, unsigned long long v) {
   if (threadIdx.x == 0) atomicAdd(&h->stats[slot], v);
 }
 struct PhaseClock {
   unsigned long long last = 0;
   __device__ void start() { last = global_ns(); }
   // Thread 0 of each block: adds the time since the last start() or lap() to `slot`.
-  __device__ void lap(Header* h, ProfileSlot slot) {
+  __device__ void lap(Header* h, StatSlot slot) {
     const unsigned long long now = global_ns();
     profile_add(h, slot, now - last);
     last = now;
   }
 };
 #else
-__device__ __forceinline__ void profile_add(Header* /*h*/, ProfileSlot /*slot*/, unsigned long long /*v*/) {}
+__device__ __forceinline__ void profile_add(Header* /*h*/, StatSlot /*slot*/, unsigned long long /*v*/) {}
 struct PhaseClock {
   __device__ void start() {}
-  __device__ void lap(Header* /*h*/, ProfileSlot /*slot*/) {}
+  __device__ void lap(Header* /*h*/, StatSlot /*slot*/) {}
 };
 #endif
 
@@ -355,8 +350,6 @@ __device__ void init_phase(const SolverArgs& a) {
   for (long long t = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x; t < a.num_tiles; t += stride) {
     a.pmark[t] = 0;
     a.bmark[t] = 0;
-    a.tile_state[t] = 0;
-    a.queue[t] = -1;
   }
   for (long long g = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x; g < 2LL * a.num_graphs;
        g += stride) {
@@ -368,11 +361,6 @@ __device__ void init_phase(const SolverArgs& a) {
     a.header->list_next[threadIdx.x] = 0U;
   }
   if (blockIdx.x == 0 && threadIdx.x < 16) a.header->stats[threadIdx.x] = 0ULL;
-  if (blockIdx.x == 0 && threadIdx.x == 0) {
-    a.header->outstanding = 0U;
-    a.header->queue_head = 0ULL;
-    a.header->queue_tail = 0ULL;
-  }
 }
 
 // ---------------------------------------------------------------- retired graphs
@@ -396,58 +384,6 @@ __device__ __forceinline__ void list_for_next_sweep(const SolverArgs& a, int* ma
     const int slot = (sweep + 1) % 3;
     const unsigned int i = atomicAdd(&a.header->list_count[slot], 1U);
     a.lists[static_cast<long long>(slot) * a.num_tiles + i] = t;
-  }
-}
-
-// ---------------------------------------------------------------- queued relaxation
-// The alternative to BFS sweeps after a relabel's first one: tiles wait in a queue
-// and any block takes the next one as soon as it is free, so a relabel costs the
-// time its wave needs to cross the tiles one after another, not one grid-wide
-// sweep (as long as its slowest block) per tile crossed. Relaxing tiles in any
-// order and at the same time reaches the same fixpoint: labels only decrease,
-// every finite label stays the length of a real path, and a tile that relaxed with
-// a neighbour's older labels is queued again when that neighbour changes.
-//
-// A tile's state: kTilePending while it is asked for, kTileRunning while a block
-// relaxes it. A tile is in the queue at most once and never relaxed by two blocks
-// at once: it is queued only by the request that finds it idle (state 0), or by
-// its own block when a request came while it ran. So the queue never holds more
-// than num_tiles entries. `outstanding` counts tiles queued or running; a running
-// tile asks for its neighbours before it stops counting, so outstanding == 0 with
-// an empty queue means that no label can change any more.
-constexpr int kTileRunning = 1;
-constexpr int kTilePending = 2;
-
-// Appends tile t. The slot's last entry (num_tiles entries back) may still be on
-// its way out (taken, not yet emptied); the writer waits for it.
-__device__ void queue_push(const SolverArgs& a, int t) {
-  const unsigned long long i = atomicAdd(&a.header->queue_tail, 1ULL);
-  int* slot = a.queue + static_cast<long long>(i % static_cast<unsigned long long>(a.num_tiles));
-  while (atomicCAS(slot, -1, t) != -1) __nanosleep(64);
-}
-
-// Takes the next tile, or returns -1 if every reserved entry is taken. An entry
-// reserved by a writer that has not yet written it is waited for.
-__device__ int queue_pop(const SolverArgs& a) {
-  unsigned long long h = atomicAdd(&a.header->queue_head, 0ULL);
-  for (;;) {
-    const unsigned long long tail = atomicAdd(&a.header->queue_tail, 0ULL);
-    if (h >= tail) return -1;
-    const unsigned long long seen = atomicCAS(&a.header->queue_head, h, h + 1);
-    if (seen == h) break;
-    h = seen;
-  }
-  int* slot = a.queue + static_cast<long long>(h % static_cast<unsigned long long>(a.num_tiles));
-  int t = -1;
-  while ((t = atomicExch(slot, -1)) == -1) __nanosleep(64);
-  return t;
-}
-
-// Asks for tile t to be relaxed. The caller's label writes must be fenced before.
-__device__ void request_tile(const SolverArgs& a, int t) {
-  if (atomicOr(a.tile_state + t, kTilePending) == 0) {
-    atomicAdd(&a.header->outstanding, 1U);
-    queue_push(a, t);
   }
 }
 
@@ -544,69 +480,9 @@ __device__ bool bfs_tile(const SolverArgs& a, int t, int sweep, bool first, Shar
     if (!__syncthreads_or(ch)) break;
   }
   if (valid && (first || changed)) __stcg(a.height + p, d);
-  if (a.queued_bfs) {
-    // The labels are written before any neighbour is asked for (see request_tile).
-    if (changed) __threadfence();
-    const bool tile_changed = __syncthreads_or(changed);
-    if (tile_changed && tid < 9 && tid != 4) {
-      const int ntx = c.tx + tid % 3 - 1;
-      const int nty = c.ty + tid / 3 - 1;
-      if (ntx >= 0 && ntx < c.tiles_x && nty >= 0 && nty < c.tiles_y) {
-        request_tile(a, c.tile_start + nty * c.tiles_x + ntx);
-      }
-    }
-    return tile_changed;
-  }
   const bool tile_changed = __syncthreads_or(changed);
   if (tile_changed) list_changed_tile(a, c, tid, sweep);
   return tile_changed;
-}
-
-// Runs work(t) on queued tiles until none is queued or running; returns how many this
-// block ran. outstanding == 0 is final (see request_tile), so every block returns and
-// the caller's grid barrier follows. With cap > 0, a tile runs at most cap times
-// (visits counted in a.pmark, which the caller zeroes): requests beyond that are
-// dropped, as a sweep-limited phase drops what its last sweep would have done.
-template <class Work>
-__device__ int run_queued_tiles(const SolverArgs& a, Shared& sh, int cap, Work work) {
-  int worked = 0;
-  for (;;) {
-    if (threadIdx.x == 0) {
-      int t = queue_pop(a);
-      if (t >= 0) {
-        atomicExch(a.tile_state + t, kTileRunning);  // clears kTilePending
-        __threadfence();  // what the requester wrote is seen after the state change
-        if (cap > 0 && a.pmark[t]++ >= cap) {
-          atomicExch(a.tile_state + t, 0);
-          atomicSub(&a.header->outstanding, 1U);
-          t = -1;
-        }
-      } else if (atomicAdd(&a.header->outstanding, 0U) == 0U) {
-        t = -2;
-      } else {
-        __nanosleep(256);
-      }
-      sh.pulled[0] = t;
-    }
-    __syncthreads();
-    const int t = sh.pulled[0];
-    __syncthreads();  // thread 0 writes pulled again in the next round
-    if (t == -2) break;
-    if (t < 0) continue;
-    work(t);
-    ++worked;
-    __syncthreads();  // this tile's requests are counted before it stops counting
-    if (threadIdx.x == 0) {
-      const int old = atomicAnd(a.tile_state + t, ~kTileRunning);
-      if ((old & kTilePending) != 0 && (cap == 0 || a.pmark[t] < cap)) {
-        queue_push(a, t);  // asked for while it ran: stays counted, runs again
-      } else {
-        if ((old & kTilePending) != 0) atomicExch(a.tile_state + t, 0);
-        atomicSub(&a.header->outstanding, 1U);
-      }
-    }
-  }
-  return worked;
 }
 
 // ---------------------------------------------------------------- check
@@ -623,12 +499,8 @@ __device__ void check_tile(const SolverArgs& a, int t, int sweep, int row) {
     act = __ldcg(a.excess + p) > 0 && __ldcg(a.height + p) < kInf;
   }
   const bool tile_active = __syncthreads_or(act);
-  if (a.queued_push && tid == 0) {
-    a.pmark[t] = 0;  // visits in the coming push phase (see run_queued_tiles)
-    if (tile_active) request_tile(a, t);
-  }
   if (tile_active && tid == 0) {
-    if (!a.queued_push) list_for_next_sweep(a, a.pmark, t, sweep);
+    list_for_next_sweep(a, a.pmark, t, sweep);
     atomicAdd(&a.header->counter[sweep % 3], 1U);
     atomicOr(a.graph_active + row * a.num_graphs + c.b, 1);
   }
@@ -785,25 +657,6 @@ __device__ void push_tile(const SolverArgs& a, int t, int sweep, Shared& sh) {
     remain = ex > 0 && hm < kInf;
   }
   bool sent = false;
-  if (a.queued_push) {
-    // Every write of this visit is done and fenced before a neighbour is asked for
-    // (see request_tile); a slot's tile is asked for by the thread that sent to it.
-    for_each_halo_slot(c, [&](int i, int gx, int gy) {
-      const long long v = sh.e[i];
-      if (v == 0) return;
-      atomicAdd(reinterpret_cast<unsigned long long*>(a.excess + pix(c, gx, gy)), static_cast<unsigned long long>(v));
-    });
-    __threadfence();
-    const bool again = __syncthreads_or(remain);
-    for_each_halo_slot(c, [&](int i, int gx, int gy) {
-      if (sh.e[i] == 0) return;
-      const int ntx = c.tx + (gx < c.x0 ? -1 : (gx >= c.x0 + kTileW ? 1 : 0));
-      const int nty = c.ty + (gy < c.y0 ? -1 : (gy >= c.y0 + kTileH ? 1 : 0));
-      request_tile(a, c.tile_start + nty * c.tiles_x + ntx);
-    });
-    if (tid == 0 && again) request_tile(a, t);
-    return;
-  }
   for_each_halo_slot(c, [&](int i, int gx, int gy) {
     const long long v = sh.e[i];
     if (v == 0) return;
@@ -974,28 +827,16 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm) maxflow_kernel(Solv
       busy_clock.start();
       const auto relax = [&](int t) { bfs_tile(a, t, sweep, first, sh); };
       const auto live = [&](int t) { return graph_live(a, __ldg(a.tile_graph + t), relabel); };
-      if (!first && a.queued_bfs) {
-        bfs_tiles += static_cast<unsigned int>(run_queued_tiles(a, sh, 0, relax));
-      } else {
-        bfs_tiles +=
-            static_cast<unsigned int>(first ? sweep_tiles(a, sh, live, relax) : pull_tiles(a, sh, sweep, relax));
-      }
+      bfs_tiles +=
+          static_cast<unsigned int>(first ? sweep_tiles(a, sh, live, relax) : pull_tiles(a, sh, sweep, relax));
       busy_clock.lap(a.header, kBfsBusyNs);
       grid.sync();
       if (blockIdx.x == 0) phase_clock.lap(a.header, kBfsNs);
-      if (a.queued_bfs) {
-        // After the first sweep the queue holds the tiles it asked for (if none, the
-        // labels are final already); after the queued relaxation, the labels are final.
-        if (!first) break;
-        if (__ldcg(&a.header->outstanding) == 0U) break;
-        first = false;
-        continue;
-      }
       first = false;
       if (read_counter(a, sweep) == 0U) break;
       if (cap > 0 && !uncapped && relabel_sweeps >= cap) {
         capped = true;
-        if (leader) ++a.header->stats[15];  // counted in memory: no register for it
+        if (leader) ++a.header->stats[kCappedRelabels];  // counted in memory: no register for it
         break;
       }
     }
@@ -1023,17 +864,6 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm) maxflow_kernel(Solv
       if (a.grow_cap != 0 && cap < (1 << 29)) cap *= 2;
       continue;
     }
-    if (a.queued_push) {
-      ++sweep;
-      ++push_sweeps;
-      busy_clock.start();
-      push_tiles += static_cast<unsigned int>(
-          run_queued_tiles(a, sh, a.push_sweeps, [&](int t) { push_tile(a, t, sweep, sh); }));
-      busy_clock.lap(a.header, kPushBusyNs);
-      grid.sync();
-      if (blockIdx.x == 0) phase_clock.lap(a.header, kPushNs);
-      continue;
-    }
     for (int i = 0; i < a.push_sweeps; ++i) {
       ++sweep;
       ++push_sweeps;
@@ -1054,15 +884,15 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm) maxflow_kernel(Solv
     cut_tile(a, t, sh);
   }
   if (threadIdx.x == 0) {
-    atomicAdd(&a.header->stats[3], static_cast<unsigned long long>(bfs_tiles));
-    atomicAdd(&a.header->stats[4], static_cast<unsigned long long>(push_tiles));
-    atomicAdd(&a.header->stats[6], static_cast<unsigned long long>(check_tiles));
+    atomicAdd(&a.header->stats[kBfsTiles], static_cast<unsigned long long>(bfs_tiles));
+    atomicAdd(&a.header->stats[kPushTiles], static_cast<unsigned long long>(push_tiles));
+    atomicAdd(&a.header->stats[kCheckTiles], static_cast<unsigned long long>(check_tiles));
   }
   if (leader) {
-    a.header->stats[0] = relabels;
-    a.header->stats[1] = bfs_sweeps;
-    a.header->stats[2] = push_sweeps;
-    a.header->stats[5] = gridDim.x;
+    a.header->stats[kRelabels] = relabels;
+    a.header->stats[kBfsSweeps] = bfs_sweeps;
+    a.header->stats[kPushSweeps] = push_sweeps;
+    a.header->stats[kGridBlocks] = gridDim.x;
   }
 }
 
@@ -1101,12 +931,10 @@ std::size_t maxflow_workspace_bytes(const std::vector<GridDesc>& desc) { return 
 void maxflow_cuda(const BatchedGridGraph& graph, std::uint8_t* source_side, std::int64_t* flows, void* workspace,
                   std::size_t workspace_bytes, bool warm_start, cudaStream_t stream,
                   const MaxflowSchedule& schedule) {
-  if (schedule.push_visits < 1 || schedule.local_rounds < 1 || schedule.queue < 0 || schedule.queue > 2 ||
-      schedule.bfs_cap < 0) {
+  if (schedule.push_visits < 1 || schedule.local_rounds < 1 || schedule.bfs_cap < 0) {
     throw std::invalid_argument("maxflow_cuda: bad schedule (push_visits " + std::to_string(schedule.push_visits) +
-                                ", local_rounds " + std::to_string(schedule.local_rounds) + ", queue " +
-                                std::to_string(schedule.queue) + ", bfs_cap " + std::to_string(schedule.bfs_cap) +
-                                ")");
+                                ", local_rounds " + std::to_string(schedule.local_rounds) + ", bfs_cap " +
+                                std::to_string(schedule.bfs_cap) + ")");
   }
   const Layout l = make_layout(graph.desc);
   if (graph.desc.empty()) return;
@@ -1183,12 +1011,8 @@ void maxflow_cuda(const BatchedGridGraph& graph, std::uint8_t* source_side, std:
   a.warm = warm_start ? 1 : 0;
   a.push_sweeps = schedule.push_visits;
   a.local_rounds = schedule.local_rounds;
-  a.queued_bfs = schedule.queue >= 1 ? 1 : 0;
-  a.queued_push = schedule.queue >= 2 ? 1 : 0;
-  a.bfs_cap = schedule.queue == 0 ? schedule.bfs_cap : 0;
+  a.bfs_cap = schedule.bfs_cap;
   a.grow_cap = schedule.grow_cap ? 1 : 0;
-  a.tile_state = reinterpret_cast<int*>(base + l.tile_state);
-  a.queue = reinterpret_cast<int*>(base + l.queue);
 
   int device = 0;
   GRABCUT_CUDA_CHECK(cudaGetDevice(&device));
@@ -1219,13 +1043,13 @@ MaxflowStats maxflow_read_stats(const void* workspace, cudaStream_t stream) {
                                      sizeof(h.stats), cudaMemcpyDeviceToHost, stream));
   GRABCUT_CUDA_CHECK(cudaStreamSynchronize(stream));
   MaxflowStats s;
-  s.global_relabels = h.stats[0];
-  s.bfs_sweeps = h.stats[1];
-  s.push_sweeps = h.stats[2];
-  s.bfs_tiles = h.stats[3];
-  s.push_tiles = h.stats[4];
-  s.grid_blocks = h.stats[5];
-  s.check_tiles = h.stats[6];
+  s.global_relabels = h.stats[kRelabels];
+  s.bfs_sweeps = h.stats[kBfsSweeps];
+  s.push_sweeps = h.stats[kPushSweeps];
+  s.bfs_tiles = h.stats[kBfsTiles];
+  s.push_tiles = h.stats[kPushTiles];
+  s.grid_blocks = h.stats[kGridBlocks];
+  s.check_tiles = h.stats[kCheckTiles];
   s.bfs_ns = h.stats[kBfsNs];
   s.check_ns = h.stats[kCheckNs];
   s.push_ns = h.stats[kPushNs];
@@ -1234,7 +1058,7 @@ MaxflowStats maxflow_read_stats(const void* workspace, cudaStream_t stream) {
   s.push_rounds = h.stats[kPushRounds];
   s.push_visits_run = h.stats[kPushVisitsRun];
   s.push_visits_capped = h.stats[kPushVisitsCapped];
-  s.capped_relabels = h.stats[15];
+  s.capped_relabels = h.stats[kCappedRelabels];
   return s;
 }
 

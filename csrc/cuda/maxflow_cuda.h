@@ -33,10 +33,7 @@ struct BatchedGridGraph {
 struct MaxflowSchedule {
   int push_visits = 8;    // push-relabel visits of a tile between global relabels (>= 1)
   int local_rounds = 12;  // push-relabel rounds per visit (>= 1)
-  // 0: every phase in grid-wide sweeps; 1: a global relabel's sweeps after its
-  // first from a work queue; 2: those and the push phase from the queue.
-  int queue = 0;
-  // With queue 0: a global relabel stops after this many BFS sweeps (0: never). The
+  // A global relabel stops after this many BFS sweeps (0: never). The
   // pixels its wave did not reach keep no finite label, so their excess waits for a
   // later relabel; when a check after a capped relabel finds nothing to push, the
   // next relabel runs to the end, and only an uncapped relabel ends a solve (its exact

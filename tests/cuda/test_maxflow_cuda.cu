@@ -322,7 +322,7 @@ TEST(MaxflowCuda, EarlyFinishersKeepTheirCut) {
     std::printf("[stats] early finishers iter %d: %lld tiles, relabels %llu, checked tiles %llu, bfs tiles %llu\n",
                 iter, tiles, s.global_relabels, s.check_tiles, s.bfs_tiles);
     // Retiring shows from the third relabel on (the grid-wide sweeps need ~36 for the
-    // corridor, the queued push phase 3).
+    // corridor).
     if (!warm) ASSERT_GE(s.global_relabels, 3U) << "the corridor should need several relabels";
     // Without retiring, every relabel checks every tile.
     if (s.global_relabels >= 2) {
@@ -403,25 +403,20 @@ TEST(MaxflowCuda, WarmStartMatchesCold) {
   }
 }
 
-// Every schedule (sweeps, queued relabel, queued relabel and push; sweeps with relabels
-// capped at 1 and 4 sweeps, and at 1 sweep doubled each time it proves too short; short
-// and long visits), whatever the environment says: the CPU's cut and flow, cold and warm.
+// Every schedule (relabels never capped, capped at 1 and 4 sweeps, and at 1 sweep doubled
+// each time it proves too short; short and long visits), whatever the environment says:
+// the CPU's cut and flow, cold and warm.
 TEST(MaxflowCuda, EverySchedule) {
   const HostGraph grabcut_like = grabcut_graph(300, 420, 91);
   const HostGraph random = random_graph(150, 190, true, 100, 300, 92);
-  for (int variant = 0; variant < 6; ++variant) {
-    const int queue = variant < 3 ? variant : 0;
-    const int cap = variant == 3 || variant == 5 ? 1 : (variant == 4 ? 4 : 0);
-    const bool grow = variant == 5;
+  for (const auto& [cap, grow] : {std::pair{0, false}, std::pair{1, false}, std::pair{4, false}, std::pair{1, true}}) {
     for (const auto& [visits, rounds] : {std::pair{8, 24}, std::pair{1, 1}, std::pair{3, 200}}) {
-      const std::string what = "queue " + std::to_string(queue) + " cap " + std::to_string(cap) +
-                               (grow ? " growing" : "") + " visits " + std::to_string(visits) + " rounds " +
-                               std::to_string(rounds);
+      const std::string what = "cap " + std::to_string(cap) + (grow ? " growing" : "") + " visits " +
+                               std::to_string(visits) + " rounds " + std::to_string(rounds);
       HostGraph g0 = grabcut_like;
       HostGraph g1 = random;
       const std::vector<const HostGraph*> graphs{&g0, &g1};
       GpuBatch batch(graphs);
-      batch.schedule.queue = queue;
       batch.schedule.bfs_cap = cap;
       batch.schedule.grow_cap = grow;
       batch.schedule.push_visits = visits;
@@ -483,13 +478,11 @@ TEST(MaxflowCuda, RejectsBadArguments) {
   bg.desc[0].width = 8;
   bg.total_pixels = 64;
   EXPECT_THROW(grabcut::cuda::maxflow_cuda(bg, nullptr, nullptr, nullptr, 0, false, nullptr), std::invalid_argument);
-  for (int field = 0; field < 5; ++field) {
+  for (int field = 0; field < 3; ++field) {
     grabcut::cuda::MaxflowSchedule bad;
     if (field == 0) bad.push_visits = 0;
     if (field == 1) bad.local_rounds = 0;
-    if (field == 2) bad.queue = -1;
-    if (field == 3) bad.queue = 3;
-    if (field == 4) bad.bfs_cap = -1;
+    if (field == 2) bad.bfs_cap = -1;
     batch.schedule = bad;
     EXPECT_THROW(batch.solve(false), std::invalid_argument) << "schedule field " << field;
   }

@@ -1,6 +1,5 @@
 // The max-flow schedule the CUDA tests run by default: MaxflowSchedule's defaults,
 // or what the environment asks for, so that one build tests every schedule:
-//   GRABCUT_TEST_QUEUE=0/1/2   MaxflowSchedule::queue
 //   GRABCUT_TEST_CAP=N         MaxflowSchedule::bfs_cap (0: relabels never capped)
 //   GRABCUT_TEST_ROUNDS=N      MaxflowSchedule::local_rounds (N >= 1)
 //   GRABCUT_TEST_GROW_CAP=0/1  MaxflowSchedule::grow_cap
@@ -14,8 +13,6 @@ namespace grabcut::testing {
 
 inline grabcut::cuda::MaxflowSchedule schedule_from_environment() {
   grabcut::cuda::MaxflowSchedule schedule;
-  const char* queue = std::getenv("GRABCUT_TEST_QUEUE");
-  if (queue != nullptr && queue[0] >= '0' && queue[0] <= '2' && queue[1] == '\0') schedule.queue = queue[0] - '0';
   const char* cap = std::getenv("GRABCUT_TEST_CAP");
   if (cap != nullptr && std::atoi(cap) >= 0) schedule.bfs_cap = std::atoi(cap);
   const char* rounds = std::getenv("GRABCUT_TEST_ROUNDS");
