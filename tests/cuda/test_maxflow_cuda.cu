@@ -284,6 +284,37 @@ TEST(MaxflowCuda, SerpentineCorridor) {
   for (int size : {40, 130}) expect_matches_cpu(serpentine_graph(size), "serpentine " + std::to_string(size));
 }
 
+// A checkerboard of strong terminals: every pixel (square 1) or every 8x8 square pulled
+// hard to the side opposite its neighbours', n-links about as strong (`cap` less up to a
+// quarter): half the pixels' excess must find the sink through the other half, across
+// every tile boundary, and nothing may overflow at the int32 limits.
+HostGraph checkerboard_graph(int h, int w, int square, std::int32_t term, std::int32_t cap, unsigned seed) {
+  HostGraph g(h, w);
+  std::mt19937 rng(seed);
+  std::uniform_int_distribution<std::int32_t> less(0, cap / 4);
+  set_nlinks(g, true, [&](int, int, int) { return cap - less(rng); });
+  for (int y = 0; y < h; ++y) {
+    for (int x = 0; x < w; ++x) {
+      const bool source = (y / square + x / square) % 2 == 0;
+      g.terminal[static_cast<std::size_t>(y) * static_cast<std::size_t>(w) + static_cast<std::size_t>(x)] =
+          source ? term : -term;
+    }
+  }
+  return g;
+}
+
+TEST(MaxflowCuda, CheckerboardOfStrongTerminals) {
+  for (const int square : {1, 8}) {
+    for (const auto& [term, cap] : {std::pair{1 << 30, 1 << 28}, std::pair{1000, 1 << 30},
+                                    std::pair{0x7fffffff, 0x7fffffff}}) {
+      expect_matches_cpu(checkerboard_graph(70, 90, square, term, cap, 31),
+                         "checkerboard square " + std::to_string(square) + " terminal " + std::to_string(term) +
+                             " n-link " + std::to_string(cap));
+    }
+  }
+  expect_matches_cpu(checkerboard_graph(300, 257, 1, 1 << 30, 1 << 29, 32), "checkerboard 300x257");
+}
+
 // Graphs that finish early are retired from later relabels while a hard one goes on
 // solving: their cuts must stay exact, cold and warm, and retiring must actually
 // happen (without it, every relabel's first sweep would relax every tile).
