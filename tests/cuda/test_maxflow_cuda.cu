@@ -287,7 +287,8 @@ TEST(MaxflowCuda, SerpentineCorridor) {
 // A checkerboard of strong terminals: every pixel (square 1) or every 8x8 square pulled
 // hard to the side opposite its neighbours', n-links about as strong (`cap` less up to a
 // quarter): half the pixels' excess must find the sink through the other half, across
-// every tile boundary, and nothing may overflow at the int32 limits.
+// every tile boundary, and nothing may overflow with terminals at the int32 limit and
+// n-links at the contract's 2^30 - 1.
 HostGraph checkerboard_graph(int h, int w, int square, std::int32_t term, std::int32_t cap, unsigned seed) {
   HostGraph g(h, w);
   std::mt19937 rng(seed);
