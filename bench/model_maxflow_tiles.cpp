@@ -2,10 +2,10 @@
 // same tiles, the same per-tile steps (Jacobi BFS relaxation, synchronous push and
 // relabel rounds), the same phases, and the work queue of its v0.9 to v0.13b versions
 // (removed from the GPU solver since: it measured slower), with the GPU's blocks
-// simulated as a discrete-event system. It counts what the GPU solver would do (global relabels,
-// phases, tile visits, push rounds, grid barriers) and estimates its time from costs
-// per step measured on the H200 (bench/RESULTS.md, v0.7), so that schedules can be
-// compared on real GrabCut graphs where no GPU is at hand. Every cut is checked
+// simulated as a discrete-event system. It counts what the GPU solver would do
+// (global relabels, phases, tile visits, push rounds, grid barriers) and estimates
+// its time from costs per step measured on the H200 (bench/RESULTS.md, v0.7), so that
+// schedules can be compared on real GrabCut graphs where no GPU is at hand. Every cut is checked
 // against the CPU solver (core/maxflow.cpp); a mismatch is an error (exit 1).
 //
 //   model_maxflow_tiles synthetic [SIDE [SEED]]      the GrabCut-like test graph of
