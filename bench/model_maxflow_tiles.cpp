@@ -5,8 +5,8 @@
 // simulated as a discrete-event system. It counts what the GPU solver would do
 // (global relabels, phases, tile visits, push rounds, grid barriers) and estimates
 // its time from costs per step measured on the H200 (bench/RESULTS.md, v0.7), so that
-// schedules can be compared on real GrabCut graphs where no GPU is at hand. Every cut is checked
-// against the CPU solver (core/maxflow.cpp); a mismatch is an error (exit 1).
+// schedules can be compared on real GrabCut graphs where no GPU is at hand. Every cut
+// is checked against the CPU solver (core/maxflow.cpp); a mismatch is an error (exit 1).
 //
 //   model_maxflow_tiles synthetic [SIDE [SEED]]      the GrabCut-like test graph of
 //                        tests/cuda (the one whose GPU counts RESULTS.md records),
