@@ -195,6 +195,11 @@ const Variant kVariants[] = {
     {"q0c12r12dv16", 0, 16, 12, 0, true, false, false, false, false, false, 12, 1},
     {"q0c12r8d", 0, 8, 8, 0, true, false, false, false, false, false, 12, 1},
     {"q0c12r16d", 0, 8, 16, 0, true, false, false, false, false, false, 12, 1},
+    // Tiles discharged towards exhaustion (the push-relabel form of a region discharge):
+    // long visits, with exact labels inside the tile at the start and when stalled.
+    {"q0c12r64rrd", 0, 8, 64, 3, true, false, false, false, false, false, 12, 1},
+    {"q0c12r256rrd", 0, 8, 256, 3, true, false, false, false, false, false, 12, 1},
+    {"q0c12r256d", 0, 8, 256, 0, true, false, false, false, false, false, 12, 1},
 };
 
 // Costs of the GPU solver's steps on the H200 (us), from the v0.7 profile: a push
