@@ -17,8 +17,12 @@ from __future__ import annotations
 
 import argparse
 import csv
+import importlib.util
 import os
+import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from PIL import Image
@@ -54,10 +58,28 @@ def write_ppm(path: Path, image: np.ndarray) -> None:
         f.write(np.ascontiguousarray(image, dtype=np.uint8).tobytes())
 
 
+def dataset_job_box_crop() -> Callable[..., Any]:
+    """The dataset job's own crop plan, torchgrabcut.coco.plan.box_crop.
+
+    Loaded from its file: the plan needs only numpy, while importing the package would
+    load torch and the compiled extension, which the torch-free benchmarks do without.
+    """
+    name = "torchgrabcut_coco_plan"
+    if name not in sys.modules:
+        path = Path(__file__).resolve().parents[1] / "python" / "torchgrabcut" / "coco" / "plan.py"
+        spec = importlib.util.spec_from_file_location(name, path)
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module  # dataclasses look their module up while the file runs
+        spec.loader.exec_module(module)
+    return sys.modules[name].box_crop
+
+
 def crops_of(
     image: np.ndarray, box: tuple[int, int, int, int], n: int, rng: np.random.Generator
 ) -> list[tuple[np.ndarray, tuple[int, int, int, int]]]:
     """N (crop, half-open box in the crop) of the image around its box, as the dataset job's plan cuts them."""
+    box_crop = dataset_job_box_crop()
     h, w = image.shape[:2]
     rgb = Image.fromarray(image[:, :, ::-1])
     side = max(box[2] - box[0], box[3] - box[1]) * 1.2  # the box and its margins
@@ -68,10 +90,11 @@ def crops_of(
         sh, sw = max(1, round(h * scale)), max(1, round(w * scale))
         scaled = np.asarray(rgb.resize((sw, sh), Image.BICUBIC))[:, :, ::-1]
         x0, y0, x1, y1 = scale_box(box, sh / h, sw / w, sh, sw)
-        mx = max(8, int(np.ceil(0.1 * (x1 - x0))))
-        my = max(8, int(np.ceil(0.1 * (y1 - y0))))
-        cx0, cy0, cx1, cy1 = max(0, x0 - mx), max(0, y0 - my), min(sw, x1 + mx), min(sh, y1 + my)
-        out.append((np.ascontiguousarray(scaled[cy0:cy1, cx0:cx1]), (x0 - cx0, y0 - cy0, x1 - cx0, y1 - cy0)))
+        plan = box_crop([x0, y0, x1 - x0, y1 - y0], sw, sh, 0.1, 8)
+        if isinstance(plan, str):
+            raise ValueError(f"box {box} scaled to {(x0, y0, x1, y1)} in {sw}x{sh}: {plan}")
+        (cx0, cy0, cx1, cy1), in_crop = plan
+        out.append((np.ascontiguousarray(scaled[cy0:cy1, cx0:cx1]), in_crop))
     return out
 
 
