@@ -44,14 +44,13 @@ rm -rf "$BASE" && mkdir -p "$BASE"
 tar cf - --exclude=./data --exclude='./build*' --exclude=./.wheels --exclude="./$AB_BASE" --exclude='*.so' \
   --exclude=./python/torchgrabcut/_build_info.py . | tar xf - -C "$BASE"
 cp -r "$AB_BASE"/. "$BASE"/
+(cd "$BASE" && python3 setup.py -q build_ext --inplace > /tmp/ab_base_build.log 2>&1 || tail -20 /tmp/ab_base_build.log) &
 if [[ -n ${AB_DATASET_ONLY:-} ]]; then
-  (cd "$BASE" && python3 setup.py -q build_ext --inplace > /tmp/ab_base_build.log 2>&1 || tail -20 /tmp/ab_base_build.log) &
   STEPS="build" bash scripts/gpu_check.sh
   wait
   python_rounds
   exit 0
 fi
-(cd "$BASE" && python3 setup.py -q build_ext --inplace > /tmp/ab_base_build.log 2>&1 || tail -20 /tmp/ab_base_build.log) &
 (cd "$BASE" && cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release -DGRABCUT_CUDA=ON -DGRABCUT_GTEST_SOURCE="$PWD/.gtest" \
   > /tmp/ab_base_cmake.log 2>&1 && cmake --build build-gpu -j 8 --target bench_grabcut_cuda bench_maxflow_cuda \
   >> /tmp/ab_base_cmake.log 2>&1 || tail -20 /tmp/ab_base_cmake.log) &
