@@ -18,6 +18,9 @@ the bytes of a file (an upload) the same way, with the same checks:
 Some refusals are subclasses of ``ValueError`` that say which, for callers that answer
 each differently (the server: 413 for too large, 400 otherwise): :class:`ImageTooLarge`,
 :class:`NotAnImage` and :class:`UndecodableImage`.
+
+:func:`read_label_image` reads label images (trimaps, ground truth) and refuses lossy
+formats, whose decoded values are not the labels saved.
 """
 
 from __future__ import annotations
@@ -44,6 +47,7 @@ __all__ = [
     "overlay",
     "read_image",
     "read_image_bytes",
+    "read_label_image",
     "write_image",
 ]
 
@@ -245,6 +249,74 @@ def read_image_bytes(
     if not data:
         raise NotAnImage(f"image: {name} is empty (0 bytes)")
     return _read(io.BytesIO(data), name, grayscale, max_pixels)
+
+
+# Label images: the formats whose decoded samples are the saved ones (as Image.open names
+# them), and the lossy formats Pillow reads; TIFF and WebP are lossless only in some of
+# their compressions, checked by _lossy_label_format. A file in neither list is left to
+# _read, which refuses the formats it does not accept.
+_LOSSLESS_FORMATS = frozenset({"PNG", "BMP", "TIFF", "PPM", "GIF", "WEBP"})
+_LOSSY_FORMATS = frozenset({"JPEG", "MPO", "JPEG2000", "AVIF"})
+_LOSSY_TIFF_COMPRESSIONS = frozenset({"jpeg", "tiff_jpeg", "webp"})
+
+
+def _webp_is_lossy(data: bytes) -> bool:
+    """True when a WebP file holds a lossy (VP8) bitstream, False when only lossless (VP8L) ones.
+
+    The RIFF chunks are walked: a simple file is one VP8 or VP8L chunk; an extended one
+    (VP8X) holds one of them, or animation frames (ANMF) that each hold one.
+    """
+    found_lossless, at = False, 12
+    while at + 8 <= len(data):
+        kind, size = data[at : at + 4], int.from_bytes(data[at + 4 : at + 8], "little")
+        if kind == b"VP8 ":
+            return True
+        found_lossless |= kind == b"VP8L"
+        # A frame's sub-chunks start after its 16-byte frame header; other chunks are skipped.
+        at = at + 8 + 16 if kind == b"ANMF" else at + 8 + size + (size & 1)
+    return not found_lossless  # nothing recognised: not known to be lossless
+
+
+def _lossy_label_format(p: Path) -> str | None:
+    """What makes the file at ``p`` unfit for labels (``"JPEG"``, ``"lossy WebP"``), or None."""
+    Image.init()
+    # Only these plugins may open it: Image.open reads their headers alone, whereas some
+    # other formats' plugins decode inside Image.open (an ICO's PNG), before any size check.
+    formats = sorted(f for f in _LOSSLESS_FORMATS | _LOSSY_FORMATS if f in Image.OPEN)
+    try:
+        with _FILTERS_LOCK, warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # only the format is read here; _read warns or refuses
+            with Image.open(p, formats=formats) as im:
+                fmt, compression = str(im.format), str(im.info.get("compression", ""))
+    except Exception:  # another format, not an image, damaged: _read accepts or refuses it
+        return None
+    if fmt in _LOSSY_FORMATS:
+        return fmt
+    if fmt == "TIFF" and compression in _LOSSY_TIFF_COMPRESSIONS:
+        return f"TIFF with {compression} compression"
+    if fmt == "WEBP" and _webp_is_lossy(p.read_bytes()):
+        return "lossy WebP"
+    return None
+
+
+def read_label_image(path: str | Path, what: str = "label image") -> np.ndarray:
+    """An 8-bit label image (a trimap of labels 0..3, ground truth) as (H, W) uint8.
+
+    As ``read_image(path, grayscale=True)``, and a file in a lossy format (JPEG, lossy
+    WebP, JPEG 2000, AVIF, TIFF with JPEG or WebP compression) is refused with a
+    ValueError saying to save it as PNG: its decoded values are not the labels saved (a
+    JPEG trimap of labels 0..3 reads back with 1s and 2s around every edge). The format
+    is read from the file's contents, not its name. ``what`` names the file's role in the
+    message (``--mask``, ``gt``).
+    """
+    p = Path(path)
+    _check_input_file(p)
+    lossy = _lossy_label_format(p)
+    if lossy is not None:
+        raise ValueError(
+            f"{what}: {p} is {lossy}: a lossy format changes label values around every edge; save it as PNG"
+        )
+    return _read(p, str(p), True, None)
 
 
 def check_output_path(path: str | Path, what: str, labels: bool = False, extensions: tuple[str, ...] = ()) -> Path:

@@ -43,7 +43,9 @@ def add_parser(sub: Any) -> None:
     where = p.add_mutually_exclusive_group(required=True)
     where.add_argument("--box", type=_parse_box, help="x0,y0,x1,y1: half-open box around the object")
     where.add_argument(
-        "--mask", help="8-bit image of OpenCV labels 0..3 (0 BGD, 1 FGD, 2 PR_BGD, 3 PR_FGD), the image's size"
+        "--mask",
+        help="8-bit image of OpenCV labels 0..3 (0 BGD, 1 FGD, 2 PR_BGD, 3 PR_FGD), the image's size, in a "
+        "lossless format (PNG, BMP, TIFF, PGM, ...; JPEG and lossy WebP are refused: they change the labels)",
     )
     p.add_argument(
         "-o",
@@ -60,7 +62,7 @@ def add_parser(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from torchgrabcut.imageio import check_output_path, read_image
+    from torchgrabcut.imageio import check_output_path, read_image, read_label_image
 
     out_mask = check_output_path(args.output, "-o", labels=True)
     out_overlay = check_output_path(args.overlay, "--overlay") if args.overlay else None
@@ -70,7 +72,7 @@ def run(args: argparse.Namespace) -> int:
     if args.box is not None:
         kwargs["box"] = args.box
     else:
-        kwargs["mask"] = read_image(args.mask, grayscale=True)
+        kwargs["mask"] = read_label_image(args.mask, "--mask")
     segment_and_write(image, out_mask, out_overlay, **kwargs)
     return 0
 

@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from torchgrabcut.api import grabcut
-from torchgrabcut.imageio import read_image
+from torchgrabcut.imageio import read_image, read_label_image
 from torchgrabcut.tools.opencv_reference import cv2_grabcut_box
 
 __all__ = [
@@ -107,7 +107,7 @@ def _load_item(root: Path, row: dict[str | None, str | None]) -> DatasetItem:
             raise ValueError(f"{c}: expected a whole number (pixel), got {text!r}") from None
     x0, y0, x1, y1 = coords
     image = read_image(root / "images" / name)
-    gt = read_image(root / "gt" / (Path(name).stem + ".png"), grayscale=True)
+    gt = read_label_image(root / "gt" / (Path(name).stem + ".png"), "gt")
     h, w = image.shape[:2]
     if gt.shape != (h, w):
         raise ValueError(f"gt/{Path(name).stem}.png is {gt.shape[0]}x{gt.shape[1]} but the image is {h}x{w}")
