@@ -11,9 +11,11 @@ call the operator; give the results back in the form the images came in.
 
 from __future__ import annotations
 
+import contextlib
 import enum
 import math
-from collections.abc import Sequence
+import re
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -180,12 +182,64 @@ def grabcut(
     start = _read_boxes(box, images.layout) if box is not None else _read_masks(mask, images)
     params = _check_model(model, images.layout.batch, settings.components, settings.freeze_model)
 
-    batch = _make_batch(images, start, params, settings.components, dev)
-    if start.masks is not None and params is None:  # a box always leaves pixels of both classes
-        _check_classes(batch.masks, images.layout, "mask")
+    with _host_memory(_batch_name(images.layout)):
+        batch = _make_batch(images, start, params, settings.components, dev)
+        if start.masks is not None and params is None:  # a box always leaves pixels of both classes
+            _check_classes(batch.masks, images.layout, "mask")
 
-    out_mask, out_model = _run_op(batch, settings)
-    return _results(images, out_mask, out_model, settings.return_model)
+        out_mask, out_model = _run_op(batch, settings)
+        return _results(images, out_mask, out_model, settings.return_model)
+
+
+# Out of memory on the way in or out: every host allocation of a call (numpy and torch
+# conversions, the padded batch, the operator's copies of its inputs) fails as the core's
+# own scratch does, with torch.OutOfMemoryError naming the image, not with numpy's
+# MemoryError or the allocator's "[enforce fail at alloc_cpu.cpp]" RuntimeError.
+
+# What torch's CPU allocator raises (as a plain RuntimeError) when malloc fails.
+_ALLOC_FAILURE = re.compile(r"DefaultCPUAllocator: can't allocate memory|enforce fail at alloc_cpu")
+_REQUESTED = re.compile(r"allocate (\d+) bytes|Unable to allocate ([\d.]+ [KMGTP]?i?B)")
+
+
+@contextlib.contextmanager
+def _host_memory(what: str) -> Iterator[None]:
+    """Allocation failures inside as torch.OutOfMemoryError naming ``what`` (an image, a batch)."""
+    try:
+        yield
+    except torch.OutOfMemoryError:  # the core's and CUDA's, which already say what and how much
+        raise
+    except MemoryError as err:
+        raise _out_of_memory(what, err) from err
+    except RuntimeError as err:
+        if _ALLOC_FAILURE.search(str(err)) is None:
+            raise
+        raise _out_of_memory(what, err) from err
+
+
+def _out_of_memory(what: str, err: BaseException) -> torch.OutOfMemoryError:
+    found = _REQUESTED.search(str(err))
+    if found is None:
+        size = ""
+    elif found.group(1) is not None:
+        size = f" ({int(found.group(1)) / 2**30:.2f} GiB more was asked for)"
+    else:
+        size = f" ({found.group(2)} more was asked for)"
+    return torch.OutOfMemoryError(
+        f"torchgrabcut.grabcut: out of host memory for {what}{size}; use smaller images or fewer at once"
+    )
+
+
+def _image_name(name: str, shape: Sequence[int]) -> str:
+    """``image[2] (480x640, 307200 pixels)`` of a name and an (H, W, ...) shape."""
+    h, w = int(shape[0]), int(shape[1])
+    return f"{name} ({h}x{w}, {h * w} pixels)"
+
+
+def _batch_name(layout: _Layout) -> str:
+    if layout.batch == 1:
+        return _image_name("image", (layout.heights[0], layout.widths[0]))
+    ph, pw = layout.padded
+    return f"a batch of {layout.batch} images (padded to {ph}x{pw}, {layout.batch * ph * pw} pixels)"
 
 
 # Step 1: reading and checking the arguments. Nothing here moves or pads an image.
@@ -279,7 +333,8 @@ def _image_to_chw(image: object, name: str) -> tuple[torch.Tensor, bool]:
             )
         if image.shape[0] == 0 or image.shape[1] == 0:
             raise ValueError(f"{name}: expected a non-empty image, got shape {image.shape}")
-        return _from_numpy(image).permute(2, 0, 1), True
+        with _host_memory(_image_name(name, image.shape)):
+            return _from_numpy(image).permute(2, 0, 1), True
     if isinstance(image, torch.Tensor):
         _check_tensor_image(image, name, batched=False)
         return image, False
@@ -523,7 +578,8 @@ def _to_mask_tensor(mask: object, name: str) -> torch.Tensor:
     if isinstance(mask, np.ndarray):
         if not (np.issubdtype(mask.dtype, np.integer) or mask.dtype == np.bool_):
             raise TypeError(f"{name}: expected an integer array of labels 0..3, got dtype {mask.dtype}")
-        return _from_numpy(mask)
+        with _host_memory(_image_name(name, mask.shape) if mask.ndim == 2 else name):
+            return _from_numpy(mask)
     if isinstance(mask, torch.Tensor):
         if mask.dtype.is_floating_point or mask.dtype.is_complex:
             raise TypeError(f"{name}: expected an integer tensor of labels 0..3, got dtype {mask.dtype}")
