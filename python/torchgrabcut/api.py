@@ -342,6 +342,7 @@ def _image_to_chw(image: object, name: str) -> tuple[torch.Tensor, bool]:
 
 
 def _check_tensor_image(image: torch.Tensor, name: str, batched: bool) -> None:
+    _check_dense(image, name)
     if image.dtype != torch.uint8:
         raise _not_uint8(image, name)
     shape = "(B, 3, H, W)" if batched else "(3, H, W)"
@@ -352,6 +353,15 @@ def _check_tensor_image(image: torch.Tensor, name: str, batched: bool) -> None:
         raise ValueError(f"{name}: expected a non-empty image, got shape {tuple(image.shape)}")
     if image.device.type not in ("cpu", "cuda"):
         raise ValueError(f"{name}: expected a CPU or CUDA tensor, got device {image.device}")
+
+
+def _check_dense(tensor: torch.Tensor, name: str) -> None:
+    """Sparse, nested and other non-strided tensors are refused here: torch's operations on
+    them fail deep inside, with messages about backends that name no argument."""
+    if tensor.is_nested:
+        raise TypeError(f"{name}: expected a dense tensor, got a nested tensor; pass a list of tensors instead")
+    if tensor.layout != torch.strided:
+        raise TypeError(f"{name}: expected a dense tensor, got layout {tensor.layout}; convert it with .to_dense()")
 
 
 def _shape_hint(shape: tuple[int, ...], tensor: bool) -> str:
@@ -500,6 +510,7 @@ def _read_boxes(box: object, layout: _Layout) -> _Start:
 
 def _boxes_per_image(box: object, batch: int) -> list[object]:
     if isinstance(box, torch.Tensor):
+        _check_dense(box, "box")
         box = box.detach().cpu().numpy()
     if isinstance(box, np.ndarray):
         if box.ndim == 1:
@@ -558,6 +569,13 @@ def _read_masks(mask: object, images: _Images) -> _Start:
 
 def _masks_per_image(mask: object, batch: int, form: _Form) -> list[torch.Tensor]:
     if isinstance(mask, (list, tuple)):
+        if mask and not any(isinstance(m, (np.ndarray, torch.Tensor)) for m in mask):
+            # mask.tolist(), or rows of numbers: not a list of masks, which it would be taken for.
+            raise TypeError(
+                f"mask: expected a numpy array or a torch.Tensor of labels (or a list of them, one per image), "
+                f"got a {type(mask).__name__} of {len(mask)} {type(mask[0]).__name__}s; convert nested "
+                "lists with np.asarray(mask, dtype=np.uint8)"
+            )
         if len(mask) != batch:
             raise ValueError(f"mask: expected one mask per image ({batch}), got {len(mask)}")
         return [_to_mask_tensor(m, f"mask[{b}]") for b, m in enumerate(mask)]
@@ -581,6 +599,7 @@ def _to_mask_tensor(mask: object, name: str) -> torch.Tensor:
         with _host_memory(_image_name(name, mask.shape) if mask.ndim == 2 else name):
             return _from_numpy(mask)
     if isinstance(mask, torch.Tensor):
+        _check_dense(mask, name)
         if mask.dtype.is_floating_point or mask.dtype.is_complex:
             raise TypeError(f"{name}: expected an integer tensor of labels 0..3, got dtype {mask.dtype}")
         return mask
