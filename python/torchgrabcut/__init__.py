@@ -10,6 +10,9 @@ Quick start::
 ``torchgrabcut.grabCut`` is a drop-in for ``cv2.grabCut``.
 """
 
+# First, before torch is imported: in the command line, Ctrl-C during the import is one
+# line, not a traceback (importing _startup does it; see there).
+from torchgrabcut import _startup  # noqa: F401  # isort: skip
 from torchgrabcut._ops import cuda_kernels_built
 from torchgrabcut.api import GC_BGD, GC_FGD, GC_PR_BGD, GC_PR_FGD, grabcut
 from torchgrabcut.cv2_compat import (

@@ -502,9 +502,10 @@ def _read_boxes(box: object, layout: _Layout) -> _Start:
         _parse_box(boxes[b], layout.heights[b], layout.widths[b], "box" if batch == 1 else f"box[{b}]")
         for b in range(batch)
     ]
-    for (x0, y0, x1, y1), h, w in zip(parsed, layout.heights, layout.widths):
+    for b, ((x0, y0, x1, y1), h, w) in enumerate(zip(parsed, layout.heights, layout.widths)):
         if (x0, y0, x1, y1) == (0, 0, w, h) and min(h, w) < 3:
-            raise ValueError(f"box: covers the whole {h}x{w} image, leaving no background to learn from")
+            name = "box" if batch == 1 else f"box[{b}]"
+            raise ValueError(f"{name}: covers the whole {h}x{w} image, leaving no background to learn from")
     return _Start(boxes=parsed)
 
 

@@ -25,6 +25,7 @@ formats, whose decoded values are not the labels saved.
 
 from __future__ import annotations
 
+import contextlib
 import io
 import os
 import re
@@ -355,9 +356,50 @@ def check_output_path(path: str | Path, what: str, labels: bool = False, extensi
 
 
 def write_image(path: str | Path, image: np.ndarray) -> None:
-    """Writes (H, W) grey or (H, W, 3) BGR uint8 as PNG (or any format Pillow knows by suffix)."""
+    """Writes (H, W) grey or (H, W, 3) BGR uint8 as PNG (or any format Pillow knows by suffix).
+
+    The file is written under a temporary name in the same folder, then renamed to ``path``:
+    a write that fails (a full disk) leaves no empty or partial file there, and a file that
+    was there as it was. The OSError then names ``path``.
+    """
+    p = Path(path)
+    fmt = Image.registered_extensions().get(p.suffix.lower())
+    if fmt is None:
+        raise ValueError(f"{p}: not an image format Pillow writes (got {p.suffix or 'no extension'})")
     arr = image if image.ndim == 2 else image[:, :, ::-1]
-    Image.fromarray(np.ascontiguousarray(arr)).save(path)
+    picture = Image.fromarray(np.ascontiguousarray(arr))
+    dest = p.resolve() if p.is_symlink() else p  # the file a link points to is the one replaced, as before
+    tmp = dest.with_name(f".{dest.name}.tmp{os.getpid()}-{threading.get_ident()}")
+    try:
+        with _created(tmp) as f:
+            picture.save(f, format=fmt)
+        os.replace(tmp, dest)
+    except BaseException as err:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        if isinstance(err, OSError):
+            raise _write_error(err, p) from err
+        raise
+
+
+def _created(tmp: Path) -> io.BufferedWriter:
+    """A new file at ``tmp``, created as open() creates one (mode 0o666 less the umask)."""
+    # O_EXCL: never write through a link someone put at the temporary name; one left by
+    # a killed process of the same id is removed first.
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0)
+    try:
+        fd = os.open(tmp, flags, 0o666)
+    except FileExistsError:
+        tmp.unlink()
+        fd = os.open(tmp, flags, 0o666)
+    return os.fdopen(fd, "wb")
+
+
+def _write_error(err: OSError, path: Path) -> OSError:
+    """``err`` naming ``path`` (a full disk's is "[Errno 28] No space left on device", no file)."""
+    if err.errno is None:  # Pillow's own (a mode the format cannot hold)
+        return OSError(f"cannot write {path}: {err}")
+    return OSError(err.errno, f"cannot write {path}: {err.strerror or err}")
 
 
 def overlay(image: np.ndarray, mask: np.ndarray, alpha: float = 0.55) -> np.ndarray:

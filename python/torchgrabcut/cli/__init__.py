@@ -15,6 +15,7 @@ import argparse
 import sys
 from typing import NoReturn
 
+from torchgrabcut import _startup
 from torchgrabcut.cli import bench, demo, evaluate, segment
 from torchgrabcut.coco import cli as dataset
 from torchgrabcut.server import cli as serve
@@ -43,7 +44,23 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    """The command line on ``argv`` (default: the process's arguments); its exit status.
+
+    With no arguments at all it runs the demo (`python -m torchgrabcut`), saying so first.
+    """
+    _startup.ctrl_c_raises()  # from here Ctrl-C is a KeyboardInterrupt, answered below
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if not argv:
+        print("torchgrabcut: no command given: running the demo (torchgrabcut --help lists the commands)")
+        argv = ["demo"]
+    if argv[0] == "segment":
+        argv = segment.join_negative_box(argv)
+    try:
+        # Parsing checks --device, which starts CUDA: seconds in which Ctrl-C may come.
+        args = build_parser().parse_args(argv)
+    except KeyboardInterrupt:
+        print("torchgrabcut: interrupted", file=sys.stderr)
+        return 130
     try:
         return int(args.handler(args))
     except (ValueError, TypeError, OSError, RuntimeError, OverflowError) as err:

@@ -11,7 +11,7 @@ import numpy as np
 
 from torchgrabcut.cli.options import add_device, add_max_iter
 
-__all__ = ["add_parser", "run", "segment_and_write"]
+__all__ = ["add_parser", "join_negative_box", "run", "segment_and_write"]
 
 _BOX_COORDINATE_MAX = 2**31 - 1
 
@@ -27,6 +27,27 @@ def _parse_box(text: str) -> tuple[int, int, int, int]:
     if len(values) != 4 or any(abs(v) > _BOX_COORDINATE_MAX for v in values):
         raise argparse.ArgumentTypeError(f"expected x0,y0,x1,y1 (four whole numbers, pixels), got {text!r}")
     return values  # type: ignore[return-value]
+
+
+def join_negative_box(argv: list[str]) -> list[str]:
+    """``--box -5,10,120,110`` as ``--box=-5,10,120,110``.
+
+    argparse takes a value that starts with '-' and is not a plain number for an option,
+    and says "--box: expected one argument"; a box partly left of or above the image is
+    then refused by the image's own check, which says what is wrong with it.
+    """
+    out: list[str] = []
+    i = 0
+    while i < len(argv):
+        if argv[i] == "--":  # everything after it is positional
+            return out + argv[i:]
+        if argv[i] == "--box" and i + 1 < len(argv) and argv[i + 1][:1] == "-" and argv[i + 1][1:2].isdigit():
+            out.append(f"--box={argv[i + 1]}")
+            i += 2
+            continue
+        out.append(argv[i])
+        i += 1
+    return out
 
 
 def add_parser(sub: Any) -> None:

@@ -116,6 +116,13 @@ def _load_item(root: Path, row: dict[str | None, str | None]) -> DatasetItem:
             f"box {x0},{y0},{x1},{y1} (inclusive) does not fit the {h}x{w} image {name}: "
             f"expected 0 <= x0 <= x1 <= {w - 1} and 0 <= y0 <= y1 <= {h - 1}"
         )
+    if (x0, y0, x1, y1) == (0, 0, w - 1, h - 1) and min(h, w) < 3:
+        # grabcut refuses it (no pixel is left to learn the background from, not even a
+        # border); said here, where the row is known, rather than by the call on all rows.
+        raise ValueError(
+            f"box {x0},{y0},{x1},{y1} (inclusive) covers the whole {h}x{w} image {name}, "
+            "leaving no background to learn from"
+        )
     return DatasetItem(name, image, gt, (x0, y0, x1 + 1, y1 + 1))
 
 

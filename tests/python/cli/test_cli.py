@@ -149,7 +149,7 @@ BAD_VALUES: list[tuple[list[str], str]] = [
     ([*_SEG, "--box", f"0,0,{_BIG_INT},5"], "--box"),
     ([*_SEG, "--box", "0,0,2147483647,5"], "box: expected 0 <= x0"),
     ([*_SEG, "--box=-1,0,5,5"], "box: expected 0 <= x0"),
-    ([*_SEG, "--box", "-1,0,5,5"], "--box"),
+    ([*_SEG, "--box", "-1,0,5,5"], "box: expected 0 <= x0"),  # read as the box, not as an option
     ([*_SEG, "--box", "0,0,51,40"], "box: expected 0 <= x0"),
     ([*_SEG, "--box", "0,0,50,41"], "box: expected 0 <= x0"),
     ([*_SEG, "--box", "5,5,1,1"], "inverted"),
@@ -207,8 +207,7 @@ BAD_VALUES: list[tuple[list[str], str]] = [
     # demo
     *[(["demo", "-o", "{d}/demo", "--device", v], "--device") for v in ("foo", "cuda:99", "")],
     (["demo", "-o", "{d}/img.png", "--device", "cpu"], "not a folder"),
-    # no command, unknown command
-    ([], "command"),
+    # unknown command (no command at all runs the demo: test_cli_messages.py)
     (["frobnicate"], "invalid choice"),
 ]
 
