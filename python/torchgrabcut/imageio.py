@@ -4,15 +4,20 @@ What :func:`read_image` accepts, and how (each refusal is a one-line ``ValueErro
 or ``FileNotFoundError``, never a decoder's traceback); :func:`read_image_bytes` reads
 the bytes of a file (an upload) the same way, with the same checks:
 
-- any format Pillow decodes; colour, grey, palette and bilevel images become 3-channel
-  BGR, and an alpha channel is dropped, as ``cv2.imread(path, cv2.IMREAD_COLOR)`` does;
+- PNG, JPEG, BMP, TIFF, GIF, WebP and PNM (PBM, PGM, PPM) files (:data:`ACCEPTED_FORMATS`,
+  told by their contents, not their name); of a multi-frame file (TIFF pages, GIF, PNG or
+  WebP animations, MPO) the first frame. Other formats Pillow reads are refused, ICO, CUR
+  and ICNS above all: their directory need not tell the size of the picture inside;
+- colour, grey, palette and bilevel images become 3-channel BGR, and an alpha channel
+  is dropped, as ``cv2.imread(path, cv2.IMREAD_COLOR)`` does;
 - 16-bit images are scaled to 8 bits by dropping the low byte, as ``cv2.imread`` does;
   with ``grayscale=True`` (label masks, ground truth) they are refused, since scaling
   would turn labels 0..3 into 0; 32-bit integer and float images are refused;
 - the EXIF orientation is applied, as ``cv2.imread`` and image viewers do, so that a box
   read off the picture on screen lands on the same pixels;
 - images over :data:`MAX_IMAGE_PIXELS` pixels are refused from the size in the file's
-  header, before anything is decoded (a 68-byte PNG can declare 20000x20000 pixels);
+  header, before anything is decoded (a 68-byte PNG can declare 20000x20000 pixels); in
+  the accepted formats that size is the size of the frame decoded (see ACCEPTED_FORMATS);
 - truncated files, empty files, folders and files that are not images are refused.
 
 Some refusals are subclasses of ``ValueError`` that say which, for callers that answer
@@ -33,18 +38,21 @@ import struct
 import threading
 import warnings
 import zlib
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
 from PIL import Image, UnidentifiedImageError
 
 __all__ = [
+    "ACCEPTED_FORMATS",
     "LABEL_EXTENSIONS",
     "MAX_IMAGE_PIXELS",
     "ImageTooLarge",
     "NotAnImage",
     "UndecodableImage",
     "check_output_path",
+    "image_size_bytes",
     "overlay",
     "read_image",
     "read_image_bytes",
@@ -56,6 +64,20 @@ __all__ = [
 # here so that the limit is ours, stated, and does not move if other code changes Pillow's.
 # About 15 GB of GrabCut working memory on the CPU at this size.
 MAX_IMAGE_PIXELS = 178_956_970
+
+# The formats read, as Image.open's ``formats`` names them: those whose header gives the size
+# of the picture load() decodes, so that the pixel limit is checked from the header before
+# any pixel is decoded (Pillow's decoders cannot write outside the size the header set).
+# Multi-frame files are read as their first frame, and the size checked is that frame's:
+# GIF folds the first frame's extent into the size when the file is opened, APNG and WebP
+# frames must lie inside the canvas (the size), a TIFF's first page and an MPO's first
+# picture (JPEG's plugin opens MPO) have their own header; later frames are never decoded.
+# Everything else is refused unread: ICO, CUR and ICNS list sizes in a directory that need
+# not match the picture inside (a "256x256" entry holding a 13000x13000 PNG, which Pillow 13
+# decodes inside Image.open), and the other plugins were not checked for such lies.
+ACCEPTED_FORMATS = ("PNG", "JPEG", "BMP", "TIFF", "GIF", "WEBP", "PPM")
+_OPENED_FORMATS = frozenset({*ACCEPTED_FORMATS, "MPO"})
+_ACCEPTED_NAMES = "PNG, JPEG, BMP, TIFF, GIF, WebP or PNM (PBM/PGM/PPM)"
 
 # Formats Pillow writes an 8-bit single-channel image to without loss (each is checked to
 # read back identically, by Pillow and by cv2.imread, in tests/python/test_imageio.py).
@@ -166,11 +188,11 @@ def _orientation(im: Image.Image) -> int:
     return value if isinstance(value, int) else 1
 
 
-def _decode(im: Image.Image, name: str, grayscale: bool) -> np.ndarray:
+def _decode(im: Image.Image, name: str, grayscale: bool, orientation: int) -> np.ndarray:
     """The loaded image as (H, W) grey or (H, W, 3) RGB uint8, upright."""
     # Pillow reads a 16-bit PGM as 32-bit mode I; every other mode I or F file has wider samples.
     sixteen_bit = im.mode.startswith("I;16") or (im.mode == "I" and im.format == "PPM")
-    method = _ORIENTATION.get(_orientation(im))
+    method = _ORIENTATION.get(orientation)
     if method is not None:
         im = im.transpose(method)
     if sixteen_bit:
@@ -180,6 +202,9 @@ def _decode(im: Image.Image, name: str, grayscale: bool) -> np.ndarray:
         return np.repeat(grey[:, :, None], 3, axis=2)
     if im.mode in ("I", "F"):
         raise _Refused(f"image: {name} has 32-bit {'float' if im.mode == 'F' else 'integer'} samples; expected 8-bit")
+    # Transparency is dropped, as cv2.imread drops it; kept, it makes convert() warn for
+    # palette images, and conversions run outside the warning filters (see _read).
+    im.info.pop("transparency", None)
     if grayscale:
         return np.asarray(im.convert("L"), dtype=np.uint8).copy()
     return np.asarray(im.convert("RGB"), dtype=np.uint8)
@@ -188,30 +213,89 @@ def _decode(im: Image.Image, name: str, grayscale: bool) -> np.ndarray:
 _FILTERS_LOCK = threading.Lock()
 
 
+@contextlib.contextmanager
+def _quiet_pillow() -> Iterator[None]:
+    """Pillow's warnings about what it reads from headers and metadata, silenced.
+
+    Our own limit is checked from the header; Pillow's warning between its two thresholds
+    would only repeat it for an image we accept. Its plugins' warnings about damaged
+    metadata (TIFF tags, EXIF) concern files whose pixels do decode. catch_warnings swaps
+    the process-wide filter list and puts back what it found: two readers on different
+    threads (the server's requests) could each put back the other's filters, so readers
+    take turns here, for the header and metadata only (milliseconds), never for a decode.
+    """
+    with _FILTERS_LOCK, warnings.catch_warnings():
+        warnings.simplefilter("ignore", Image.DecompressionBombWarning)
+        warnings.filterwarnings("ignore", category=UserWarning, module=r"PIL\.")
+        yield
+
+
+def _format_of(prefix: bytes) -> str | None:
+    """The Pillow format whose signature starts ``prefix`` (only to name it in a refusal)."""
+    Image.init()
+    for fmt in Image.ID:
+        accept = Image.OPEN[fmt][1]
+        try:
+            if accept is not None and accept(prefix):
+                return fmt
+        except Exception:  # a plugin's signature test on odd bytes: not that format
+            continue
+    return None
+
+
+def _not_accepted(name: str, prefix: bytes) -> NotAnImage:
+    fmt = _format_of(prefix)
+    if fmt is None:
+        return NotAnImage(f"image: {name} is not an image in a format torchgrabcut reads ({_ACCEPTED_NAMES})")
+    return NotAnImage(
+        f"image: {name} is {fmt}, a format torchgrabcut does not read: expected {_ACCEPTED_NAMES}, "
+        "whose header gives the size of the picture decoded"
+    )
+
+
+def _open_header(source: Path | io.BytesIO, name: str, limit: int) -> Image.Image:
+    """The image opened, its header read and nothing decoded, once its format and size pass.
+
+    Call under _quiet_pillow. Only the accepted formats' plugins are tried: an ICO or ICNS
+    file is never handed to its plugin, which decodes the picture inside to learn its size.
+    """
+    try:
+        im = Image.open(source, formats=ACCEPTED_FORMATS)
+    except UnidentifiedImageError as err:
+        if isinstance(source, io.BytesIO):
+            prefix = source.getvalue()[:16]
+        else:
+            with open(source, "rb") as f:
+                prefix = f.read(16)
+        raise _not_accepted(name, prefix) from err
+    try:
+        if im.format not in _OPENED_FORMATS:  # a plugin registered by other code under an accepted name
+            raise _not_accepted(name, b"")
+        _check_size(name, *im.size, limit)
+    except BaseException:
+        im.close()
+        raise
+    return im
+
+
 def _read(source: Path | io.BytesIO, name: str, grayscale: bool, max_pixels: int | None) -> np.ndarray:
     """What read_image and read_image_bytes return, from a file or its bytes; ``name`` is for messages."""
     limit = MAX_IMAGE_PIXELS if max_pixels is None else min(max_pixels, MAX_IMAGE_PIXELS)
     try:
-        # Our own limit is checked from the header below; Pillow's warning between its
-        # two thresholds would only repeat it for an image we accept. Its plugins' warnings
-        # about damaged metadata (TIFF tags, EXIF) concern files whose pixels did decode.
-        # catch_warnings swaps the process-wide filter list and puts back what it found:
-        # two readers on different threads (the server's requests) could each put back
-        # the other's filters, so readers take turns.
-        with _FILTERS_LOCK, warnings.catch_warnings():
-            warnings.simplefilter("ignore", Image.DecompressionBombWarning)
-            warnings.filterwarnings("ignore", category=UserWarning, module=r"PIL\.")
-            with Image.open(source) as im:
-                _check_size(name, *im.size, limit)
-                im.load()
-                _check_size(name, *im.size, limit)  # a format whose decoded size differs from its header's
-                array = _decode(im, name, grayscale)
-    except _Refused:
+        with _quiet_pillow():
+            im = _open_header(source, name, limit)
+        with im:
+            # Decoded outside the lock, so that reads on other threads run meanwhile; the
+            # accepted formats warn only while headers and metadata are read (tested).
+            im.load()
+            _check_size(name, *im.size, limit)  # a format whose decoded size differs from its header's
+            with _quiet_pillow():
+                orientation = _orientation(im)
+            array = _decode(im, name, grayscale, orientation)
+    except (_Refused, NotAnImage):
         raise
     except Image.DecompressionBombError as err:
         raise _bomb(name, err, limit) from err
-    except UnidentifiedImageError as err:
-        raise NotAnImage(f"image: {name} is not an image in a format Pillow reads") from err
     except MemoryError as err:
         raise ValueError(f"image: {name} does not fit in memory") from err
     except _DECODE_ERRORS as err:
@@ -250,6 +334,31 @@ def read_image_bytes(
     if not data:
         raise NotAnImage(f"image: {name} is empty (0 bytes)")
     return _read(io.BytesIO(data), name, grayscale, max_pixels)
+
+
+def image_size_bytes(data: bytes, name: str = "image", max_pixels: int | None = None) -> tuple[int, int]:
+    """(width, height) of the image in ``data``, from its header alone: nothing is decoded.
+
+    Refused as :func:`read_image_bytes` refuses it, when the refusal can be told from the
+    header (not an image, not an accepted format, over the pixel limit): for a caller that
+    must know what a decode will cost before it starts one (the server's memory budget).
+    The size is as stored, before the EXIF orientation is applied.
+    """
+    if not data:
+        raise NotAnImage(f"image: {name} is empty (0 bytes)")
+    limit = MAX_IMAGE_PIXELS if max_pixels is None else min(max_pixels, MAX_IMAGE_PIXELS)
+    try:
+        with _quiet_pillow():
+            im = _open_header(io.BytesIO(data), name, limit)
+            size: tuple[int, int] = im.size
+            im.close()
+    except (_Refused, NotAnImage):
+        raise
+    except Image.DecompressionBombError as err:
+        raise _bomb(name, err, limit) from err
+    except _DECODE_ERRORS as err:
+        raise UndecodableImage(f"image: cannot read {name} as an image ({err})", str(err)) from err
+    return size
 
 
 # Label images: the formats whose decoded samples are the saved ones (as Image.open names

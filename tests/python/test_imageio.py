@@ -328,3 +328,197 @@ def test_readers_on_many_threads_leave_the_warning_filters_as_they_were() -> Non
         t.join()
     assert not errors
     assert warnings.filters == before
+
+
+# --- the pixel limit holds for every format: the size checked is the size decoded ---------------
+
+LIMIT = 10_000  # pixels: the crafted "large" pictures are 40 times that
+
+
+def _saved(fmt: str, frames: list[tuple[int, int]], **kwargs: object) -> bytes:
+    """A file of ``fmt`` holding one frame per (width, height), the first as the main picture."""
+    images = [Image.fromarray(_distinct_channels(h, w, seed=i)) for i, (w, h) in enumerate(frames)]
+    buf = io.BytesIO()
+    if len(images) > 1:
+        kwargs = {"save_all": True, "append_images": images[1:], **kwargs}
+    images[0].save(buf, fmt, **kwargs)
+    return buf.getvalue()
+
+
+def _directory_icon(kind: int, inner: bytes) -> bytes:
+    """An ICO (kind 1) or CUR (kind 2) whose directory says 256x256 and holds ``inner``."""
+    entry = struct.pack("<BBBBHHII", 0, 0, 0, 0, 1, 32, len(inner), 6 + 16)  # 0 means 256
+    return struct.pack("<HHH", 0, kind, 1) + entry + inner
+
+
+def _icns(inner: bytes) -> bytes:
+    """An ICNS whose table says 128x128 (type ic07) and holds ``inner``."""
+    return b"icns" + struct.pack(">I", 8 + 8 + len(inner)) + b"ic07" + struct.pack(">I", 8 + len(inner)) + inner
+
+
+def _gif_with_a_larger_second_frame() -> bytes:
+    """A GIF whose logical screen and first frame are 20x10 and whose second frame is 200x200."""
+    first = _saved("GIF", [(20, 10)])
+    frame = _saved("GIF", [(200, 200)])
+    # The second file's image (from its descriptor on) appended before the first's trailer.
+    descriptor = frame.index(b"\x2c\x00\x00\x00\x00\xc8\x00\xc8\x00")
+    return first[:-1] + frame[descriptor:-1] + b";"
+
+
+def _gif_whose_first_frame_is_larger_than_its_screen() -> bytes:
+    data = bytearray(_saved("GIF", [(200, 200)]))
+    data[6:10] = struct.pack("<HH", 20, 10)  # the logical screen says 20x10
+    return bytes(data)
+
+
+def _big_png() -> bytes:
+    return _saved("PNG", [(200, 200)])  # 40 000 pixels, over LIMIT
+
+
+# Files whose header (directory, table) need not tell the size of the picture inside, and
+# formats that were not checked for it: refused from their signature, nothing decoded.
+REFUSED_FORMATS = {
+    "ico holding a larger png": lambda: _directory_icon(1, _big_png()),
+    "cur holding a larger png": lambda: _directory_icon(2, _big_png()),
+    "icns holding a larger png": lambda: _icns(_big_png()),
+    "ico": lambda: _saved("ICO", [(16, 16)]),
+    "icns": lambda: _saved("ICNS", [(16, 16)]),
+    "tga": lambda: _saved("TGA", [(16, 16)]),
+    "pcx": lambda: _saved("PCX", [(16, 16)]),
+    "sgi": lambda: _saved("SGI", [(16, 16)]),
+    "qoi": lambda: _saved("QOI", [(16, 16)]),
+    "dds": lambda: _saved("DDS", [(16, 16)]),
+}
+
+# Multi-frame files in the accepted formats: the first frame is read, its size checked
+# from the header (a first frame over the limit is refused before it is decoded).
+FIRST_FRAMES = {
+    "tiff, second page larger": (lambda: _saved("TIFF", [(20, 10), (200, 200)]), (10, 20)),
+    "tiff, first page larger": (lambda: _saved("TIFF", [(200, 200), (20, 10)]), None),
+    "gif, second frame larger": (_gif_with_a_larger_second_frame, (10, 20)),
+    "gif, first frame larger than its screen": (_gif_whose_first_frame_is_larger_than_its_screen, None),
+    "apng": (lambda: _saved("PNG", [(20, 10)] * 3), (10, 20)),
+    "apng over the limit": (lambda: _saved("PNG", [(200, 200)] * 2), None),
+    "animated webp": (lambda: _saved("WEBP", [(20, 10)] * 3, lossless=True), (10, 20)),
+    "animated webp over the limit": (lambda: _saved("WEBP", [(200, 200)] * 2), None),
+    "mpo, second picture larger": (lambda: _saved("MPO", [(20, 10), (200, 200)]), (10, 20)),
+    "mpo, first picture larger": (lambda: _saved("MPO", [(200, 200), (20, 10)]), None),
+}
+
+
+@pytest.fixture
+def allocations(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The pixel count of every image Pillow allocates from now on (its decoders write into them)."""
+    sizes: list[int] = []
+    for name in ("new", "fill"):
+        made = getattr(Image.core, name)
+
+        def counted(mode: str, size: tuple[int, int], *args: object, _made=made) -> object:  # type: ignore[no-untyped-def]
+            sizes.append(size[0] * size[1])
+            return _made(mode, size, *args)
+
+        monkeypatch.setattr(Image.core, name, counted)
+    return sizes
+
+
+def _read_both_ways(data: bytes, tmp_path: Path) -> list[object]:
+    """read_image_bytes and read_image of the same data at LIMIT: each result or its ValueError."""
+    path = tmp_path / "file.png"  # the name says PNG: the contents decide
+    path.write_bytes(data)
+    imageio_limit = imageio.MAX_IMAGE_PIXELS
+    out: list[object] = []
+    for read in (lambda: imageio.read_image_bytes(data, "file.png", max_pixels=LIMIT), lambda: read_image(path)):
+        imageio.MAX_IMAGE_PIXELS = LIMIT  # read_image has no max_pixels: the library's limit, lowered
+        try:
+            out.append(read())
+        except ValueError as err:
+            out.append(err)
+        finally:
+            imageio.MAX_IMAGE_PIXELS = imageio_limit
+    return out
+
+
+@pytest.mark.parametrize("kind", sorted(REFUSED_FORMATS))
+def test_formats_whose_header_may_not_tell_the_size_are_refused_undecoded(
+    kind: str, tmp_path: Path, allocations: list[int]
+) -> None:
+    data = REFUSED_FORMATS[kind]()
+    allocations.clear()
+    for result in _read_both_ways(data, tmp_path):
+        assert isinstance(result, imageio.NotAnImage), result
+        message = str(result)
+        assert "file.png" in message and "PNG, JPEG, BMP, TIFF, GIF, WebP or PNM" in message and "\n" not in message
+    assert allocations == []  # nothing decoded, not even the small pictures
+    with pytest.raises(imageio.NotAnImage):
+        imageio.image_size_bytes(data)
+
+
+def test_an_ico_is_named_in_its_refusal() -> None:
+    with pytest.raises(imageio.NotAnImage, match=r"icon\.ico is ICO, a format torchgrabcut does not read"):
+        imageio.read_image_bytes(_directory_icon(1, _big_png()), "icon.ico")
+
+
+@pytest.mark.parametrize("kind", sorted(FIRST_FRAMES))
+def test_multi_frame_files_are_read_as_their_first_frame_within_the_limit(
+    kind: str, tmp_path: Path, allocations: list[int]
+) -> None:
+    make, shape = FIRST_FRAMES[kind]
+    data = make()
+    allocations.clear()
+    results = _read_both_ways(data, tmp_path)
+    assert max(allocations, default=0) <= LIMIT  # no picture over the limit was allocated
+    for result in results:
+        if shape is None:
+            assert isinstance(result, imageio.ImageTooLarge), result
+            assert "over the limit of 10,000 pixels" in str(result)
+        else:
+            assert isinstance(result, np.ndarray) and result.shape == (*shape, 3), result
+    if shape is not None:
+        assert imageio.image_size_bytes(data) == shape[::-1]
+        # and it really holds a larger frame, which is never decoded
+        with Image.open(io.BytesIO(data)) as im:
+            assert im.n_frames > 1
+
+
+def test_image_size_bytes_reads_the_header_only(allocations: list[int]) -> None:
+    data = _saved("PNG", [(300, 200)])
+    allocations.clear()
+    assert imageio.image_size_bytes(data, "x.png") == (300, 200)
+    with pytest.raises(imageio.ImageTooLarge, match=r"x\.png is 300x200 = 0\.1 megapixels"):
+        imageio.image_size_bytes(data, "x.png", max_pixels=59_999)
+    assert allocations == []
+    with pytest.raises(imageio.NotAnImage, match="empty"):
+        imageio.image_size_bytes(b"")
+    with pytest.raises(imageio.NotAnImage, match="not an image in a format torchgrabcut reads"):
+        imageio.image_size_bytes(b"hello, not an image")
+
+
+def test_a_decode_does_not_wait_for_another_threads_decode(monkeypatch: pytest.MonkeyPatch) -> None:
+    # One slow decode (a large upload on the server) must not hold up reads on other threads.
+    import threading
+
+    from PIL import ImageFile
+
+    slow, small = _saved("PNG", [(90, 90)]), _saved("PNG", [(20, 10)])
+    started, release = threading.Event(), threading.Event()
+    load = ImageFile.ImageFile.load
+
+    def load_slowly(self: ImageFile.ImageFile) -> object:
+        if self.size == (90, 90):
+            started.set()
+            release.wait(30)
+        return load(self)
+
+    monkeypatch.setattr(ImageFile.ImageFile, "load", load_slowly)
+    thread = threading.Thread(target=imageio.read_image_bytes, args=(slow,))
+    thread.start()
+    try:
+        assert started.wait(30)
+        done = threading.Event()
+        reader = threading.Thread(target=lambda: (imageio.read_image_bytes(small), done.set()))
+        reader.start()
+        assert done.wait(10), "a small read waited for the slow decode"
+        reader.join()
+    finally:
+        release.set()
+        thread.join(30)
