@@ -90,3 +90,9 @@ def test_a_nested_tensor_image_says_to_pass_a_list() -> None:
     nested = torch.nested.nested_tensor([_CHW, _CHW[:, :30]])
     with pytest.raises(TypeError, match=r"^image: expected a dense tensor, got a nested tensor; pass a list"):
         torchgrabcut.grabcut(nested, box=(10, 5, 20, 25), device="cpu")
+
+
+def test_grabcut_names_the_image_of_a_batch_whose_box_covers_it() -> None:
+    images = [np.zeros((30, 30, 3), np.uint8), np.zeros((2, 2, 3), np.uint8)]
+    with pytest.raises(ValueError, match=r"^box\[1\]: covers the whole 2x2 image"):
+        torchgrabcut.grabcut(images, box=[(5, 5, 20, 20), (0, 0, 2, 2)], device="cpu")

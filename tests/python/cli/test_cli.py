@@ -5,9 +5,11 @@ from __future__ import annotations
 import json
 import math
 import shutil
+import signal
 import struct
 import subprocess
 import sys
+import time
 import zlib
 from pathlib import Path
 
@@ -15,7 +17,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from conftest import write_tiny_dataset
+from conftest import ctrl_c_as_in_a_terminal, write_tiny_dataset
 from torchgrabcut.cli import main
 from torchgrabcut.imageio import LABEL_EXTENSIONS, read_image, write_image
 
@@ -97,6 +99,16 @@ def run_main(argv: list[str], capsys: pytest.CaptureFixture) -> tuple[int, str]:
     except SystemExit as exc:
         status = exc.code if isinstance(exc.code, int) else 1
     return status, capsys.readouterr().err
+
+
+def run_main_out(argv: list[str], capsys: pytest.CaptureFixture) -> tuple[int, str, str]:
+    """As run_main, with stdout too: (exit status, stdout, stderr)."""
+    try:
+        status = main(argv)
+    except SystemExit as exc:
+        status = exc.code if isinstance(exc.code, int) else 1
+    out = capsys.readouterr()
+    return status, out.out, out.err
 
 
 def assert_one_line_error(status: int, err: str, command: str, needle: str) -> None:
@@ -388,3 +400,58 @@ def test_bench_sizes_checks_its_sizes_before_reading_the_image(tmp_path: Path, m
         bench_sizes(tmp_path / "not_read.png", (0.3, megapixels))
     with pytest.raises(ValueError, match=r"repeats: expected a whole number >= 1"):
         bench_sizes(tmp_path / "not_read.png", (0.3,), repeats=0)
+
+
+# -- no command: the demo, as the README says of `python -m torchgrabcut` -----------------------------
+
+
+def test_no_command_runs_the_demo(
+    tmp_path: Path, capsys: pytest.CaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    status, out, err = run_main_out([], capsys)
+    assert status == 0, err
+    assert out.startswith("torchgrabcut: no command given: running the demo"), out
+    assert read_image(tmp_path / "out" / "mask.png", grayscale=True).shape == (512, 512)
+
+
+# -- Ctrl-C while torch is being imported --------------------------------------------------------------
+
+
+def _wait_for_torch_import(pid: int, timeout: float = 120.0) -> None:
+    """Until the child has mapped libtorch (it is importing torch, which goes on for a second or more)."""
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        try:
+            if "libtorch" in Path(f"/proc/{pid}/maps").read_text():
+                return
+        except OSError:
+            pass
+        time.sleep(0.005)
+    raise AssertionError("the child never imported torch")
+
+
+def _commands() -> dict[str, list[str]]:
+    commands = {"python -m torchgrabcut": [sys.executable, "-m", "torchgrabcut"]}
+    script = Path(sys.executable).parent / "torchgrabcut"
+    if script.is_file():
+        commands["the torchgrabcut script"] = [str(script)]
+    return commands
+
+
+@pytest.mark.skipif(not Path("/proc/self/maps").exists(), reason="reads /proc/PID/maps")
+@pytest.mark.parametrize("how", sorted(_commands()))
+def test_ctrl_c_while_starting_is_one_line_and_status_130(tmp_path: Path, how: str) -> None:
+    child = subprocess.Popen(
+        [*_commands()[how], "demo", "-o", str(tmp_path / "out"), "--device", "cpu"],
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=ctrl_c_as_in_a_terminal,
+    )
+    _wait_for_torch_import(child.pid)
+    child.send_signal(signal.SIGINT)
+    _, err = child.communicate(timeout=300)
+    assert child.returncode == 130, err
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1 and "interrupted" in err, err
