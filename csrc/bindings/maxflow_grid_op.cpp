@@ -4,6 +4,8 @@
 #include <torch/library.h>
 #include <torch/torch.h>
 
+#include <stdexcept>
+
 #include "bindings/op_checks.h"
 #include "core/maxflow.h"
 
@@ -20,7 +22,12 @@ std::tuple<at::Tensor, at::Tensor> maxflow_grid_cpu_kernel(const at::Tensor& ter
       graph.width = static_cast<int>(args.width);
       graph.terminal = args.terminal[b].data_ptr<int32_t>();
       for (int d = 0; d < grabcut::kNumForwardDirections; ++d) graph.nlink[d] = args.nlinks[b][d].data_ptr<int32_t>();
-      args.flows[b] = solver.solve(graph, args.cut[b].data_ptr<uint8_t>());
+      try {
+        args.flows[b] = solver.solve(graph, args.cut[b].data_ptr<uint8_t>());
+      } catch (const std::invalid_argument& e) {
+        // A capacity out of range, found by the solver: the message names the pixel, not the graph.
+        TORCH_CHECK_VALUE(false, "graph ", b, " of the batch: ", e.what());
+      }
     }
   });
   return {args.cut, args.flows};

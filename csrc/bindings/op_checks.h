@@ -100,7 +100,13 @@ inline void check_maxflow_args(const at::Tensor& terminal, const at::Tensor& nli
   TORCH_CHECK_VALUE(terminal.device() == nlinks.device(), "terminal and nlinks: expected one device");
   TORCH_CHECK_VALUE(terminal.size(1) <= INT32_MAX && terminal.size(2) <= INT32_MAX, "terminal: too large");
   if (nlinks.numel() > 0) {
-    TORCH_CHECK_VALUE(nlinks.min().item<int32_t>() >= 0, "nlinks: expected non-negative capacities");
+    // Each graph's least capacity (one host sync), so that the error names the graph.
+    const at::Tensor least = nlinks.amin({1, 2, 3}).cpu();
+    const int32_t* low = least.data_ptr<int32_t>();
+    for (int64_t b = 0; b < least.size(0); ++b) {
+      TORCH_CHECK_VALUE(low[b] >= 0, "nlinks: expected non-negative capacities, got ", low[b], " in graph ", b,
+                        " of the batch");
+    }
   }
 }
 
