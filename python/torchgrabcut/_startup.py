@@ -24,11 +24,14 @@ __all__ = ["ctrl_c_raises", "exit_on_ctrl_c"]
 
 def _is_command_line() -> bool:
     """True in ``python [options] -m torchgrabcut ...`` and in the ``torchgrabcut`` script."""
+    if sys.argv and Path(sys.argv[0]).stem == "torchgrabcut":  # the script (under -m: "-m" until found)
+        return True
     argv = list(getattr(sys, "orig_argv", []))
-    if "-m" in argv[1:]:
-        at = argv.index("-m", 1)
-        return argv[at + 1 : at + 2] == ["torchgrabcut"]
-    return bool(sys.argv) and Path(sys.argv[0]).stem == "torchgrabcut"
+    at = 1
+    # The interpreter's own options come first; -X and -W take the next word as their value.
+    while at < len(argv) and argv[at].startswith("-") and argv[at] != "-m":
+        at += 2 if argv[at] in ("-X", "-W") else 1
+    return argv[at : at + 2] == ["-m", "torchgrabcut"]
 
 
 def _exit_now(signum: int, frame: FrameType | None) -> None:
