@@ -245,7 +245,7 @@ def _format_of(prefix: bytes) -> str | None:
 
 def _not_accepted(name: str, prefix: bytes) -> NotAnImage:
     fmt = _format_of(prefix)
-    if fmt is None:
+    if fmt is None or fmt in _OPENED_FORMATS:  # no signature, or an accepted one whose header is damaged
         return NotAnImage(f"image: {name} is not an image in a format torchgrabcut reads ({_ACCEPTED_NAMES})")
     return NotAnImage(
         f"image: {name} is {fmt}, a format torchgrabcut does not read: expected {_ACCEPTED_NAMES}, "

@@ -4,11 +4,14 @@ binds it. The API and who may use it are described in the package's docstring
 
 from __future__ import annotations
 
+import errno
+import socket
 import threading
 from pathlib import Path
 from typing import Any
 
 from torchgrabcut.server.access import HostCheck, new_token, page_with_token
+from torchgrabcut.server.budget import PixelSlots
 from torchgrabcut.server.config import ServerConfig
 from torchgrabcut.server.segmenter import Segmenter
 from torchgrabcut.server.sessions import SessionStore
@@ -40,7 +43,11 @@ def create_app(config: ServerConfig | None = None) -> Any:
     cfg.check()
     segmenter = Segmenter(cfg.device)
     store = SessionStore(
-        cfg.max_sessions, cfg.max_history, cfg.session_timeout_s, max_history_bytes=cfg.max_history_bytes
+        cfg.max_sessions,
+        cfg.max_history,
+        cfg.session_timeout_s,
+        max_history_bytes=cfg.max_history_bytes,
+        max_bytes=cfg.max_memory_bytes,
     )
     hosts = HostCheck(cfg.host, cfg.allowed_hosts)
     token = new_token()
@@ -55,18 +62,55 @@ def create_app(config: ServerConfig | None = None) -> Any:
     app.extensions[routes.EXTENSION] = routes.ServerState(cfg, segmenter, hosts, page)
     app.extensions[routes.SESSIONS] = store
     app.extensions[routes.SLOTS] = threading.BoundedSemaphore(cfg.max_concurrent)
+    app.extensions[routes.DECODES] = PixelSlots(cfg.decode_budget)
     app.register_blueprint(routes.blueprint)
     return app
 
 
+def _listen(host: str, port: int) -> socket.socket:
+    """A socket listening on ``host``:``port``; ValueError naming the setting when it cannot be.
+
+    Bound here rather than by werkzeug, which prints its own text and exits 1 on a port in use.
+    The address family is the one werkzeug gives the socket it is handed (IPv6 for an address
+    with a colon).
+    """
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    try:
+        addresses = socket.getaddrinfo(host, port, family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    except (socket.gaierror, UnicodeError) as err:
+        reason = err.strerror if isinstance(err, socket.gaierror) else str(err)
+        raise ValueError(f"--host {host}: not an address or name this machine can listen on ({reason})") from None
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as werkzeug: restart at once after a stop
+        sock.bind(addresses[0][4])
+        sock.listen(128)
+    except OSError as err:
+        sock.close()
+        if err.errno == errno.EADDRINUSE:
+            raise ValueError(
+                f"--port {port}: already in use on {host} by another program (pick another, or --port 0 for a free one)"
+            ) from None
+        raise ValueError(f"--host {host}: cannot listen there, port {port} ({err.strerror or err})") from None
+    return sock
+
+
 def make_server(config: ServerConfig) -> Any:
     """The app in a threaded werkzeug server bound to ``config.host``:``config.port`` (0 or None:
-    a free port); the Host check then uses the port actually bound (``server.server_port``)."""
+    a free port); the Host check then uses the port actually bound (``server.server_port``).
+
+    ValueError (naming ``--host`` or ``--port``) when the address cannot be listened on.
+    """
     from werkzeug.serving import make_server as werkzeug_server
 
     from torchgrabcut.server.routes import PORT
 
     app = create_app(config)
-    server = werkzeug_server(config.host, config.port or 0, app, threaded=True)
+    sock = _listen(config.host, config.port or 0)
+    try:
+        server = werkzeug_server(config.host, config.port or 0, app, threaded=True, fd=sock.fileno())
+    finally:
+        sock.close()  # werkzeug holds its own duplicate of the socket
+    server.server_port = server.port  # what werkzeug's own bind would have set
     app.config[PORT] = server.server_port
     return server

@@ -6,9 +6,15 @@ import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from torchgrabcut.api import MAX_ITER_LIMIT
 from torchgrabcut.imageio import MAX_IMAGE_PIXELS
 from torchgrabcut.server.access import is_host_name
-from torchgrabcut.server.sessions import DEFAULT_HISTORY_BYTES, DEFAULT_IDLE_TIMEOUT_S
+from torchgrabcut.server.sessions import (
+    DEFAULT_HISTORY_BYTES,
+    DEFAULT_IDLE_TIMEOUT_S,
+    DEFAULT_MEMORY_BYTES,
+    session_minimum_bytes,
+)
 
 __all__ = ["LIMIT_MAX", "ServerConfig"]
 
@@ -19,6 +25,7 @@ LIMIT_MAX = {
     "max_megapixels": MAX_IMAGE_PIXELS / 1e6,
     "session_timeout_s": 1e9,
     "queue_timeout_s": 86400.0,
+    "max_memory_mb": 1e9,
 }
 
 
@@ -40,7 +47,9 @@ class ServerConfig:
     allowed_hosts: list[str] = field(default_factory=list)  # more names the Host header may use
     session_timeout_s: float = DEFAULT_IDLE_TIMEOUT_S  # a session is forgotten after this long without a request
     max_concurrent: int = 1  # GrabCut calls (with their stroke painting) running at once
-    queue_timeout_s: float = 30.0  # how long a request waits for a free GrabCut slot before 503
+    queue_timeout_s: float = 30.0  # how long a request waits for a free GrabCut slot (or decode budget) before 503
+    max_memory_mb: float = DEFAULT_MEMORY_BYTES / 2**20  # what all sessions together may hold (MiB)
+    decode_pixels: int | None = None  # pixels decoded at once, all uploads together (None: 2 x max_pixels)
 
     @property
     def max_pixels(self) -> int:
@@ -50,12 +59,24 @@ class ServerConfig:
     def max_upload_bytes(self) -> int:
         return int(self.max_upload_mb * 1024 * 1024)
 
+    @property
+    def max_memory_bytes(self) -> int:
+        return int(self.max_memory_mb * 2**20)
+
+    @property
+    def decode_budget(self) -> int:
+        """Pixels decoded at once: by default two of the largest images, or many small ones beside one."""
+        return self.decode_pixels if self.decode_pixels is not None else 2 * self.max_pixels
+
     def check(self) -> None:
         """ValueError (naming the field) for a setting the server cannot run with."""
-        if self.box_iter < 1 or self.refine_iter < 1:
-            raise ValueError(f"iterations: expected >= 1, got box {self.box_iter}, refine {self.refine_iter}")
+        for name in ("box_iter", "refine_iter"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int) or not 1 <= v <= MAX_ITER_LIMIT:
+                raise ValueError(f"{name}: expected a whole number of iterations 1..{MAX_ITER_LIMIT}, got {v!r}")
         for name, zero_ok in (
             ("max_upload_mb", False),
+            ("max_memory_mb", False),
             ("max_megapixels", False),
             ("session_timeout_s", False),
             ("queue_timeout_s", True),
@@ -72,8 +93,21 @@ class ServerConfig:
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, int) or v < 0:
                 raise ValueError(f"{name}: expected an integer >= 0, got {v!r}")
+        self._check_budgets()
         if self.port is not None and not 0 <= self.port <= 65535:
             raise ValueError(f"port: expected 0..65535, got {self.port}")
         for name in self.allowed_hosts:
             if not is_host_name(name):
                 raise ValueError(f"allowed host: expected a host name or IP address (no port), got {name!r}")
+
+    def _check_budgets(self) -> None:
+        """The memory and decode budgets must admit the largest image the pixel limit admits."""
+        need = session_minimum_bytes(self.max_pixels)
+        if self.max_memory_bytes < need:
+            raise ValueError(
+                f"max_memory_mb: {self.max_memory_mb:g} MiB cannot hold one session with a {self.max_megapixels:g}-"
+                f"megapixel image (its image, mask and one undo step: {need / 2**20:.1f} MiB)"
+            )
+        v = self.decode_pixels
+        if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 1):
+            raise ValueError(f"decode_pixels: expected an integer >= 1 or None, got {v!r}")

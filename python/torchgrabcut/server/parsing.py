@@ -21,6 +21,7 @@ __all__ = [
     "MAX_STROKES",
     "MAX_STROKE_POINTS",
     "Stroke",
+    "parse_box",
     "parse_index",
     "parse_strokes",
     "read_json_object",
@@ -63,6 +64,24 @@ def parse_index(value: Any, count: int) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < count:
         raise ApiError(f"index: expected 0..{count - 1}, got {value!r}")
     return value
+
+
+def parse_box(data: dict[str, Any]) -> tuple[float, float, float, float]:
+    """The request's ``x0, y0, x1, y1``, each a JSON number; ApiError 400 naming the first that is not.
+
+    Only the kind is checked here (a list or a string would reach GrabCut as a batch of boxes
+    and be refused as one); whole pixels, order and range are GrabCut's checks, with its message.
+    """
+    coords = []
+    for key in ("x0", "y0", "x1", "y1"):
+        v = data.get(key)
+        if isinstance(v, bool) or not isinstance(v, (int, float)):
+            raise ApiError(
+                f"box: {key}: expected a number (whole pixels), got {json.dumps(v)[:40]} "
+                "(send x0, y0, x1 and y1 as four numbers)"
+            )
+        coords.append(v)
+    return coords[0], coords[1], coords[2], coords[3]
 
 
 @dataclass(frozen=True)

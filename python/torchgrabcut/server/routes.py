@@ -1,10 +1,10 @@
 """The server's blueprint: the page, its JSON API, the access check and the one error handler.
 
 Views are module-level functions; what they need comes from the app they run in:
-``app.extensions`` holds the :class:`ServerState` (EXTENSION), the session store (SESSIONS)
-and the GrabCut slots (SLOTS); ``app.config`` holds the token (TOKEN) and the port bound (PORT,
-set by ``make_server`` once it is known). Every refusal is an :class:`ApiError` raised where
-it is found and answered by :func:`error_response`.
+``app.extensions`` holds the :class:`ServerState` (EXTENSION), the session store (SESSIONS),
+the GrabCut slots (SLOTS) and the decode budget (DECODES); ``app.config`` holds the token
+(TOKEN) and the port bound (PORT, set by ``make_server`` once it is known). Every refusal
+is an :class:`ApiError` raised where it is found and answered by :func:`error_response`.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from __future__ import annotations
 import io
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,21 +23,43 @@ from flask import Blueprint, Response, current_app, jsonify, request, send_file
 from werkzeug.exceptions import HTTPException
 
 from torchgrabcut.server.access import TOKEN_HEADER, HostCheck, access_refusal
+from torchgrabcut.server.budget import Busy, PixelSlots
 from torchgrabcut.server.config import ServerConfig
 from torchgrabcut.server.errors import ApiError
-from torchgrabcut.server.images import decode_image, encode_png, rle_encode
-from torchgrabcut.server.parsing import parse_index, read_json_object
+from torchgrabcut.server.images import decode_image, encode_png, image_size, rle_encode
+from torchgrabcut.server.parsing import parse_box, parse_index, read_json_object
 from torchgrabcut.server.segmenter import Segmenter
-from torchgrabcut.server.sessions import Session, SessionsFull, SessionStore, State
+from torchgrabcut.server.sessions import (
+    MemoryFull,
+    Reservation,
+    Session,
+    SessionsFull,
+    SessionStore,
+    State,
+    session_minimum_bytes,
+)
 from torchgrabcut.server.strokes import paint_strokes
 
-__all__ = ["COOKIE", "EXTENSION", "PORT", "SESSIONS", "SLOTS", "STATIC", "TOKEN", "ServerState", "blueprint"]
+__all__ = [
+    "COOKIE",
+    "DECODES",
+    "EXTENSION",
+    "PORT",
+    "SESSIONS",
+    "SLOTS",
+    "STATIC",
+    "TOKEN",
+    "ServerState",
+    "blueprint",
+    "cookie_name",
+]
 
-COOKIE = "torchgrabcut_session"
+COOKIE = "torchgrabcut_session"  # followed by _PORT once the port is known (cookie_name)
 STATIC = Path(__file__).with_name("static")
 EXTENSION = "torchgrabcut"
 SESSIONS = "torchgrabcut_sessions"
 SLOTS = "torchgrabcut_slots"
+DECODES = "torchgrabcut_decodes"
 TOKEN = "TORCHGRABCUT_TOKEN"
 PORT = "TORCHGRABCUT_PORT"
 
@@ -62,6 +84,17 @@ def _server() -> ServerState:
 def _sessions() -> SessionStore:
     store: SessionStore = current_app.extensions[SESSIONS]
     return store
+
+
+def cookie_name() -> str:
+    """The session cookie's name, with the port bound in it.
+
+    Browsers send a cookie to every port of its host: named after the port, the cookie of a
+    server on 127.0.0.1:8765 is not overwritten by (nor mistaken for) the one another server
+    or program on 127.0.0.1 sets, and two servers on one machine keep their sessions apart.
+    """
+    port = current_app.config[PORT]
+    return f"{COOKIE}_{port}" if port else COOKIE
 
 
 # Access and errors, for every request of the app (static files and unknown paths too).
@@ -111,7 +144,7 @@ def error_response(err: Exception) -> Any:
 def locked_session() -> Iterator[Session]:
     """The request's session, its lock held: everything it holds is read and written in here."""
     store = _sessions()
-    sid = request.cookies.get(COOKIE)
+    sid = request.cookies.get(cookie_name())
     session = store.get(sid)
     if session is None:
         if sid:
@@ -190,21 +223,67 @@ def session_json(session: Session, image: np.ndarray, **extra: Any) -> dict[str,
     return out
 
 
-def open_in_session(image: np.ndarray, name: str) -> Any:
-    """Opens ``image`` in the request's session, made when there is none (its cookie set)."""
+@contextmanager
+def memory(nbytes: int, replaces: Session | None = None, trims: Session | None = None) -> Iterator[Reservation]:
+    """``nbytes`` of the server's memory budget for the block (SessionStore.reserve), else 503."""
+    try:
+        reservation = _sessions().reserve(nbytes, replaces=replaces, trims=trims)
+    except MemoryFull as err:
+        raise ApiError(str(err), 503) from err
+    with reservation:
+        yield reservation
+
+
+@contextmanager
+def decoding(pixels: int) -> Iterator[None]:
+    """``pixels`` of the decode budget, waited for up to queue_timeout_s, else 503."""
+    decodes: PixelSlots = current_app.extensions[DECODES]
+    try:
+        with decodes.hold(pixels, _server().config.queue_timeout_s):
+            yield
+    except Busy as err:
+        raise ApiError(str(err), 503) from err
+
+
+def open_in_session(read: Callable[[], tuple[bytes, str]]) -> Any:
+    """Opens the image ``read`` gives (its bytes and name) in the request's session, made when
+    there is none (its cookie set).
+
+    The cheap limits come first, each before anything costly: the session table (503), the
+    image's header (400, 413), the server's memory budget (503), the decode budget (503);
+    then the decode. The session's lock is held throughout: its requests run one at a time.
+    """
     store = _sessions()
     try:
-        session = store.get_or_create(request.cookies.get(COOKIE))
+        session = store.get_or_create(request.cookies.get(cookie_name()))
     except SessionsFull as err:
         raise ApiError(str(err), 503) from err
     try:
         with session.lock:
-            session.open(image, name)
+            data, name = read()
+            cfg = _server().config
+            width, height = image_size(data, cfg.max_pixels, name)
+            with memory(session_minimum_bytes(width * height), replaces=session) as room:
+                with decoding(width * height):
+                    image = decode_image(data, cfg.max_pixels, name)
+                session.open(image, name)
+                room.commit(session)
             resp = jsonify(session_json(session, image))
     finally:
+        store.discard_if_empty(session)  # a session made for an upload that failed
         store.touch(session)
-    resp.set_cookie(COOKIE, session.sid, httponly=True, samesite="Strict")
+    resp.set_cookie(cookie_name(), session.sid, httponly=True, samesite="Strict")
     return resp
+
+
+def new_state_room(session: Session) -> Any:
+    """The memory a new mask and model need, made in the budget (503 if it cannot be), the
+    session's own oldest undo steps dropped first if need be (call under its lock).
+
+    The first mask, and the first undo step, go into the room counted since the image was
+    opened; later ones need new bytes.
+    """
+    return memory(session.push_bytes(), trims=session)
 
 
 # The views.
@@ -224,20 +303,26 @@ def images() -> Any:
 def open_listed() -> Any:
     cfg = _server().config
     path = Path(cfg.images[parse_index(read_json_object(request).get("index"), len(cfg.images))])
-    try:
-        data = path.read_bytes()
-    except OSError as err:
-        raise ApiError(f"{path.name}: cannot read the file ({err.strerror or err})") from err
-    return open_in_session(decode_image(data, cfg.max_pixels, path.name), path.name)
+
+    def read() -> tuple[bytes, str]:
+        try:
+            return path.read_bytes(), path.name
+        except OSError as err:
+            raise ApiError(f"{path.name}: cannot read the file ({err.strerror or err})") from err
+
+    return open_in_session(read)
 
 
 @blueprint.post("/api/image")
 def upload() -> Any:
-    f = request.files.get("image")
-    if f is None:
-        raise ApiError("expected a file in the multipart field 'image'")
-    name = Path(f.filename or "upload").name
-    return open_in_session(decode_image(f.read(), _server().config.max_pixels, name), name)
+    # The body is parsed only once the session table has room (in open_in_session).
+    def read() -> tuple[bytes, str]:
+        f = request.files.get("image")
+        if f is None:
+            raise ApiError("expected a file in the multipart field 'image'")
+        return f.read(), Path(f.filename or "upload").name
+
+    return open_in_session(read)
 
 
 @blueprint.get("/api/state")
@@ -258,14 +343,15 @@ def box() -> Any:
     t = time.perf_counter()
     server = _server()
     iterations = server.config.box_iter
-    data = read_json_object(request)
-    coords = [data.get(k) for k in ("x0", "y0", "x1", "y1")]
+    coords = parse_box(read_json_object(request))
     with locked_session() as session:
         image = open_image(session)
-        with grabcut_slot(), bad_values_as_400():
-            mask, model, ms = server.segmenter.run(image, box=coords, max_iter=iterations)
-        x0, y0, x1, y1 = (int(v) for v in coords)  # checked by grabcut
-        session.push(State(mask, model, "box", (x0, y0, x1, y1)))
+        with new_state_room(session) as room:
+            with grabcut_slot(), bad_values_as_400():
+                mask, model, ms = server.segmenter.run(image, box=list(coords), max_iter=iterations)
+            x0, y0, x1, y1 = (int(v) for v in coords)  # checked by grabcut
+            session.push(State(mask, model, "box", (x0, y0, x1, y1)))
+            room.commit(session)
         out = session_json(session, image, grabcut_ms=ms, iterations=iterations)
     out["server_ms"] = (time.perf_counter() - t) * 1e3
     return jsonify(out)
@@ -280,10 +366,12 @@ def strokes() -> Any:
     with locked_session() as session:
         image = open_image(session)
         state = current_state(session)
-        with grabcut_slot(), bad_values_as_400():
-            painted = paint_strokes(state.mask, given)
-            mask, model, ms = server.segmenter.run(image, painted, model=state.model, max_iter=iterations)
-        session.push(State(mask, model, "strokes", state.box))
+        with new_state_room(session) as room:
+            with grabcut_slot(), bad_values_as_400():
+                painted = paint_strokes(state.mask, given)
+                mask, model, ms = server.segmenter.run(image, painted, model=state.model, max_iter=iterations)
+            session.push(State(mask, model, "strokes", state.box))
+            room.commit(session)
         out = session_json(session, image, grabcut_ms=ms, iterations=iterations)
     out["server_ms"] = (time.perf_counter() - t) * 1e3
     return jsonify(out)
@@ -295,6 +383,7 @@ def undo() -> Any:
         image = open_image(session)
         if not session.undo():
             raise ApiError("nothing to undo")
+        _sessions().account(session)  # the undone state's mask is freed
         return jsonify(session_json(session, image))
 
 
