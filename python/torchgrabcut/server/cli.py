@@ -8,6 +8,9 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from torchgrabcut.api import MAX_ITER_LIMIT
+from torchgrabcut.cli.options import add_device, int_range
+
 if TYPE_CHECKING:
     from torchgrabcut.server.config import ServerConfig
 
@@ -38,13 +41,30 @@ def add_parser(sub: Any) -> None:
         help="another name the browser may use for this server (its Host header); repeatable. "
         "127.0.0.1, localhost, [::1] and --host always pass",
     )
-    p.add_argument("--device", default=None, help="cpu or cuda (default: cuda when usable)")
-    p.add_argument("--box-iter", type=int, default=5, help="GrabCut iterations from a box (default 5)")
+    add_device(p)
+    top = MAX_ITER_LIMIT
     p.add_argument(
-        "--refine-iter", type=int, default=1, help="iterations from the kept model after strokes (default 1)"
+        "--box-iter", type=int_range(1, top), default=5, help=f"GrabCut iterations from a box, 1..{top} (default 5)"
+    )
+    p.add_argument(
+        "--refine-iter",
+        type=int_range(1, top),
+        default=1,
+        help=f"iterations from the kept model after strokes, 1..{top} (default 1)",
     )
     _add_limit_options(p)
     p.set_defaults(handler=run)
+
+
+# The flag of each setting whose refusal by ServerConfig.check names its field.
+_FLAGS = {
+    "box_iter": "--box-iter",
+    "refine_iter": "--refine-iter",
+    "max_memory_mb": "--max-memory-mb",
+    "max_upload_mb": "--max-upload-mb",
+    "max_megapixels": "--max-megapixels",
+    "port": "--port",
+}
 
 
 def _add_limit_options(p: argparse.ArgumentParser) -> None:
@@ -57,6 +77,14 @@ def _add_limit_options(p: argparse.ArgumentParser) -> None:
         help="largest image in megapixels, checked from the image header before decoding (default 40)",
     )
     p.add_argument("--max-sessions", type=int, default=16, help="browser sessions kept at once (default 16)")
+    p.add_argument(
+        "--max-memory-mb",
+        type=float,
+        default=4096.0,
+        metavar="MIB",
+        help="what all sessions together may hold: images, masks, undo steps (default 4096); "
+        "when full, a request that would hold more gets 503",
+    )
     p.add_argument(
         "--session-timeout",
         type=float,
@@ -95,13 +123,14 @@ def _config_from_args(args: argparse.Namespace) -> ServerConfig:
     _limit("--max-megapixels", args.max_megapixels, LIMIT_MAX["max_megapixels"])
     _limit("--session-timeout", args.session_timeout, LIMIT_MAX["session_timeout_s"] / 60)
     _limit("--queue-timeout", args.queue_timeout, LIMIT_MAX["queue_timeout_s"], zero_ok=True)
+    _limit("--max-memory-mb", args.max_memory_mb, LIMIT_MAX["max_memory_mb"])
     if args.images:
         images = [Path(p) for p in args.images]
     else:
         from torchgrabcut.data import BUNDLED_IMAGE
 
         images = [BUNDLED_IMAGE]
-    return ServerConfig(
+    config = ServerConfig(
         images=images,
         device=args.device,
         box_iter=args.box_iter,
@@ -115,7 +144,15 @@ def _config_from_args(args: argparse.Namespace) -> ServerConfig:
         session_timeout_s=args.session_timeout * 60,
         max_concurrent=args.max_concurrent,
         queue_timeout_s=args.queue_timeout,
+        max_memory_mb=args.max_memory_mb,
     )
+    try:
+        config.check()
+    except ValueError as err:  # named by its field: said with the flag
+        message = str(err)
+        field = message.partition(":")[0]
+        raise ValueError(_FLAGS[field] + message[len(field) :] if field in _FLAGS else message) from None
+    return config
 
 
 def run(args: argparse.Namespace) -> int:

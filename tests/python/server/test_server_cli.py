@@ -88,11 +88,42 @@ def test_cli_serve_errors(tmp_path: Path) -> None:
         (["--max-concurrent", "0"], "--max-concurrent: expected >= 1"),
         (["--max-sessions", "0"], "--max-sessions: expected >= 1"),
         (["--allow-host", "evil.example:80"], "allowed host"),
+        # Every option at start, never a server that then answers every request 400 (issue 35, item 9).
+        (["--box-iter", "2000000"], "argument --box-iter: expected a whole number 1..1000000, got 2000000"),
+        (["--box-iter", "0"], "argument --box-iter"),
+        (["--refine-iter", "2000000"], "argument --refine-iter"),
+        (["--refine-iter", "-1"], "argument --refine-iter"),
+        (["--device", "tpu"], "argument --device"),
+        (["--max-memory-mb", "nan"], "--max-memory-mb: expected a number > 0"),
+        (["--max-memory-mb", "100"], "--max-memory-mb: 100 MiB cannot hold one session with a 40-megapixel image"),
+        (["--host", "999.1.1.1"], "--host 999.1.1.1: not an address or name this machine can listen on"),
+        (["--host", "no such host.invalid"], "--host no such host.invalid"),
     ],
 )
 def test_cli_serve_refuses_bad_limits(args: list[str], message: str, capsys: pytest.CaptureFixture[str]) -> None:
     from torchgrabcut.cli import main
 
-    assert main(["serve", "--port", "0", "--device", "cpu", *args]) == 2
+    try:
+        status = main(["serve", "--port", "0", "--device", "cpu", *args])
+    except SystemExit as stop:  # argparse's refusal of an option's type
+        status = stop.code
+    assert status == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and message in err and "Traceback" not in err, err
+
+
+def test_cli_serve_refuses_a_port_in_use(capsys: pytest.CaptureFixture[str]) -> None:
+    import socket
+
+    from torchgrabcut.cli import main
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        assert main(["serve", "--port", str(port), "--device", "cpu"]) == 2
+    err = capsys.readouterr().err
+    assert err == (
+        f"torchgrabcut serve: error: --port {port}: already in use on 127.0.0.1 by another program "
+        "(pick another, or --port 0 for a free one)\n"
+    ), err
