@@ -10,19 +10,21 @@ Modules:
 - ``access``: who may ask: the Host check and the page's token.
 - ``parsing``: reading what a request sends within the limits (JSON body, image index, strokes).
 - ``strokes``, ``images``: painting strokes into a mask; decoding uploads, PNGs and run-length masks.
-- ``sessions``: per-browser state and its store; ``segmenter``: GrabCut as the server calls it.
+- ``sessions``: per-browser state, its store and the memory budget; ``budget``: pixels decoded at
+  once; ``segmenter``: GrabCut as the server calls it.
 - ``config``: ``ServerConfig`` and its checks; ``errors``: ``ApiError``, the message and HTTP status
   of every refusal; ``cli``: the ``serve`` subcommand.
 
 API (all JSON unless said otherwise; the session is a cookie the server sets when
-an image is opened; coordinates are image pixels, x to the right, y down):
+an image is opened, ``torchgrabcut_session_PORT``; coordinates are image pixels, x to the right, y down):
 
 - ``GET  /api/images``: the images given on the command line, ``{"images": [{"index", "name"}]}``.
 - ``POST /api/open`` ``{"index": i}``: opens one of them in this session.
 - ``POST /api/image``: uploads an image (multipart field ``image``) and opens it, decoded as
   ``torchgrabcut segment`` reads the same file (``torchgrabcut.imageio``: EXIF orientation
-  applied, 16-bit samples scaled, alpha dropped). Not an image: 400; over the upload size or
-  pixel limit: 413; both with ``{"error": message}``.
+  applied, 16-bit samples scaled, alpha dropped; PNG, JPEG, BMP, TIFF, GIF, WebP or PNM).
+  Not an image: 400; over the upload size or pixel limit: 413; the session table, the memory
+  budget or the decode budget full: 503; all with ``{"error": message}``, all before decoding.
 - ``GET  /api/image.png``: the session's image, as the server sees it (PNG).
 - ``GET  /api/state``: the session's state (as below), without computing anything.
 - ``POST /api/box`` ``{"x0", "y0", "x1", "y1"}``: half-open box; GrabCut from it (GC_INIT_WITH_RECT).
@@ -47,9 +49,12 @@ the page's token (``X-Torchgrabcut-Token``); else 403. The rules and why are in 
 
 Limits: JSON bodies up to 1 MiB, at most 100 strokes and 20000 points per request; uploads
 up to ``--max-upload-mb``; images up to ``--max-megapixels`` (checked from the image header,
-before decoding; never over the library's ``imageio.MAX_IMAGE_PIXELS``, 179 megapixels). At
-most ``--max-concurrent`` GrabCut calls run at once; a request that finds them all busy waits
-up to ``--queue-timeout`` seconds for one, then gets 503. Requests of one session run one
+before decoding; never over the library's ``imageio.MAX_IMAGE_PIXELS``, 179 megapixels).
+Decodes run side by side within a budget of pixels (``budget``: two images of the largest
+size by default); at most ``--max-concurrent`` GrabCut calls run at once; a request that finds
+no room waits up to ``--queue-timeout`` seconds, then gets 503. All sessions together hold at
+most ``--max-memory-mb`` (images, masks, models, undo steps; ``sessions``); a request that
+would go over it, once old undo steps are dropped, gets 503. Requests of one session run one
 after another, never interleaved. A session is forgotten after ``--session-timeout`` minutes
 without a request; when ``--max-sessions`` sessions are in use, a new browser gets 503 (a
 live session is never evicted to make room). A session's undo history holds at most
