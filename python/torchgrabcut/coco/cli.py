@@ -6,7 +6,11 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-__all__ = ["add_parser", "run"]
+__all__ = ["EXIT_IMAGE_ERRORS", "add_parser", "run"]
+
+# The output was written, but some images could not be read (their annotations are
+# marked 'grabcut_error'): a script sees it without parsing the warning.
+EXIT_IMAGE_ERRORS = 4
 
 DESCRIPTION = """\
 Box-to-mask for a dataset: reads COCO annotations, runs GrabCut on every box
@@ -17,7 +21,18 @@ An annotation that had a segmentation is the ground truth: its IoU is stored as
 'grabcut_iou' and the mean is reported (a malformed one, such as NaN coordinates
 or RLE counts that do not add up to the image, is marked 'grabcut_gt_error' and
 not scored). Crowd regions, boxes under 2 px and boxes outside the image are
-kept unchanged, marked with 'grabcut_skipped'.
+kept unchanged, marked with 'grabcut_skipped'. An image that cannot be read
+(truncated, corrupt, over the pixel limit, or of another size than its record)
+does not stop the job: its annotations are kept unchanged, marked with
+'grabcut_error' (the reason), unless --strict.
+
+Everything else wrong with the input stops the job at start, in one line: ids,
+sizes, boxes, file names outside --images, text that cannot be written back as
+UTF-8, an output that is an input, a second job on the same output.
+
+Exit status: 0 done; 4 done, but some images could not be read (see the
+warning); 2 stopped on an error (nothing lost: rerun to continue); 130
+interrupted (Ctrl-C; rerun to continue).
 
 Resumable: finished images go to FILE.parts/ as the run goes; a run that was
 killed continues where it stopped when started again with the same settings.
@@ -82,8 +97,23 @@ def add_parser(sub: Any) -> None:
     )
     p.add_argument("--keep-gt", action="store_true", help="keep each replaced segmentation as 'segmentation_gt'")
     p.add_argument("--keep-parts", action="store_true", help="keep FILE.parts/ after merging (default: remove)")
+    _add_input_flags(p)
     p.add_argument("-q", "--quiet", action="store_true", help="no progress bar and no summary")
     p.set_defaults(handler=run)
+
+
+def _add_input_flags(p: argparse.ArgumentParser) -> None:
+    """How the job treats images it cannot read, and file names outside --images."""
+    p.add_argument(
+        "--strict",
+        action="store_true",
+        help="stop at the first image that cannot be read (default: mark its annotations 'grabcut_error' and go on)",
+    )
+    p.add_argument(
+        "--allow-outside-images",
+        action="store_true",
+        help="read 'file_name' values that leave --images (absolute paths, '..'); refused by default",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -103,8 +133,10 @@ def run(args: argparse.Namespace) -> int:
             keep_gt=args.keep_gt,
             keep_parts=args.keep_parts,
             quiet=args.quiet,
+            strict=args.strict,
+            allow_outside_images=args.allow_outside_images,
         )
     )
     if summary is not None and not args.quiet:
         print(summary.format(), flush=True)
-    return 0
+    return EXIT_IMAGE_ERRORS if summary is not None and summary.image_errors else 0

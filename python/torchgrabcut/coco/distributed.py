@@ -19,7 +19,16 @@ import torch
 
 from torchgrabcut.coco.parts import OutputShare
 
-__all__ = ["GROUP_TIMEOUT", "Rank", "gather_shares", "join_group", "launched_by_torchrun", "leave_group", "rank_share"]
+__all__ = [
+    "GROUP_TIMEOUT",
+    "Rank",
+    "broadcast_from_rank0",
+    "gather_shares",
+    "join_group",
+    "launched_by_torchrun",
+    "leave_group",
+    "rank_share",
+]
 
 # The group's one collective (gathering the output shares) waits for the slowest process;
 # NCCL's default watchdog (10 minutes) would end a long job whose processes finish
@@ -84,6 +93,17 @@ def leave_group(r: Rank) -> None:
 def rank_share(items: list[T], r: Rank) -> list[T]:
     """The rank's items: number ``rank, rank + world, ...``."""
     return items[r.rank :: r.world]
+
+
+def broadcast_from_rank0(r: Rank, value: T) -> T:
+    """Rank 0's ``value`` on every rank (a small picklable object); the value itself without a group."""
+    if r.world == 1:
+        return value
+    import torch.distributed as dist
+
+    box: list[Any] = [value]
+    dist.broadcast_object_list(box, src=0)  # NCCL: through the rank's current CUDA device
+    return box[0]  # type: ignore[no-any-return]
 
 
 def gather_shares(r: Rank, share: OutputShare) -> list[OutputShare]:

@@ -21,6 +21,17 @@ image, a counts string that does not decode, a wrong type) never stops the run:
 the box is segmented as usual, the annotation gets ``grabcut_gt_error`` instead of
 ``grabcut_iou``, it is left out of the mean IoU, and rank 0 prints one warning
 line with their number and first ids.
+
+Nor does an image that cannot be read (truncated, corrupt, not an image, over the
+pixel limit, or of another size than its record says): its annotations that would
+have been segmented get ``grabcut_error`` (the reason) and keep their segmentation,
+the others keep their ``grabcut_skipped``; rank 0 prints one warning line and the
+command exits with status 4. With ``strict`` the first such image stops the job, as
+before, and an image an earlier run marked is read again.
+
+Everything else wrong with the input stops the job at start, before any image is
+read: see :mod:`.plan` and :mod:`.options`, and :mod:`.lock` for a second job on
+the same output.
 """
 
 from __future__ import annotations
@@ -33,9 +44,17 @@ from typing import Any
 
 import torch
 
-from torchgrabcut.coco.distributed import Rank, gather_shares, join_group, leave_group, rank_share
+from torchgrabcut.coco.distributed import (
+    Rank,
+    broadcast_from_rank0,
+    gather_shares,
+    join_group,
+    leave_group,
+    rank_share,
+)
 from torchgrabcut.coco.hooks_for_tests import ChunkTestHooks
-from torchgrabcut.coco.options import DatasetOptions, check_options
+from torchgrabcut.coco.lock import OutputLock
+from torchgrabcut.coco.options import DatasetOptions, check_image_files, check_options
 from torchgrabcut.coco.parts import (
     OutputShare,
     PartWriter,
@@ -47,7 +66,14 @@ from torchgrabcut.coco.parts import (
     write_output,
 )
 from torchgrabcut.coco.pipeline import PostProcessor, segment_share
-from torchgrabcut.coco.plan import ImagePlan, index_images, load_coco, plan_boxes, require_dataset_deps
+from torchgrabcut.coco.plan import (
+    ImagePlan,
+    check_file_names,
+    index_images,
+    load_coco,
+    plan_boxes,
+    require_dataset_deps,
+)
 from torchgrabcut.coco.summary import DatasetSummary, summarise
 from torchgrabcut.coco.timing import PhaseClock
 
@@ -62,7 +88,9 @@ def run_dataset(opts: DatasetOptions) -> DatasetSummary | None:
     me, dev = join_group(opts.device)
     clock.end_phase()  # set-up
     frozen_by_caller = gc.get_freeze_count() > 0  # then the freeze below is left as it is
+    lock: OutputLock | None = None
     try:
+        lock = _lock_output(Path(opts.out), me)
         coco, digest = load_coco(opts.coco)
         # The input's millions of objects live for the whole run: moved out of the cyclic
         # collector's reach, its passes stop scanning them (they halved the planning time of
@@ -70,9 +98,12 @@ def run_dataset(opts: DatasetOptions) -> DatasetSummary | None:
         # touching them.
         gc.freeze()
         plans = index_images(coco)
+        check_file_names(plans, coco, opts.allow_outside_images)
         out = Path(opts.out)
         # An earlier run's finished images, used only once its settings are checked.
         done = finished_images(read_parts(parts_dir(out)), {p.image: p.anns for p in plans})
+        if opts.strict:  # an image an earlier run marked unreadable is read again, and stops this run
+            done = {i: line for i, line in done.items() if "error" not in line}
         todo = _plan_rank_share(plans, done, coco, opts, me)
         created = _check_resumable(parts_dir(out), digest, opts, done)
         if me.rank == 0 and not opts.quiet:
@@ -96,9 +127,31 @@ def run_dataset(opts: DatasetOptions) -> DatasetSummary | None:
         summary.world_size, summary.device, summary.stages = me.world, str(dev), stages
         return summary
     finally:
+        if lock is not None:
+            lock.release()
         if not frozen_by_caller:
             gc.unfreeze()
         leave_group(me)
+
+
+def _lock_output(out: Path, me: Rank) -> OutputLock | None:
+    """Rank 0's lock on the output (None on the other ranks); every rank stops when it is refused.
+
+    Before the part files are read: a second job would otherwise count the same images
+    as left to do. The other ranks wait for rank 0's answer, so that none of them
+    starts on a part file while another job writes it.
+    """
+    lock, refused = None, None
+    if me.rank == 0:
+        lock = OutputLock(out)
+        try:
+            lock.acquire()
+        except (RuntimeError, OSError) as err:
+            lock, refused = None, str(err)
+    refused = broadcast_from_rank0(me, refused)
+    if refused is not None:
+        raise RuntimeError(refused)
+    return lock
 
 
 def _plan_rank_share(
@@ -111,11 +164,7 @@ def _plan_rank_share(
     todo = rank_share([p for p in plans if p.image not in done], me)
     for p in todo:  # its share only: planning is one of the steps more processes would not shorten
         plan_boxes(p, coco, opts.margin, opts.min_margin)
-    missing = [p.file_name for p in todo if p.needs_image() and not (Path(opts.images) / p.file_name).is_file()]
-    if missing:
-        raise FileNotFoundError(
-            f"--images: {len(missing)} image files missing under {opts.images} (first: {missing[0]})"
-        )
+    check_image_files(opts, plans, todo)
     return todo
 
 
@@ -191,4 +240,6 @@ def _merge(
     summary = summarise(out, plans, shares)
     if summary.gt_errors:  # printed even with --quiet: the mean IoU leaves these annotations out
         print(f"dataset: {summary.gt_warning()}", file=sys.stderr, flush=True)
+    if summary.image_errors:  # even with --quiet: these annotations have no mask
+        print(f"dataset: {summary.image_warning()}", file=sys.stderr, flush=True)
     return summary

@@ -10,7 +10,10 @@ A line is ``{"image": i, "size": [h, w], "results": [...]}`` with ``i`` the
 image's index in the input's ``images`` and one record per annotation of the
 image, in file order: ``{"a": j, "counts": "...", "area": n}`` (plus ``"iou"``
 when the annotation had a ground-truth segmentation, or ``"gt_error"`` when that
-segmentation was malformed and not scored) or ``{"a": j, "skip": "reason"}``.
+segmentation was malformed and not scored) or ``{"a": j, "skip": "reason"}``. An
+image that could not be read has ``"size": null`` and ``"error": "reason"`` in its
+line, and ``{"a": j, "error": "reason"}`` for each annotation that would have been
+segmented (the others are skips).
 Lines are written a chunk of images at a time, then flushed and fsynced, so a
 killed run loses at most the chunk it was working on.
 
@@ -70,13 +73,21 @@ def _compact(obj: Any) -> str:
 
 
 def _write_text_atomic(path: Path, text: str) -> None:
-    """Writes ``text`` to ``path`` through a temporary file and a rename: never a half-written file."""
+    """Writes ``text`` to ``path`` through a temporary file and a rename: never a half-written file.
+
+    A failure (disk full, text that does not encode) removes the temporary file: a
+    failed run leaves none behind, to pile up over reruns.
+    """
     tmp = path.with_name(f"{path.name}.tmp{os.getpid()}")
-    with tmp.open("wb") as f:
-        f.write(text.encode("utf-8"))
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
+    try:
+        with tmp.open("wb") as f:
+            f.write(text.encode("utf-8"))
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
 
 
 def check_run_config(directory: Path, config: dict[str, Any], replace: bool = False) -> None:
@@ -144,7 +155,11 @@ def complete_line(line: dict[str, Any], anns: list[int]) -> bool:
     means the image is done again, rather than a crash or an output missing its masks.
     """
     size = line.get("size")
-    if not (isinstance(size, list) and len(size) == 2 and all(_json_int(v) and v > 0 for v in size)):
+    unreadable = "error" in line  # an image that could not be read: no size, no masks
+    if unreadable:
+        if size is not None or not isinstance(line["error"], str):
+            return False
+    elif not (isinstance(size, list) and len(size) == 2 and all(_json_int(v) and v > 0 for v in size)):
         return False
     results = line["results"]
     if len(results) != len(anns) or not all(isinstance(r, dict) for r in results):
@@ -154,6 +169,10 @@ def complete_line(line: dict[str, Any], anns: list[int]) -> bool:
             return False
         if "skip" in r:
             if not isinstance(r["skip"], str):
+                return False
+            continue
+        if "error" in r or unreadable:  # the reason, in the line of an image not read, and only there
+            if not (unreadable and isinstance(r.get("error"), str)):
                 return False
             continue
         if not isinstance(r.get("counts"), str) or not _json_number(r.get("area")) or r["area"] < 0:
@@ -207,6 +226,9 @@ def rewrite_annotation(ann: dict[str, Any], size: list[int], rec: dict[str, Any]
     if "skip" in rec:
         new["grabcut_skipped"] = rec["skip"]
         return new
+    if "error" in rec:  # its image could not be read: the annotation as it was, and why
+        new["grabcut_error"] = rec["error"]
+        return new
     if keep_gt and ann.get("segmentation"):
         new["segmentation_gt"] = ann["segmentation"]
     new["segmentation"] = {"size": list(size), "counts": rec["counts"]}
@@ -229,6 +251,8 @@ class OutputShare:
     skipped: dict[str, int] = field(default_factory=dict)  # reason -> annotations skipped
     ious: list[float] = field(default_factory=list)  # against ground truth, where there was one
     gt_errors: list[tuple[int, Any, str]] = field(default_factory=list)  # malformed ground truth: (index, id, why)
+    unreadable: list[tuple[int, str]] = field(default_factory=list)  # images not read: (image index, why)
+    not_segmented: int = 0  # their annotations marked grabcut_error
     run_images: int = 0  # images and boxes done by this run (the rest came from part files)
     run_boxes: int = 0
 
@@ -236,10 +260,15 @@ class OutputShare:
         """Adds a finished image: one part line (see the module docs)."""
         anns = coco["annotations"]
         self.images.append(line["image"])
+        if "error" in line:
+            self.unreadable.append((line["image"], line["error"]))
         for rec in line["results"]:
             self.texts[rec["a"]] = _compact(rewrite_annotation(anns[rec["a"]], line["size"], rec, keep_gt))
             if "skip" in rec:
                 self.skipped[rec["skip"]] = self.skipped.get(rec["skip"], 0) + 1
+                continue
+            if "error" in rec:
+                self.not_segmented += 1
                 continue
             self.boxes += 1
             self.empty += rec["area"] == 0

@@ -21,6 +21,11 @@
 Malformed ground truth (a segmentation that :func:`~.plan.segmentation_error`
 refuses) never reaches pycocotools: the box is segmented as usual, the
 annotation gets ``grabcut_gt_error`` (the reason) instead of ``grabcut_iou``.
+
+An image that cannot be read goes through the chunk like the others, with no box to
+segment: its line holds ``"error"`` (the reason) and a ``{"a": j, "error": ...}``
+record for each annotation its plan would have segmented (see :mod:`.parts`).
+Unless ``strict``: then the first such image stops the run.
 """
 
 from __future__ import annotations
@@ -72,8 +77,9 @@ class ImageReader(torch.utils.data.Dataset):
         plan = self.plans[i]
         if not plan.needs_image():
             return plan, None, None  # every annotation skipped: no need to read the image
+        path = self.root / plan.file_name
         try:
-            image = read_image(self.root / plan.file_name)
+            image = read_image(path)
             h, w = image.shape[:2]
             if plan.height is None or plan.width is None:
                 replan_with_size(plan, self.coco, h, w, self.margin, self.min_margin)
@@ -81,7 +87,17 @@ class ImageReader(torch.utils.data.Dataset):
                 raise ValueError(f"{plan.file_name} is {h}x{w} but the annotation file says {plan.height}x{plan.width}")
             return plan, torch.from_numpy(image), None
         except (OSError, ValueError) as err:  # a one-line message, not a worker traceback
-            return plan, None, str(err)
+            return plan, None, _reason(str(err), str(path), plan.file_name)
+
+
+def _reason(message: str, path: str, file_name: str) -> str:
+    """A read error as the output keeps it: the image named by its ``file_name``.
+
+    Where --images lies on this machine is no part of the dataset (the output would
+    differ with the folder's spelling); a path that is not UTF-8 would hold surrogates,
+    which the output cannot be written with.
+    """
+    return message.replace(path, file_name).encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 class PostProcessor:
@@ -106,6 +122,7 @@ class PostProcessor:
         self.queue: queue.Queue[tuple[str, Any] | None] = queue.Queue(maxsize=2 * CHUNK_BATCHES)
         self.error: BaseException | None = None
         self.results: dict[int, dict[int, dict[str, Any]]] = {}
+        self.unreadable: dict[int, str] = {}  # image index -> why it could not be read
         self.thread = threading.Thread(target=self._loop, name="torchgrabcut-dataset-post", daemon=True)
         self.thread.start()
 
@@ -165,6 +182,12 @@ class PostProcessor:
             rec["iou"] = float(self.mu.iou([rle], [gt], [0])[0][0])
         return rec
 
+    def image_unreadable(self, plan: ImagePlan, reason: str) -> None:
+        """Main thread: the image could not be read; its annotations to segment get the reason."""
+        plan.boxes = []  # the sizes in the file may have planned some: none is segmented
+        self.unreadable[plan.image] = reason
+        self.results[plan.image] = {a: {"a": a, "error": reason} for a in plan.anns if a not in plan.skipped}
+
     def _write_chunk(self, plans: list[ImagePlan]) -> None:
         lines = []
         boxes = 0
@@ -174,9 +197,11 @@ class PostProcessor:
                 done[a] = {"a": a, "skip": reason}
             boxes += len(plan.boxes)
             assert len(done) == len(plan.anns), "every annotation of a finished image has a record"
-            lines.append(
-                {"image": plan.image, "size": [plan.height, plan.width], "results": [done[a] for a in plan.anns]}
-            )
+            line: dict[str, Any] = {"image": plan.image, "size": [plan.height, plan.width]}
+            if plan.image in self.unreadable:  # its size is not known, or not what the file says
+                line = {"image": plan.image, "size": None, "error": self.unreadable.pop(plan.image)}
+            line["results"] = [done[a] for a in plan.anns]
+            lines.append(line)
         self.writer.write(lines)
         for line in lines:  # the output's texts now, while the device works, not in the merge
             self.share.add(self.coco, line, self.keep_gt)
@@ -188,6 +213,16 @@ def crop_shape_key(crop: tuple[int, int, int, int]) -> tuple[bool, int, int]:
     x0, y0, x1, y1 = crop
     h, w = y1 - y0, x1 - x0
     return h >= w, max(h, w), min(h, w)
+
+
+def _admit(post: PostProcessor, plan: ImagePlan, error: str | None, strict: bool) -> None:
+    """An image read (or not) enters its chunk; one that could not be read stops the run when ``strict``."""
+    if error is None:
+        post.results[plan.image] = {}
+    elif strict:
+        raise ValueError(error)
+    else:
+        post.image_unreadable(plan, error)
 
 
 def segment_share(
@@ -231,9 +266,7 @@ def segment_share(
             if item is None:
                 break
             plan, image, error = item
-            if error is not None:
-                raise ValueError(error)
-            post.results[plan.image] = {}
+            _admit(post, plan, error, opts.strict)
             chunk.append((plan, None if image is None else image.numpy()))
             n_boxes += len(plan.boxes)
             if n_boxes >= chunk_boxes:

@@ -31,6 +31,15 @@ Ids. Image ``id`` and annotation ``image_id`` are JSON integers (not ``true``,
 not ``1.0``, not ``"1"``: Python would take 1, 1.0 and true as one key), and
 ``iscrowd`` is 0 or 1 (or false / true; absent means 0); anything else stops the
 run at start with a one-line error naming the entry and the field.
+
+Also checked at start, each with one line naming the entry: an image's
+``height`` and ``width`` (a record with only one of them, or a ``null``, is read
+as one with neither: the size comes from the image); every ``bbox`` of the
+images a process does, whether or not their sizes are known; ``file_name``
+values that leave the images folder (absolute, or ``..`` above it), refused
+unless allowed; and every string and key of the document, which the merge must
+write back as UTF-8 (a lone surrogate, such as the escape ``"\udcff"``, parses
+but cannot be written).
 """
 
 from __future__ import annotations
@@ -39,6 +48,8 @@ import gc
 import hashlib
 import json
 import math
+import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -53,6 +64,8 @@ __all__ = [
     "BoxPlan",
     "ImagePlan",
     "box_crop",
+    "check_bbox",
+    "check_file_names",
     "decode_rle_counts",
     "gt_rle",
     "index_images",
@@ -126,7 +139,50 @@ def load_coco(path: str | Path) -> tuple[dict[str, Any], str]:
     for key in ("images", "annotations"):
         if not isinstance(coco.get(key), list):
             raise ValueError(f"--coco: expected a list under {key!r} in {p}")
+    bad_text = _unwritable_text(coco, data)
+    if bad_text is not None:
+        raise ValueError(
+            f"--coco: {bad_text} holds a lone surrogate (a \\ud800-\\udfff escape without its pair), "
+            f"which cannot be written back as UTF-8; correct it in {p}"
+        )
     return coco, hashlib.sha256(data).hexdigest()
+
+
+# What a lone surrogate can come from in UTF-8 text: a \\uD800..\\uDFFF escape, or those code
+# points' own 3-byte encodings, which Python's reader passes too (it decodes bytes with
+# "surrogatepass"). The document is walked only when the bytes hold one of these, so a
+# clean file of millions of annotations pays for one regular-expression scan, not a walk.
+_SURROGATE_HINT = re.compile(rb"\\u[dD][89a-fA-F]|\xed[\xa0-\xbf]")
+
+
+def _unwritable_text(coco: Any, data: bytes) -> str | None:
+    """Where the document holds a string or key that UTF-8 cannot encode ("info.name",
+    "annotations[3].caption", "info: a key '...'"), or None."""
+    if json.detect_encoding(data) in ("utf-8", "utf-8-sig") and not _SURROGATE_HINT.search(data):
+        return None
+    stack: list[tuple[Any, str]] = [(coco, "")]
+    while stack:  # iterative: a deep document must not hit the recursion limit here
+        value, where = stack.pop()
+        if isinstance(value, str):
+            if not _encodable(value):
+                return f"{where}: {_short(value)}"
+        elif isinstance(value, dict):
+            for key in value:
+                if not _encodable(key):
+                    return f"{where or 'the top level'}: a key {_short(key)}"
+            # reversed: popped in file order, so the first such string is the one named
+            stack.extend((v, f"{where}.{k}" if where else k) for k, v in reversed(value.items()))
+        elif isinstance(value, list):
+            stack.extend((v, f"{where}[{i}]") for i, v in reversed(list(enumerate(value))))
+    return None
+
+
+def _encodable(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _json_int(v: Any) -> bool:
@@ -165,13 +221,8 @@ def _size(image: dict[str, Any], key: str, where: str) -> int | None:
     return int(v)
 
 
-def box_crop(
-    bbox: Any, width: int, height: int, margin: float, min_margin: int
-) -> tuple[tuple[int, int, int, int], tuple[int, int, int, int]] | str:
-    """(crop in the image, box in the crop), both half-open, or the reason to skip the box.
-
-    Raises ValueError when ``bbox`` is not four finite numbers with w, h >= 0.
-    """
+def check_bbox(bbox: Any) -> tuple[float, float, float, float]:
+    """``bbox`` as four floats; ValueError when it is not four finite numbers with w, h >= 0."""
     if not isinstance(bbox, (list, tuple)) or len(bbox) != 4:
         raise ValueError(f"expected bbox [x, y, w, h], got {bbox!r}")
     if any(isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) for v in bbox):
@@ -179,6 +230,17 @@ def box_crop(
     x, y, w, h = (float(v) for v in bbox)
     if w < 0 or h < 0:
         raise ValueError(f"expected bbox with w >= 0 and h >= 0, got {bbox!r}")
+    return x, y, w, h
+
+
+def box_crop(
+    bbox: Any, width: int, height: int, margin: float, min_margin: int
+) -> tuple[tuple[int, int, int, int], tuple[int, int, int, int]] | str:
+    """(crop in the image, box in the crop), both half-open, or the reason to skip the box.
+
+    Raises ValueError when ``bbox`` is not four finite numbers with w, h >= 0.
+    """
+    x, y, w, h = check_bbox(bbox)
     if w < 2 or h < 2:
         return SKIP_SMALL
     x0, y0 = math.floor(x + _EPS), math.floor(y + _EPS)
@@ -212,7 +274,13 @@ def index_images(coco: dict[str, Any]) -> list[ImagePlan]:
         key = _check_id(im["id"], where, "id")
         if key in by_id:
             raise ValueError(f"--coco: {where}: image id {im['id']!r} appears twice")
-        plan = ImagePlan(i, im["file_name"], _size(im, "height", where), _size(im, "width", where))
+        height, width = _size(im, "height", where), _size(im, "width", where)
+        if height is None or width is None:
+            # One side without the other is read as neither: the size then comes from the
+            # image, as for a record without both (a plan with one side would be neither
+            # planned from the record nor from the image).
+            height = width = None
+        plan = ImagePlan(i, im["file_name"], height, width)
         by_id[key] = plan
         plans.append(plan)
     for a, ann in enumerate(coco["annotations"]):
@@ -231,14 +299,46 @@ def plan_boxes(plan: ImagePlan, coco: dict[str, Any], margin: float, min_margin:
 
     Without a width and height in the file, only the crowd regions are marked
     skipped; the rest is planned once the image is read and its size known (see
-    :func:`replan_with_size`).
+    :func:`replan_with_size`), but their boxes are checked now, so that a malformed
+    one stops the run at start rather than when its image is reached.
     """
     if plan.height is not None and plan.width is not None:
         replan_with_size(plan, coco, plan.height, plan.width, margin, min_margin)
-    else:
-        plan.skipped = {
-            a: SKIP_CROWD for a in plan.anns if _is_crowd(coco["annotations"][a], _ann_where(a, coco["annotations"][a]))
-        }
+        return
+    plan.skipped = {}
+    for a in plan.anns:
+        ann = coco["annotations"][a]
+        if _is_crowd(ann, _ann_where(a, ann)):
+            plan.skipped[a] = SKIP_CROWD  # as replan_with_size: a crowd region's bbox is not used
+            continue
+        try:
+            check_bbox(ann["bbox"])
+        except ValueError as err:
+            raise ValueError(f"--coco: {_ann_where(a, ann)}: {err}") from None
+
+
+def check_file_names(plans: list[ImagePlan], coco: dict[str, Any], allow_outside: bool) -> None:
+    """Refuses a ``file_name`` that leaves the images folder (absolute, or ``..`` above it)
+    unless ``allow_outside``, and one holding a NUL (no file can have that name).
+
+    On every image with annotations, as strings only: a COCO ``file_name`` is relative
+    to the images folder, and one such as ``/etc/passwd`` or ``../../x.png`` is more
+    likely a crafted or broken file than a dataset laid out that way.
+    """
+    for p in plans:
+        name = p.file_name
+        where = f"images[{p.image}] (id {coco['images'][p.image]['id']!r}): file_name {_short(name, 300)}"
+        if "\x00" in name:
+            raise ValueError(f"--coco: {where} holds a NUL character")
+        if allow_outside:
+            continue
+        if os.path.isabs(name):
+            why = "an absolute path"
+        elif os.path.normpath(name).split(os.sep)[0] == "..":
+            why = "'..' leads above it"
+        else:
+            continue
+        raise ValueError(f"--coco: {where} is outside --images ({why}); pass --allow-outside-images to read it")
 
 
 def replan_with_size(
@@ -346,9 +446,9 @@ def _polygon_error(poly: Any, height: int, width: int) -> str | None:
     return None
 
 
-def _short(v: Any) -> str:
+def _short(v: Any, limit: int = 40) -> str:
     text = repr(v)
-    return text if len(text) <= 40 else text[:37] + "..."
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def segmentation_error(segmentation: Any, height: int, width: int) -> str | None:

@@ -4,7 +4,8 @@ Images and annotations of the file, boxes segmented, annotations skipped by
 reason, empty masks, mean IoU against ground truth (the mean over segmented
 annotations that had a segmentation in the input, scored with pycocotools' RLE
 IoU), and this run's boxes per second (all ranks' boxes over the wall time of
-the run).
+the run). Images that could not be read and their annotations left unsegmented are
+counted on the first line, and named in a warning line of their own.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from torchgrabcut.coco.timing import PHASES
 __all__ = ["GT_ERROR_IDS", "DatasetSummary", "summarise"]
 
 GT_ERROR_IDS = 5  # annotation ids named in the warning about malformed ground truth
+UNREADABLE_NAMES = 3  # image file names named in the warning about images that could not be read
 
 
 @dataclass
@@ -37,6 +39,12 @@ class DatasetSummary:
     # first GT_ERROR_IDS of them as (annotation "id", reason), in file order
     gt_errors: int = 0
     gt_error_examples: list[tuple[Any, str]] = field(default_factory=list)
+    # images that could not be read (their annotations marked 'grabcut_error', not segmented):
+    # how many, their annotations that would have been segmented, and the first
+    # UNREADABLE_NAMES as (file_name, reason), in file order
+    image_errors: int = 0
+    not_segmented: int = 0
+    image_error_examples: list[tuple[str, str]] = field(default_factory=list)
     run_images: int = 0  # done by this run (all ranks), the rest came from part files
     run_boxes: int = 0
     seconds: float = 0.0  # wall time of this run
@@ -57,7 +65,15 @@ class DatasetSummary:
         why = ", ".join(f"{n} {r}" for r, n in sorted(self.skipped.items()))
         lines = [
             f"dataset: {self.images} images, {self.annotations} annotations: {self.boxes} boxes segmented, "
-            f"{skipped} skipped" + (f" ({why})" if why else "") + f", {self.empty} empty masks",
+            f"{skipped} skipped"
+            + (f" ({why})" if why else "")
+            + f", {self.empty} empty masks"
+            + (
+                f", {self.not_segmented} annotations not segmented ({self.image_errors} unreadable "
+                f"image{'s' if self.image_errors != 1 else ''})"
+                if self.image_errors
+                else ""
+            ),
             f"this run: {self.run_images} images, {self.run_boxes} boxes in {self.seconds:.1f} s, "
             f"{self.boxes_per_second:.1f} boxes/s ({self.world_size} process{'es' if self.world_size > 1 else ''}, "
             f"{self.device})",
@@ -83,6 +99,18 @@ class DatasetSummary:
             f"segmentation, segmented but not scored (marked 'grabcut_gt_error'; ids {ids}{more}; first: {first})"
         )
 
+    def image_warning(self) -> str:
+        """One line: how many images could not be read, what that did to their annotations, the first names."""
+        n = self.image_errors
+        names = ", ".join(repr(name) for name, _ in self.image_error_examples)
+        more = ", ..." if n > len(self.image_error_examples) else ""
+        first = self.image_error_examples[0][1] if self.image_error_examples else ""
+        return (
+            f"warning: {n} image{'s' if n != 1 else ''} could not be read ({names}{more}; first: {first}); "
+            f"{'their' if n != 1 else 'its'} {self.not_segmented} annotations to segment are marked 'grabcut_error', "
+            "without a mask (exit status 4)"
+        )
+
 
 def summarise(out: Path, plans: list[ImagePlan], shares: list[OutputShare]) -> DatasetSummary:
     """The counts of every rank's share; the timings are the caller's to fill in."""
@@ -99,6 +127,10 @@ def summarise(out: Path, plans: list[ImagePlan], shares: list[OutputShare]) -> D
     errors = sorted(e for share in shares for e in share.gt_errors)  # (annotation index, id, reason)
     s.gt_errors = len(errors)
     s.gt_error_examples = [(ann_id, why) for _, ann_id, why in errors[:GT_ERROR_IDS]]
+    unreadable = sorted(e for share in shares for e in share.unreadable)  # (image index, reason)
+    names = {p.image: p.file_name for p in plans} if unreadable else {}
+    s.image_errors, s.not_segmented = len(unreadable), sum(share.not_segmented for share in shares)
+    s.image_error_examples = [(names[i], why) for i, why in unreadable[:UNREADABLE_NAMES]]
     # fsum is exact, so the mean does not depend on how the images were shared out
     s.iou_mean = math.fsum(ious) / len(ious) if ious else None
     return s

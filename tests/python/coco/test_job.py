@@ -426,7 +426,8 @@ def test_a_failed_run_leaves_nothing_that_blocks_the_rerun(clean: Path, referenc
     coco["images"][0]["height"] = 250  # found when the image is read, after the parts folder was made
     bad = tmp_path / "in.json"
     bad.write_text(json.dumps(coco))
-    assert main(["dataset", *dataset_args(bad, images, out, "--device", "cpu", "--workers", "0")]) == 2
+    # --strict: stopped by that image (without it the image is marked and the job goes on)
+    assert main(["dataset", *dataset_args(bad, images, out, "--device", "cpu", "--workers", "0", "--strict")]) == 2
     assert not parts_dir(out).exists()
     # A folder with a record of other settings and no finished image (left by an older version,
     # or a kill before the first chunk) does not refuse the corrected input either.
@@ -775,7 +776,8 @@ def test_errors_are_one_line(clean: Path, tmp_path: Path, capsys: pytest.Capture
     coco = json.loads(clean.read_text())
     coco["images"][1]["height"] = 250
     bad.write_text(json.dumps(coco))
-    err = _one_line_error(capsys, ["dataset", *dataset_args(bad, images, out, "--device", "cpu", "--workers", "1")])
+    argv = ["dataset", *dataset_args(bad, images, out, "--device", "cpu", "--workers", "1", "--strict")]
+    err = _one_line_error(capsys, argv)  # --strict: otherwise the image is marked, see test_job_inputs.py
     assert "240x320" in err and "250x320" in err
 
 
@@ -796,9 +798,13 @@ def test_help_explains_every_option(capsys: pytest.CaptureFixture) -> None:
         "--workers",
         "--keep-gt",
         "--keep-parts",
+        "--strict",
+        "--allow-outside-images",
         "--quiet",
         "torchrun",
         "RLE",
+        "grabcut_error",
+        "Exit status: 0",
     ):
         assert option in text, option
 
