@@ -103,7 +103,8 @@ def broadcast_from_rank0(r: Rank, value: T) -> T:
 
     box: list[Any] = [value]
     dist.broadcast_object_list(box, src=0)  # NCCL: through the rank's current CUDA device
-    return box[0]  # type: ignore[no-any-return]
+    result: T = box[0]
+    return result
 
 
 def gather_shares(r: Rank, share: OutputShare) -> list[OutputShare]:

@@ -141,13 +141,17 @@ def _lock_output(out: Path, me: Rank) -> OutputLock | None:
     as left to do. The other ranks wait for rank 0's answer, so that none of them
     starts on a part file while another job writes it.
     """
-    lock, refused = None, None
+    lock: OutputLock | None = None
+    refused: str | None = None
     if me.rank == 0:
         lock = OutputLock(out)
         try:
             lock.acquire()
-        except (RuntimeError, OSError) as err:
+        except RuntimeError as err:
             lock, refused = None, str(err)
+        except OSError as err:  # a lock file another user owns, a read-only folder
+            refused = f"--output: cannot lock {lock.path} ({err.strerror or err})"
+            lock = None
     refused = broadcast_from_rank0(me, refused)
     if refused is not None:
         raise RuntimeError(refused)

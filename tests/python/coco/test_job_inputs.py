@@ -436,3 +436,21 @@ def test_malformed_bbox_without_image_sizes_stops_the_run_at_start(
     err = _one_line_error(capsys, [*argv, "--batch-size", "1", "--workers", "0"])
     assert f"annotations[{last}] (id 25)" in err and "bbox" in err, err
     assert not parts_dir(out).exists()
+
+
+def test_a_second_job_under_torchrun_is_refused_on_every_rank(small: Path, tmp_path: Path) -> None:
+    """Rank 0 takes the lock for its job and tells the others: no rank of a refused job starts.
+
+    (torchrun stops the other rank as soon as one exits, often before it prints its line.)
+    """
+    out = tmp_path / "out.json"
+    args = [*dataset_args(small, small.parent / "images", out), "--device", "cpu", "--workers", "0"]
+    launcher = ["-m", "torch.distributed.run", "--standalone", "--nproc-per-node=2"]
+    with (tmp_path / "out.json.lock").open("w") as held:
+        fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        res = run_module([*launcher, "-m", "torchgrabcut", "dataset", *args], tmp_path, timeout=240)
+    assert res.returncode != 0
+    refusals = [line for line in res.stderr.splitlines() if "another dataset job" in line]
+    assert 1 <= len(refusals) <= 2, res.stderr[-3000:]
+    assert all(line.startswith("torchgrabcut dataset: error: --output: ") for line in refusals), refusals
+    assert not parts_dir(out).exists() and not out.exists()
