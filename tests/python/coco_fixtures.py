@@ -1,10 +1,11 @@
-"""Helpers for test_coco.py: small COCO sets on disk and independent ways to read them back."""
+"""Helpers for tests/python/coco: small COCO sets on disk and independent ways to read them back."""
 
 from __future__ import annotations
 
 import csv
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -201,3 +202,57 @@ import resource
 vm = int(open("/proc/self/status").read().split("VmSize:")[1].split()[0]) * 1024
 resource.setrlimit(resource.RLIMIT_AS, (vm + (3 << 30), vm + (3 << 30)))
 """
+
+
+# -- the dataset job's inputs, shared by the test files of the coco modules ----------------------
+
+
+def small_coco(clean: Path) -> Path:
+    """Images 2 and 3 of clean_coco's set (000001.png, 000002.png): a small box, a box outside, 6 boxes."""
+    coco = json.loads(clean.read_text())
+    coco["images"] = [im for im in coco["images"] if im["id"] in (2, 3)]
+    coco["annotations"] = [a for a in coco["annotations"] if a["image_id"] in (2, 3)]
+    path = clean.parent / "small.json"
+    path.write_text(json.dumps(coco))
+    return path
+
+
+def dataset_opts(coco: Path, images: Path, out: Path, **kw: Any) -> Any:
+    """DatasetOptions for a quick in-process run on the CPU."""
+    from torchgrabcut.coco.job import DatasetOptions
+
+    base: dict[str, Any] = {"device": "cpu", "batch_size": 4, "workers": 0, "quiet": True}
+    return DatasetOptions(coco, images, out, **{**base, **kw})
+
+
+def reference_annotations(coco: Path, out: Path) -> list[dict[str, Any]]:
+    """The annotations of an uninterrupted run on coco (its images beside it, in images/)."""
+    from torchgrabcut.coco.job import run_dataset
+
+    run_dataset(dataset_opts(coco, coco.parent / "images", out))
+    return json.loads(out.read_text())["annotations"]
+
+
+def edited_coco(src: Path, dest: Path, edit: Any) -> Path:
+    """src's document, changed in place by edit(document), written to dest."""
+    coco = json.loads(src.read_text())
+    edit(coco)
+    dest.write_text(json.dumps(coco))
+    return dest
+
+
+def copy_images(src: Path, dest: Path) -> Path:
+    shutil.copytree(src, dest)
+    return dest
+
+
+def one_line_error(capsys: Any, argv: list[str]) -> str:
+    """Runs the command line in-process: exit 2 and one line on stderr, which is returned."""
+    from torchgrabcut.cli import main
+
+    rc = main(argv)
+    err = capsys.readouterr().err.strip()
+    assert rc == 2, err
+    assert err.startswith("torchgrabcut dataset: error: ") and "\n" not in err, err
+    assert "Traceback" not in err
+    return err

@@ -777,7 +777,7 @@ def test_errors_are_one_line(clean: Path, tmp_path: Path, capsys: pytest.Capture
     coco["images"][1]["height"] = 250
     bad.write_text(json.dumps(coco))
     argv = ["dataset", *dataset_args(bad, images, out, "--device", "cpu", "--workers", "1", "--strict")]
-    err = _one_line_error(capsys, argv)  # --strict: otherwise the image is marked, see test_job_inputs.py
+    err = _one_line_error(capsys, argv)  # --strict: otherwise the image is marked, see test_pipeline.py
     assert "240x320" in err and "250x320" in err
 
 

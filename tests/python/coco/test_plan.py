@@ -1,19 +1,36 @@
-"""coco/plan.py: box crops, and the ground truth read from every COCO segmentation form.
+"""coco/plan.py: box crops, the ground truth read from every COCO segmentation form, and the input checked.
 
-A malformed segmentation is named before pycocotools sees it.
+A malformed segmentation is named before pycocotools sees it. Partial image sizes, text
+that could not be written back, file names outside --images and malformed boxes in a file
+without image sizes are found by the job at start (issue 35, items 1, 3 and 5).
 """
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
-from coco_fixtures import LIMIT_MEMORY, bad_segmentations
+from coco_fixtures import (
+    LIMIT_MEMORY,
+    bad_segmentations,
+    clean_coco,
+    dataset_args,
+    dataset_opts,
+    edited_coco,
+    one_line_error,
+    reference_annotations,
+    small_coco,
+)
 from pycocotools import mask as mask_utils
 
+from torchgrabcut.cli import main
+from torchgrabcut.coco.job import run_dataset
+from torchgrabcut.coco.parts import parts_dir
 from torchgrabcut.coco.plan import (
     SKIP_NO_BACKGROUND,
     SKIP_OUTSIDE,
@@ -156,3 +173,181 @@ def test_rle_counts_decoder_reads_what_pycocotools_writes() -> None:
     big = np.zeros((12000, 12000), np.uint8, order="F")  # a first run of 144M pixels: 6 groups
     big[-1, -1] = 1
     assert decode_rle_counts(mask_utils.encode(big)["counts"]).tolist() == [12000 * 12000 - 1, 1]
+
+
+# -- the input, checked by the dataset job at start ---------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def full(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return clean_coco(tmp_path_factory.mktemp("clean"))
+
+
+@pytest.fixture(scope="module")
+def small(full: Path) -> Path:
+    """Images 2 and 3 of the clean set (000001.png, 000002.png): a small box, a box outside, 6 boxes."""
+    return small_coco(full)
+
+
+@pytest.fixture(scope="module")
+def small_ref(small: Path, tmp_path_factory: pytest.TempPathFactory) -> list[dict[str, Any]]:
+    """The annotations of an uninterrupted run on the small set."""
+    return reference_annotations(small, tmp_path_factory.mktemp("small_ref") / "out.json")
+
+
+# -- image sizes: one absent or null is read as neither (issue 35, item 1) -------------------------
+
+
+_ABSENT = object()
+
+
+@pytest.mark.parametrize(
+    "sizes",
+    [
+        {"width": _ABSENT},
+        {"height": _ABSENT},
+        {"width": None},
+        {"height": None},
+        {"width": None, "height": _ABSENT},
+        {"width": None, "height": None},
+    ],
+    ids=["no width", "no height", "width null", "height null", "width null, no height", "both null"],
+)
+@pytest.mark.parametrize("workers", [0, 1])
+def test_one_size_absent_or_null_reads_the_size_from_the_file(
+    small: Path, small_ref: list[dict[str, Any]], tmp_path: Path, sizes: dict[str, Any], workers: int
+) -> None:
+    """As when both are absent: the size comes from the image, the masks are the same."""
+
+    def edit(coco: dict[str, Any]) -> None:
+        for im in coco["images"]:
+            for key, value in sizes.items():
+                if value is _ABSENT:
+                    del im[key]
+                else:
+                    im[key] = value
+
+    path = edited_coco(small, tmp_path / "in.json", edit)
+    out = tmp_path / "out.json"
+    summary = run_dataset(dataset_opts(path, small.parent / "images", out, workers=workers))
+    assert summary is not None and summary.image_errors == 0
+    assert json.loads(out.read_text())["annotations"] == small_ref
+
+
+# -- text the output could not be written with, refused at start (issue 35, item 3) ----------------
+
+
+_SURROGATE = '"a\\udcffb"'  # a lone surrogate, as a JSON escape: parses, cannot be written as UTF-8
+
+
+@pytest.mark.parametrize(
+    ("where", "named"),
+    [
+        ("info value", "info.description"),
+        ("info key", "info: a key"),
+        ("annotation", "annotations[1].caption"),
+        ("image", "images[0].coco_url"),
+        ("category", "categories[0].name"),
+        ("nested list", "info.tags[1]"),
+        ("raw bytes", "info.description"),
+    ],
+)
+def test_input_that_cannot_be_written_back_is_refused_at_start(
+    small: Path, tmp_path: Path, capsys: pytest.CaptureFixture, where: str, named: str
+) -> None:
+    coco = json.loads(small.read_text())
+    coco["info"]["tags"] = ["ok", "@S@"] if where == "nested list" else []
+    if where == "info key":
+        coco["info"]["@S@"] = 1
+    elif where == "annotation":
+        coco["annotations"][1]["caption"] = "@S@"
+    elif where == "image":
+        coco["images"][0]["coco_url"] = "@S@"
+    elif where == "category":
+        coco["categories"][0]["name"] = "@S@"
+    elif where in ("info value", "raw bytes"):
+        coco["info"]["description"] = "@S@"
+    raw = json.dumps(coco).encode()
+    # The surrogate written as UTF-8 bytes, which Python's JSON reader takes too (surrogatepass).
+    lone = b'"a\xed\xb3\xbfb"' if where == "raw bytes" else _SURROGATE.encode()
+    work = tmp_path / "work"
+    work.mkdir()
+    path = work / "in.json"
+    path.write_bytes(raw.replace(b'"@S@"', lone))
+    out = work / "out.json"
+    err = one_line_error(capsys, ["dataset", *dataset_args(path, small.parent / "images", out, "--device", "cpu")])
+    assert named in err and "UTF-8" in err, err
+    assert sorted(p.name for p in work.iterdir()) == ["in.json"]  # no parts folder, output, lock or temporary
+
+
+def test_surrogate_pairs_and_other_text_are_written_back(
+    small: Path, small_ref: list[dict[str, Any]], tmp_path: Path
+) -> None:
+    """A pair of surrogate escapes is one character (not refused); non-ASCII text is kept as it is."""
+    coco = json.loads(small.read_text())
+    coco["info"]["description"] = "@S@"
+    coco["info"]["escaped"] = "\\udcff is how it is written"
+    path = tmp_path / "in.json"
+    path.write_bytes(json.dumps(coco).encode().replace(b'"@S@"', b'"\\ud83d\\ude00 Z\xc3\xbcrich"'))
+    out = tmp_path / "out.json"
+    run_dataset(dataset_opts(path, small.parent / "images", out))
+    res = json.loads(out.read_text(encoding="utf-8"))
+    assert res["info"]["description"] == "\U0001f600 Z\u00fcrich" and res["annotations"] == small_ref
+
+
+# -- file names outside --images (issue 35, item 5) ------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "name", ["/etc/passwd", "ABSOLUTE", "../000001.png", "sub/../../images/000001.png", "..", "a\x00b.png"]
+)
+def test_file_names_outside_images_are_refused(
+    small: Path, tmp_path: Path, capsys: pytest.CaptureFixture, name: str
+) -> None:
+    images = small.parent / "images"
+    value = str(images / "000001.png") if name == "ABSOLUTE" else name
+    path = edited_coco(small, tmp_path / "in.json", lambda c: c["images"][0].update(file_name=value))
+    out = tmp_path / "out.json"
+    err = one_line_error(capsys, ["dataset", *dataset_args(path, images, out, "--device", "cpu")])
+    assert "images[0] (id 2): file_name" in err and repr(value) in err, err
+    if "\x00" not in value:
+        assert "--allow-outside-images" in err, err
+    assert not parts_dir(out).exists()
+
+
+def test_allow_outside_images(small: Path, small_ref: list[dict[str, Any]], tmp_path: Path) -> None:
+    images = small.parent / "images"
+
+    def edit(coco: dict[str, Any]) -> None:
+        coco["images"][0]["file_name"] = str(images / "000001.png")
+        coco["images"][1]["file_name"] = "../images/000002.png"
+
+    path = edited_coco(small, tmp_path / "in.json", edit)
+    out = tmp_path / "out.json"
+    argv = ["dataset", *dataset_args(path, images, out, "--device", "cpu", "--workers", "0", "--allow-outside-images")]
+    assert main(argv) == 0
+    assert json.loads(out.read_text())["annotations"] == small_ref
+
+
+# -- malformed boxes in a file without image sizes (issue 35, item 5) ------------------------------
+
+
+@pytest.mark.parametrize(
+    "bbox", ["[1, 2, 3]", '[1, 2, "3", 4]', "[NaN, 2, 30, 40]", "[0, 0, -1, 5]", "null", '"1,2,3,4"', "[1, 2, true, 4]"]
+)
+def test_malformed_bbox_without_image_sizes_stops_the_run_at_start(
+    full: Path, tmp_path: Path, capsys: pytest.CaptureFixture, bbox: str
+) -> None:
+    """In the last image: with a chunk per image, a check made as images are read would come too late."""
+    coco = json.loads(full.read_text())
+    for im in coco["images"]:
+        del im["height"], im["width"]
+    last = max(i for i, a in enumerate(coco["annotations"]) if a["image_id"] == 6)
+    coco["annotations"][last]["bbox"] = "@B@"
+    path = tmp_path / "in.json"
+    path.write_text(json.dumps(coco).replace('"@B@"', bbox))
+    out = tmp_path / "out.json"
+    argv = ["dataset", *dataset_args(path, full.parent / "images", out, "--device", "cpu")]
+    err = one_line_error(capsys, [*argv, "--batch-size", "1", "--workers", "0"])
+    assert f"annotations[{last}] (id 25)" in err and "bbox" in err, err
+    assert not parts_dir(out).exists()

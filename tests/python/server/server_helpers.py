@@ -58,3 +58,8 @@ def download(client, binary: bool = False) -> np.ndarray:
     with Image.open(io.BytesIO(r.data)) as im:
         assert im.mode == "L"
         return np.asarray(im).copy()
+
+
+def random_png(h: int, w: int, seed: int = 0) -> bytes:
+    """A PNG of random pixels (it compresses badly: its decode costs what its size says)."""
+    return png_bytes(np.random.default_rng(seed).integers(0, 256, (h, w, 3), dtype=np.uint8))

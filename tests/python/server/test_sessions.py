@@ -1,17 +1,27 @@
 """server/sessions.py: sessions expire by idle time and stay while a request holds them; the undo
-history stays within its byte budget and undo restores each mask exactly."""
+history stays within its byte budget and undo restores each mask exactly; all sessions together
+stay within the server's memory budget."""
 
 from __future__ import annotations
+
+from typing import Any
 
 import numpy as np
 import pytest
 import torch
-from server_helpers import BOX, client_for, download, make_client, mask_of, png_bytes, post_box, upload
+from server_helpers import BOX, client_for, download, make_client, mask_of, png_bytes, post_box, random_png, upload
 
 from conftest import object_image
 from torchgrabcut.model import GrabCutModel
 from torchgrabcut.server.routes import COOKIE
-from torchgrabcut.server.sessions import DEFAULT_HISTORY_BYTES, Session, SessionsFull, SessionStore, State
+from torchgrabcut.server.sessions import (
+    DEFAULT_HISTORY_BYTES,
+    Session,
+    SessionsFull,
+    SessionStore,
+    State,
+    session_minimum_bytes,
+)
 
 
 class FakeClock:
@@ -155,3 +165,70 @@ def test_many_strokes_on_a_large_image_keep_the_history_within_its_budget() -> N
         np.testing.assert_array_equal(download(c), expected)
     assert not r.get_json()["can_undo"]
     assert c.post("/api/undo").status_code == 400
+
+
+# -- all sessions together within one memory budget (issue 35, item 8) ---------------------------
+
+
+SIDE = 100  # the largest image: max_megapixels = SIDE * SIDE / 1e6 (small, so that the tests stay fast)
+LARGEST = {"max_megapixels": SIDE * SIDE / 1e6}
+
+
+def _check_accounts(app: Any) -> int:
+    """The store's count of held bytes is what the sessions hold, and within the budget."""
+    store = app.extensions["torchgrabcut_sessions"]
+    held = store.held_bytes()
+    assert held == sum(s.nbytes() for s in store._sessions.values())
+    assert held <= store.max_bytes
+    return int(held)
+
+
+def test_all_sessions_together_stay_within_the_memory_budget() -> None:
+    budget = 3 * session_minimum_bytes(SIDE * SIDE)
+    app, _ = make_client(**LARGEST, max_memory_mb=budget / 2**20)
+    admitted, refused = [], None
+    stroke = {"strokes": [{"label": "bg", "radius": 1, "points": [[5, 5]]}]}
+    for i in range(8):
+        c = client_for(app)
+        r = upload(c, random_png(SIDE, SIDE, seed=i))
+        _check_accounts(app)
+        if r.status_code == 503:
+            refused = r.get_json()["error"]
+            break
+        assert r.status_code == 200
+        admitted.append(c)
+        for request in [lambda c=c: post_box(c, BOX)] + [lambda c=c: c.post("/api/strokes", json=stroke)] * 6:
+            assert request().status_code == 200
+            _check_accounts(app)
+    assert refused is not None and "memory budget is full" in refused and "--max-memory-mb" in refused
+    assert 3 <= len(admitted) < 8
+    # Everyone admitted still works, and still has one undo step (older ones went to make room).
+    for c in admitted:
+        r = c.post("/api/strokes", json=stroke)
+        assert r.status_code == 200, r.get_json()
+        assert c.post("/api/undo").status_code == 200
+        _check_accounts(app)
+    # Once a session is gone, its bytes are free for the next.
+    store = app.extensions["torchgrabcut_sessions"]
+    with store._lock:
+        victim = next(iter(store._sessions))
+        del store._sessions[victim]
+        store._held.pop(victim)
+    assert upload(client_for(app), random_png(SIDE, SIDE)).status_code == 200
+    _check_accounts(app)
+
+
+def test_a_box_that_does_not_fit_is_refused_before_grabcut_and_changes_nothing() -> None:
+    # A budget that holds one session of the largest image with one undo step, then made tighter.
+    budget = session_minimum_bytes(SIDE * SIDE)
+    app, a = make_client(**LARGEST, max_memory_mb=budget / 2**20)
+    assert upload(a, random_png(SIDE, SIDE)).status_code == 200
+    assert post_box(a, BOX).status_code == 200
+    assert post_box(a, BOX).status_code == 200  # the one undo step fits
+    assert post_box(a, BOX).status_code == 200  # and the older one goes to make room for the next
+    store = app.extensions["torchgrabcut_sessions"]
+    before = store.held_bytes()
+    store.max_bytes = before  # no room for a second undo step, and none to make
+    r = post_box(a, BOX)
+    assert r.status_code == 503 and "memory budget is full" in r.get_json()["error"]
+    assert store.held_bytes() == before and a.get("/api/state").get_json()["can_undo"]
