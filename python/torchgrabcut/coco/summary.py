@@ -69,8 +69,8 @@ class DatasetSummary:
             + (f" ({why})" if why else "")
             + f", {self.empty} empty masks"
             + (
-                f", {self.not_segmented} annotations not segmented ({self.image_errors} unreadable "
-                f"image{'s' if self.image_errors != 1 else ''})"
+                f", {self.not_segmented} annotation{'s' if self.not_segmented != 1 else ''} not segmented "
+                f"({self.image_errors} unreadable image{'s' if self.image_errors != 1 else ''})"
                 if self.image_errors
                 else ""
             ),
@@ -107,8 +107,9 @@ class DatasetSummary:
         first = self.image_error_examples[0][1] if self.image_error_examples else ""
         return (
             f"warning: {n} image{'s' if n != 1 else ''} could not be read ({names}{more}; first: {first}); "
-            f"{'their' if n != 1 else 'its'} {self.not_segmented} annotations to segment are marked 'grabcut_error', "
-            "without a mask (exit status 4)"
+            f"{'their' if n != 1 else 'its'} {self.not_segmented} annotation{'s' if self.not_segmented != 1 else ''} "
+            f"to segment {'are' if self.not_segmented != 1 else 'is'} marked 'grabcut_error', without a mask "
+            "(exit status 4)"
         )
 
 

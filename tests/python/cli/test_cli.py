@@ -326,19 +326,32 @@ def test_a_png_declaring_400_megapixels_stops_every_command_with_one_line(
             }
         )
     )
-    dataset = ["dataset", "--coco", str(coco), "--images", str(files), "-o", str(tmp_path / "o.json"), "--quiet"]
+    out = tmp_path / "o.json"
+    dataset = ["dataset", "--coco", str(coco), "--images", str(files), "-o", str(out), "--quiet", "--device", "cpu"]
+    reason = "400.0 megapixels, over the limit of 178,956,970 pixels"
     runs = {
         "segment": ["segment", str(files / "bomb.png"), "--box", "1,1,5,5", "-o", str(tmp_path / "m.png")],
         "eval": ["eval", str(ds), "--device", "cpu", "--no-cv2"],
         "bench": ["bench", "--image", str(files / "bomb.png"), "--no-cv2", "--no-gpu"],
-        "dataset": [*dataset, "--device", "cpu", "--workers", "0"],
-        "dataset with a loader process": [*dataset, "--device", "cpu", "--workers", "1"],
+        "dataset --strict": [*dataset, "--workers", "0", "--strict"],
+        "dataset --strict with a loader process": [*dataset, "--workers", "1", "--strict"],
     }
     for name, argv in runs.items():
         status, err = run_main(argv, capsys)
-        assert_one_line_error(status, err, argv[0], "400.0 megapixels, over the limit of 178,956,970 pixels")
+        assert_one_line_error(status, err, argv[0], reason)
         if name == "eval":
             assert "line 3" in err  # the row of boxes.csv that names it
+    assert not out.exists()
+    # Without --strict the dataset job does not stop on an image it cannot read (README): the
+    # output is written with the annotation marked, one warning line names the image, exit 4.
+    for workers in ("0", "1"):
+        status, err = run_main([*dataset, "--workers", workers], capsys)
+        assert status == 4, err
+        assert "Traceback" not in err and len(err.strip().splitlines()) == 1, err
+        assert err.startswith("dataset: warning: 1 image could not be read ('bomb.png'") and reason in err, err
+        (ann,) = json.loads(out.read_text())["annotations"]
+        assert reason in ann.pop("grabcut_error") and "segmentation" not in ann, ann
+        out.unlink()
 
 
 # -- eval: a boxes.csv with a bad row names the file and the line ----------------------------------
