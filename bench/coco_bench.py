@@ -41,9 +41,9 @@ import torch
 import torchgrabcut.api
 from torchgrabcut import grabcut
 from torchgrabcut.api import resolve_device
-from torchgrabcut.coco.job import DatasetOptions, run_dataset
-from torchgrabcut.coco.parts import parts_dir
-from torchgrabcut.coco.timing import time_covered
+from torchgrabcut.dataset.job import DatasetOptions, run_dataset
+from torchgrabcut.dataset.parts import parts_dir
+from torchgrabcut.dataset.timing import time_covered
 
 # The set is the tests' generator (tests/python/synthetic_coco.py): the benchmark runs on what the tests check.
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "python"))

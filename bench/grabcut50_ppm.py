@@ -59,14 +59,14 @@ def write_ppm(path: Path, image: np.ndarray) -> None:
 
 
 def dataset_job_box_crop() -> Callable[..., Any]:
-    """The dataset job's own crop plan, torchgrabcut.coco.plan.box_crop.
+    """The dataset job's own crop plan, torchgrabcut.dataset.plan.box_crop.
 
     Loaded from its file: the plan needs only numpy, while importing the package would
     load torch and the compiled extension, which the torch-free benchmarks do without.
     """
-    name = "torchgrabcut_coco_plan"
+    name = "torchgrabcut_dataset_plan"
     if name not in sys.modules:
-        path = Path(__file__).resolve().parents[1] / "python" / "torchgrabcut" / "coco" / "plan.py"
+        path = Path(__file__).resolve().parents[1] / "python" / "torchgrabcut" / "dataset" / "plan.py"
         spec = importlib.util.spec_from_file_location(name, path)
         assert spec is not None and spec.loader is not None
         module = importlib.util.module_from_spec(spec)

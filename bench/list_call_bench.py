@@ -54,7 +54,7 @@ def _coco_crops(images: int, count: int) -> tuple[list[np.ndarray], list[tuple[i
     import tempfile
     from pathlib import Path
 
-    from torchgrabcut.coco.plan import box_crop
+    from torchgrabcut.dataset.plan import box_crop
     from torchgrabcut.imageio import read_image
 
     # The dataset job's tests generate the same set (tests/python/synthetic_coco.py).

@@ -246,7 +246,7 @@ if [[ " $STEPS " == *" robust "* ]]; then
   echo "C++ error messages and exported symbols: $(tail -1 "$LOGS/messages.log")"
   LD_PRELOAD=/tmp/segv_backtrace.so timeout 400 python3 -m pytest -q -p no:cacheprovider -m cuda -s \
     tests/python/test_robustness.py \
-    tests/python/test_limits.py tests/python/coco tests/python/server tests/python/cli \
+    tests/python/test_limits.py tests/python/dataset tests/python/server tests/python/cli \
     > "$LOGS/robust.log" 2>&1
   [[ $? -eq 0 ]] || status=1
   grep -E "RSS|GPU memory|threads|interrupt|passed|failed|Error|segv_backtrace|_C\.cpython" "$LOGS/robust.log" | tail -40

@@ -1,4 +1,4 @@
-"""Helpers for tests/python/coco: small COCO sets on disk and independent ways to read them back."""
+"""Helpers for tests/python/dataset: small COCO sets on disk and independent ways to read them back."""
 
 from __future__ import annotations
 
@@ -219,7 +219,7 @@ def small_coco(clean: Path) -> Path:
 
 def dataset_opts(coco: Path, images: Path, out: Path, **kw: Any) -> Any:
     """DatasetOptions for a quick in-process run on the CPU."""
-    from torchgrabcut.coco.job import DatasetOptions
+    from torchgrabcut.dataset.job import DatasetOptions
 
     base: dict[str, Any] = {"device": "cpu", "batch_size": 4, "workers": 0, "quiet": True}
     return DatasetOptions(coco, images, out, **{**base, **kw})
@@ -227,7 +227,7 @@ def dataset_opts(coco: Path, images: Path, out: Path, **kw: Any) -> Any:
 
 def reference_annotations(coco: Path, out: Path) -> list[dict[str, Any]]:
     """The annotations of an uninterrupted run on coco (its images beside it, in images/)."""
-    from torchgrabcut.coco.job import run_dataset
+    from torchgrabcut.dataset.job import run_dataset
 
     run_dataset(dataset_opts(coco, coco.parent / "images", out))
     return json.loads(out.read_text())["annotations"]

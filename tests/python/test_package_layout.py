@@ -16,7 +16,7 @@ from pathlib import Path
 import torchgrabcut
 
 PACKAGE = Path(torchgrabcut.__file__).resolve().parent
-APPLICATIONS = ("torchgrabcut.cli", "torchgrabcut.coco", "torchgrabcut.server", "torchgrabcut.__main__")
+APPLICATIONS = ("torchgrabcut.cli", "torchgrabcut.dataset", "torchgrabcut.server", "torchgrabcut.__main__")
 TOOLS = "torchgrabcut.tools"
 # What `pip install torchgrabcut` does not bring: each is imported only where it is needed.
 OPTIONAL = ("cv2", "flask", "werkzeug", "matplotlib", "pycocotools", "tqdm", "maxflow")

@@ -17,7 +17,7 @@ from typing import NoReturn
 
 from torchgrabcut import _startup
 from torchgrabcut.cli import bench, demo, evaluate, segment
-from torchgrabcut.coco import cli as dataset
+from torchgrabcut.dataset import cli as dataset
 from torchgrabcut.server import cli as serve
 
 __all__ = ["SUBCOMMANDS", "build_parser", "main"]

@@ -1,4 +1,4 @@
-"""coco/plan.py: box crops, the ground truth read from every COCO segmentation form, and the input checked.
+"""dataset/plan.py: box crops, the ground truth read from every COCO segmentation form, and the input checked.
 
 A malformed segmentation is named before pycocotools sees it. Partial image sizes, text
 that could not be written back, file names outside --images and malformed boxes in a file
@@ -29,9 +29,9 @@ from coco_fixtures import (
 from pycocotools import mask as mask_utils
 
 from torchgrabcut.cli import main
-from torchgrabcut.coco.job import run_dataset
-from torchgrabcut.coco.parts import parts_dir
-from torchgrabcut.coco.plan import (
+from torchgrabcut.dataset.job import run_dataset
+from torchgrabcut.dataset.parts import parts_dir
+from torchgrabcut.dataset.plan import (
     SKIP_NO_BACKGROUND,
     SKIP_OUTSIDE,
     SKIP_SMALL,
@@ -99,7 +99,7 @@ sys.path.insert(0, sys.argv[1])
 import numpy as np
 from pycocotools import mask as mask_utils
 from coco_fixtures import bad_segmentations
-from torchgrabcut.coco.plan import gt_rle
+from torchgrabcut.dataset.plan import gt_rle
 {limit}
 h, w = 30, 40
 m = np.zeros((h, w), np.uint8, order="F")

@@ -1,4 +1,4 @@
-"""coco/pipeline.py: an image that cannot be read does not stop the job (issue 35, item 4).
+"""dataset/pipeline.py: an image that cannot be read does not stop the job (issue 35, item 4).
 
 Its annotations are marked `grabcut_error` and the rest is segmented (exit 4); `--strict`
 stops at the first such image (exit 2); a resumed run gives the bytes of an uninterrupted one.
@@ -25,9 +25,9 @@ from coco_fixtures import (
 )
 
 from torchgrabcut.cli import main
-from torchgrabcut.coco.hooks_for_tests import EXIT_AFTER_ENV
-from torchgrabcut.coco.parts import parts_dir
-from torchgrabcut.coco.plan import SKIP_OUTSIDE, SKIP_SMALL
+from torchgrabcut.dataset.hooks_for_tests import EXIT_AFTER_ENV
+from torchgrabcut.dataset.parts import parts_dir
+from torchgrabcut.dataset.plan import SKIP_OUTSIDE, SKIP_SMALL
 
 EXIT_IMAGE_ERRORS = 4  # the output was written, but some images could not be read (README)
 

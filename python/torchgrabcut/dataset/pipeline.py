@@ -40,11 +40,11 @@ from typing import Any
 import numpy as np
 import torch
 
-from torchgrabcut.coco.calls import GrabCutCalls
-from torchgrabcut.coco.options import DatasetOptions
-from torchgrabcut.coco.parts import OutputShare, PartWriter
-from torchgrabcut.coco.plan import ImagePlan, gt_rle, replan_with_size
-from torchgrabcut.coco.timing import waited
+from torchgrabcut.dataset.calls import GrabCutCalls
+from torchgrabcut.dataset.options import DatasetOptions
+from torchgrabcut.dataset.parts import OutputShare, PartWriter
+from torchgrabcut.dataset.plan import ImagePlan, gt_rle, replan_with_size
+from torchgrabcut.dataset.timing import waited
 
 __all__ = ["CHUNK_BATCHES", "ImageReader", "PostProcessor", "crop_shape_key", "segment_share"]
 

@@ -1,4 +1,4 @@
-"""coco/parts.py: the output written atomically; a failed write leaves no temporary file (issue 35, item 3)."""
+"""dataset/parts.py: the output written atomically; a failed write leaves no temporary file (issue 35, item 3)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from torchgrabcut.coco.parts import OutputShare, write_output
+from torchgrabcut.dataset.parts import OutputShare, write_output
 
 # -- a failed write --------------------------------------------------------------------------------
 
@@ -15,7 +15,7 @@ from torchgrabcut.coco.parts import OutputShare, write_output
 @pytest.mark.parametrize("fails", ["fsync", "replace", "encode"])
 def test_a_failed_write_leaves_no_temporary_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fails: str) -> None:
     """Disk full, a rename refused, text that does not encode: the error, and no out.json.tmp<pid>."""
-    from torchgrabcut.coco import parts
+    from torchgrabcut.dataset import parts
 
     coco: dict[str, Any] = {"images": [], "annotations": [], "info": "ok"}
 

@@ -44,7 +44,7 @@ from typing import Any
 
 import torch
 
-from torchgrabcut.coco.distributed import (
+from torchgrabcut.dataset.distributed import (
     Rank,
     broadcast_from_rank0,
     gather_shares,
@@ -52,10 +52,10 @@ from torchgrabcut.coco.distributed import (
     leave_group,
     rank_share,
 )
-from torchgrabcut.coco.hooks_for_tests import ChunkTestHooks
-from torchgrabcut.coco.lock import OutputLock
-from torchgrabcut.coco.options import DatasetOptions, check_image_files, check_options
-from torchgrabcut.coco.parts import (
+from torchgrabcut.dataset.hooks_for_tests import ChunkTestHooks
+from torchgrabcut.dataset.lock import OutputLock
+from torchgrabcut.dataset.options import DatasetOptions, check_image_files, check_options
+from torchgrabcut.dataset.parts import (
     OutputShare,
     PartWriter,
     check_run_config,
@@ -65,8 +65,8 @@ from torchgrabcut.coco.parts import (
     remove_parts,
     write_output,
 )
-from torchgrabcut.coco.pipeline import PostProcessor, segment_share
-from torchgrabcut.coco.plan import (
+from torchgrabcut.dataset.pipeline import PostProcessor, segment_share
+from torchgrabcut.dataset.plan import (
     ImagePlan,
     check_file_names,
     index_images,
@@ -74,8 +74,8 @@ from torchgrabcut.coco.plan import (
     plan_boxes,
     require_dataset_deps,
 )
-from torchgrabcut.coco.summary import DatasetSummary, summarise
-from torchgrabcut.coco.timing import PhaseClock
+from torchgrabcut.dataset.summary import DatasetSummary, summarise
+from torchgrabcut.dataset.timing import PhaseClock
 
 __all__ = ["DatasetOptions", "DatasetSummary", "run_dataset"]
 

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from torchgrabcut.coco.plan import ImagePlan
+    from torchgrabcut.dataset.plan import ImagePlan
 
 __all__ = ["DatasetOptions", "check_image_files", "check_options"]
 

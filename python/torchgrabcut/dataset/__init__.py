@@ -21,9 +21,9 @@ from typing import Any
 __all__ = ["DatasetOptions", "DatasetSummary", "run_dataset"]
 
 
-def __getattr__(name: str) -> Any:  # lazy: `import torchgrabcut.coco.cli` stays light
+def __getattr__(name: str) -> Any:  # lazy: `import torchgrabcut.dataset.cli` stays light
     if name in __all__:
-        from torchgrabcut.coco import job
+        from torchgrabcut.dataset import job
 
         return getattr(job, name)
     raise AttributeError(name)

@@ -1,4 +1,4 @@
-"""`torchgrabcut dataset`: argument parsing; the work is in :mod:`torchgrabcut.coco.job`."""
+"""`torchgrabcut dataset`: argument parsing; the work is in :mod:`torchgrabcut.dataset.job`."""
 
 from __future__ import annotations
 
@@ -117,7 +117,7 @@ def _add_input_flags(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from torchgrabcut.coco.job import DatasetOptions, run_dataset
+    from torchgrabcut.dataset.job import DatasetOptions, run_dataset
 
     summary = run_dataset(
         DatasetOptions(

@@ -24,9 +24,9 @@ from typing import Any
 import numpy as np
 import torch
 
-from torchgrabcut.coco.options import DatasetOptions
-from torchgrabcut.coco.plan import ImagePlan
-from torchgrabcut.coco.timing import call_timeline, waited
+from torchgrabcut.dataset.options import DatasetOptions
+from torchgrabcut.dataset.plan import ImagePlan
+from torchgrabcut.dataset.timing import call_timeline, waited
 
 __all__ = ["BoxItem", "GrabCutCalls"]
 

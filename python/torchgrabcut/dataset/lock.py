@@ -7,7 +7,7 @@ longer, and the file it leaves behind blocks nobody (the next job locks it and, 
 its end, removes it).
 
 Under torchrun the job's rank 0 takes the lock and tells the other ranks (see
-:func:`torchgrabcut.coco.distributed.broadcast_from_rank0`); they take none, since
+:func:`torchgrabcut.dataset.distributed.broadcast_from_rank0`); they take none, since
 every rank of a job holds the same output.
 """
 

@@ -34,18 +34,18 @@ from synthetic_coco import repeat_coco
 from conftest import ctrl_c_as_in_a_terminal, requires_cuda
 from torchgrabcut import grabcut
 from torchgrabcut.cli import main
-from torchgrabcut.coco.calls import GrabCutCalls
-from torchgrabcut.coco.hooks_for_tests import BLOCK_AFTER_ENV, EXIT_AFTER_ENV
-from torchgrabcut.coco.job import DatasetOptions, run_dataset
-from torchgrabcut.coco.parts import OutputShare, parts_dir, rewrite_annotation, write_output
-from torchgrabcut.coco.plan import (
+from torchgrabcut.dataset.calls import GrabCutCalls
+from torchgrabcut.dataset.hooks_for_tests import BLOCK_AFTER_ENV, EXIT_AFTER_ENV
+from torchgrabcut.dataset.job import DatasetOptions, run_dataset
+from torchgrabcut.dataset.parts import OutputShare, parts_dir, rewrite_annotation, write_output
+from torchgrabcut.dataset.plan import (
     SKIP_CROWD,
     SKIP_OUTSIDE,
     SKIP_SMALL,
     BoxPlan,
     ImagePlan,
 )
-from torchgrabcut.coco.timing import PHASES, time_covered
+from torchgrabcut.dataset.timing import PHASES, time_covered
 from torchgrabcut.tools.evaluate import evaluate_dataset, load_dataset, score
 
 
@@ -701,7 +701,7 @@ def test_group_waits_a_day_not_nccl_ten_minutes(monkeypatch: pytest.MonkeyPatch)
     """Processes that finish far apart must not hit the collective's default timeout."""
     import torch.distributed as dist
 
-    from torchgrabcut.coco import distributed
+    from torchgrabcut.dataset import distributed
 
     seen: list[tuple[str, dict[str, object]]] = []
     monkeypatch.setattr(dist, "init_process_group", lambda backend, **kw: seen.append((backend, kw)))
@@ -873,7 +873,7 @@ def test_benchmark_smoke(tmp_path: Path, host_only: bool) -> None:
 
 
 def test_missing_dependency_says_how_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
-    from torchgrabcut.coco.plan import require_dataset_deps
+    from torchgrabcut.dataset.plan import require_dataset_deps
 
     monkeypatch.setitem(sys.modules, "pycocotools", None)  # import now fails as if not installed
     with pytest.raises(RuntimeError, match=r"pip install torchgrabcut\[dataset\]"):

@@ -45,7 +45,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from torchgrabcut.coco.plan import _json_int
+from torchgrabcut.dataset.plan import _json_int
 
 __all__ = [
     "OutputShare",

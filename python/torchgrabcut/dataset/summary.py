@@ -15,9 +15,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from torchgrabcut.coco.parts import OutputShare
-from torchgrabcut.coco.plan import ImagePlan
-from torchgrabcut.coco.timing import PHASES
+from torchgrabcut.dataset.parts import OutputShare
+from torchgrabcut.dataset.plan import ImagePlan
+from torchgrabcut.dataset.timing import PHASES
 
 __all__ = ["GT_ERROR_IDS", "DatasetSummary", "summarise"]
 

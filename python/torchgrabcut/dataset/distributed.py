@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 
 import torch
 
-from torchgrabcut.coco.parts import OutputShare
+from torchgrabcut.dataset.parts import OutputShare
 
 __all__ = [
     "GROUP_TIMEOUT",

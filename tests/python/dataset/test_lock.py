@@ -1,4 +1,4 @@
-"""coco/lock.py: one dataset job at a time on an output (issue 35, item 5).
+"""dataset/lock.py: one dataset job at a time on an output (issue 35, item 5).
 
 A second job on the same -o, in-process, as another process, or under torchrun, stops at
 once with one line (exit 2); a lock file left by a killed job does not block the next one.
@@ -25,8 +25,8 @@ from coco_fixtures import (
 
 from conftest import ctrl_c_as_in_a_terminal
 from torchgrabcut.cli import main
-from torchgrabcut.coco.hooks_for_tests import BLOCK_AFTER_ENV
-from torchgrabcut.coco.parts import parts_dir
+from torchgrabcut.dataset.hooks_for_tests import BLOCK_AFTER_ENV
+from torchgrabcut.dataset.parts import parts_dir
 
 
 @pytest.fixture(scope="module")

@@ -1,4 +1,4 @@
-"""coco/options.py: the checks of the options against the input, made before any image is read.
+"""dataset/options.py: the checks of the options against the input, made before any image is read.
 
 An output that is one of the input images, by any spelling (issue 35, item 2).
 """
@@ -17,7 +17,7 @@ from coco_fixtures import (
     small_coco,
 )
 
-from torchgrabcut.coco.parts import parts_dir
+from torchgrabcut.dataset.parts import parts_dir
 
 
 @pytest.fixture(scope="module")
