@@ -79,8 +79,8 @@
 // The augmentation counter is renumbered when it reaches this value. The
 // maxflow_small_clock_tests build (CMakeLists.txt) sets a small limit, so that the
 // renumbering runs many times in every test.
-#ifndef GRABCUT_MAXFLOW_TIME_LIMIT
-#define GRABCUT_MAXFLOW_TIME_LIMIT 0x7ffffff0
+#ifndef GRABCUT_MAXFLOW_RENUMBER_AT
+#define GRABCUT_MAXFLOW_RENUMBER_AT 0x7ffffff0
 #endif
 
 namespace grabcut {
@@ -109,7 +109,7 @@ constexpr std::uint8_t kNoParent = 10;
 // 2c must fit in int32. All valid values have bits 30 and 31 clear.
 constexpr std::int32_t kMaxNlinkCapacity = (std::int32_t{1} << 30) - 1;
 constexpr int kInfiniteDistance = std::numeric_limits<int>::max();
-constexpr std::int32_t kTimeLimit = GRABCUT_MAXFLOW_TIME_LIMIT;
+constexpr std::int32_t kRenumberTimestampsAt = GRABCUT_MAXFLOW_RENUMBER_AT;
 // Push sweeps before the trees are seeded: in a cold solve (on real 1-MP GrabCut
 // graphs 2 beat 1 and 3 by a few percent; within noise since the strips), in a
 // warm solve (0: a sweep there costs about what it saves), and how many of them
@@ -193,12 +193,12 @@ struct GridMaxflowSolver::Impl {
   void seed_trees();
   void compute_cut(std::uint8_t* source_side);
 
-  void push(int p) {
+  void enqueue(int p) {
     queue[queue_tail] = p;
     if (++queue_tail == num_nodes) queue_tail = 0;
     ++queue_size;
   }
-  int pop() {
+  int dequeue() {
     const int p = queue[queue_head];
     if (++queue_head == num_nodes) queue_head = 0;
     --queue_size;
@@ -209,7 +209,7 @@ struct GridMaxflowSolver::Impl {
     Node& n = nodes[p];
     if (n.active == 0) {
       n.active = 1;
-      push(p);
+      enqueue(p);
     }
   }
   void make_orphan(int p) {
@@ -574,7 +574,7 @@ void GridMaxflowSolver::Impl::seed_trees() {
         n.parent = kParentTerminal;
         n.distance = 1;
         n.active = 1;
-        push(p);
+        enqueue(p);
       }
     }
   }
@@ -670,7 +670,7 @@ void GridMaxflowSolver::Impl::run_search() {
   for (;;) {
     if (current < 0) {
       while (queue_size > 0) {
-        const int p = pop();
+        const int p = dequeue();
         if (node[p].tree != kFree) {
           current = p;
           break;
@@ -742,7 +742,7 @@ void GridMaxflowSolver::Impl::run_search() {
       continue;
     }
 
-    if (time >= kTimeLimit) renumber_timestamps();
+    if (time >= kRenumberTimestampsAt) renumber_timestamps();
     ++time;
     augment(from, dir);
     adopt();
@@ -955,17 +955,17 @@ void GridMaxflowSolver::Impl::compute_cut(std::uint8_t* source_side) {
       const int p = (y + 1) * stride + (x + 1);
       if (node[p].terminal < 0) {
         reach[p] = 1;
-        push(p);
+        enqueue(p);
       }
     }
   }
   while (queue_size > 0) {
-    const int q = pop();
+    const int q = dequeue();
     for (int d = 0; d < kNumDirections; ++d) {
       const int p = q + offset[d];  // arc p -> q is arc opposite(d) of p
       if (reach[p] == 0 && rc[kNumDirections * p + opposite(d)] != 0) {
         reach[p] = 1;
-        push(p);
+        enqueue(p);
       }
     }
   }
