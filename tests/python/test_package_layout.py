@@ -159,6 +159,11 @@ print(json.dumps({"library": loaded_by_library, "failed": failed}))
 """
 
 
+def test_the_package_ships_no_test_hooks() -> None:
+    """Tests reach into the package from tests/python (e.g. dataset_hooks.py); nothing installed exists for them."""
+    assert [n for n in module_files() if "test" in n.rpartition(".")[2]] == []
+
+
 def test_every_module_imports_in_a_fresh_process() -> None:
     # The library, the tools and --help without the optional packages; the applications with them.
     names = [n for n in module_files() if n != "torchgrabcut.__main__"]  # __main__ runs the CLI

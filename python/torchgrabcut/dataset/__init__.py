@@ -9,8 +9,7 @@ settings and their checks), :mod:`.plan` (reading the file, boxes, crops,
 skips, ground truth), :mod:`.pipeline` and :mod:`.calls` (reading, segmenting
 and post-processing a rank's images), :mod:`.distributed` (the torchrun
 group), :mod:`.parts` (resumable part files and the merge), :mod:`.summary` and
-:mod:`.timing` (what rank 0 prints), :mod:`.hooks_for_tests` (stopping a run at
-a known point), :mod:`.cli` (the subcommand). pycocotools and tqdm are imported
+:mod:`.timing` (what rank 0 prints), :mod:`.cli` (the subcommand). pycocotools and tqdm are imported
 only when the job runs (``pip install torchgrabcut[dataset]``).
 """
 

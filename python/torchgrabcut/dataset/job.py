@@ -12,8 +12,7 @@ module:
 - :mod:`.pipeline` and :mod:`.calls`: a rank's images read, segmented in sorted
   batches and post-processed into its part file;
 - :mod:`.parts`: resumable part files and the merge;
-- :mod:`.summary` and :mod:`.timing`: what rank 0 prints;
-- :mod:`.hooks_for_tests`: environment variables that stop a run for the tests.
+- :mod:`.summary` and :mod:`.timing`: what rank 0 prints.
 
 Malformed ground truth (a segmentation that :func:`~.plan.segmentation_error`
 refuses: NaN or far-out polygon coordinates, RLE counts that do not add up to the
@@ -52,7 +51,6 @@ from torchgrabcut.dataset.distributed import (
     leave_group,
     rank_share,
 )
-from torchgrabcut.dataset.hooks_for_tests import ChunkTestHooks
 from torchgrabcut.dataset.lock import OutputLock
 from torchgrabcut.dataset.options import DatasetOptions, check_image_files, check_options
 from torchgrabcut.dataset.parts import (
@@ -203,18 +201,15 @@ def _segment(
     pdir = parts_dir(Path(opts.out))
     writer = PartWriter(pdir / f"rank{me.rank}.jsonl")
     bar = tqdm(total=len(todo), unit="img", disable=opts.quiet or me.rank != 0, dynamic_ncols=True)
-    counts = {"images": 0, "boxes": 0, "chunks": 0}
-    hooks = ChunkTestHooks.from_env()
+    counts = {"images": 0, "boxes": 0}
     clock.end_phase()  # reading the input
     t_start = clock.marks[-1]
 
     def on_chunk(images: int, boxes: int) -> None:
         counts["images"] += images
         counts["boxes"] += boxes
-        counts["chunks"] += 1
         bar.update(images)
         bar.set_postfix_str(f"{counts['boxes'] / max(time.perf_counter() - t_start, 1e-9):.0f} boxes/s", refresh=False)
-        hooks.after_chunk(counts["chunks"])
 
     post = PostProcessor(coco, writer, mask_utils, on_chunk, share, opts.keep_gt)
     try:

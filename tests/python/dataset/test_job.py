@@ -28,6 +28,7 @@ from coco_fixtures import (
     numpy_iou,
     run_module,
 )
+from dataset_hooks import hooked
 from PIL import Image
 from synthetic_coco import repeat_coco
 
@@ -35,7 +36,6 @@ from conftest import ctrl_c_as_in_a_terminal, requires_cuda
 from torchgrabcut import grabcut
 from torchgrabcut.cli import main
 from torchgrabcut.dataset.calls import GrabCutCalls
-from torchgrabcut.dataset.hooks_for_tests import BLOCK_AFTER_ENV, EXIT_AFTER_ENV
 from torchgrabcut.dataset.job import DatasetOptions, run_dataset
 from torchgrabcut.dataset.parts import OutputShare, parts_dir, rewrite_annotation, write_output
 from torchgrabcut.dataset.plan import (
@@ -512,7 +512,7 @@ def test_resume_after_a_kill(clean: Path, reference: tuple[Path, object], tmp_pa
     out = tmp_path / "out.json"
     args = ["-m", "torchgrabcut", "dataset", *dataset_args(clean, clean.parent / "images", out)]
     args += ["--device", "cpu", "--batch-size", "2", "--workers", "1"]
-    killed = run_module(args, tmp_path, env={EXIT_AFTER_ENV: "1"})
+    killed = run_module(hooked(args, exit_after=1), tmp_path)
     assert killed.returncode == 3, killed.stderr
     assert not out.exists()
     part = parts_dir(out) / "rank0.jsonl"
@@ -561,13 +561,11 @@ def test_ctrl_c_stops_a_cpu_job_with_one_line_and_it_resumes(
     args = ["-m", "torchgrabcut", "dataset", *dataset_args(clean, clean.parent / "images", out)]
     args += ["--device", "cpu", "--batch-size", "1", "--workers", "0"]
     part = parts_dir(out) / "rank0.jsonl"
-    env = {**os.environ, BLOCK_AFTER_ENV: "1"}
     proc = subprocess.Popen(
-        [sys.executable, *args],
+        [sys.executable, *hooked(args, block_after=1)],
         cwd=tmp_path,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
-        env=env,
         preexec_fn=ctrl_c_as_in_a_terminal,
     )
     try:
@@ -688,7 +686,7 @@ def test_torchrun_two_gloo_processes(clean: Path, reference: tuple[Path, object]
     assert out.read_bytes() == reference[0].read_bytes()
     # Killed with one process after a chunk, finished with two: still the same bytes.
     out.unlink()
-    killed = run_module(["-m", "torchgrabcut", "dataset", *args, "--workers", "0"], tmp_path, env={EXIT_AFTER_ENV: "1"})
+    killed = run_module(hooked(["-m", "torchgrabcut", "dataset", *args, "--workers", "0"], exit_after=1), tmp_path)
     assert killed.returncode == 3
     res = _torchrun(2, [a for a in args if a != "--quiet"], tmp_path)
     assert res.returncode == 0, res.stderr[-3000:]

@@ -22,10 +22,10 @@ from coco_fixtures import (
     run_module,
     small_coco,
 )
+from dataset_hooks import hooked
 
 from conftest import ctrl_c_as_in_a_terminal
 from torchgrabcut.cli import main
-from torchgrabcut.dataset.hooks_for_tests import BLOCK_AFTER_ENV
 from torchgrabcut.dataset.parts import parts_dir
 
 
@@ -65,11 +65,10 @@ def test_two_processes_on_one_output(full: Path, tmp_path: Path) -> None:
     args += ["--device", "cpu", "--batch-size", "1", "--workers", "0"]
     part = parts_dir(out) / "rank0.jsonl"
     proc = subprocess.Popen(
-        [sys.executable, *args],
+        [sys.executable, *hooked(args, block_after=1)],
         cwd=tmp_path,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
-        env={**os.environ, BLOCK_AFTER_ENV: "1"},
         preexec_fn=ctrl_c_as_in_a_terminal,
     )
     try:

@@ -23,9 +23,9 @@ from coco_fixtures import (
     run_module,
     small_coco,
 )
+from dataset_hooks import hooked
 
 from torchgrabcut.cli import main
-from torchgrabcut.dataset.hooks_for_tests import EXIT_AFTER_ENV
 from torchgrabcut.dataset.parts import parts_dir
 from torchgrabcut.dataset.plan import SKIP_OUTSIDE, SKIP_SMALL
 
@@ -137,7 +137,7 @@ def test_resume_with_an_unreadable_image_is_byte_identical(full: Path, tmp_path:
     whole = run_module(["-m", "torchgrabcut", "dataset", *dataset_args(full, images, ref, *common)], tmp_path)
     assert whole.returncode == EXIT_IMAGE_ERRORS, whole.stderr
     args = ["-m", "torchgrabcut", "dataset", *dataset_args(full, images, out, *common)]
-    killed = run_module(args, tmp_path, env={EXIT_AFTER_ENV: "1"})
+    killed = run_module(hooked(args, exit_after=1), tmp_path)
     assert killed.returncode == 3, killed.stderr
     lines = [json.loads(x) for x in (parts_dir(out) / "rank0.jsonl").read_text().splitlines()]
     assert lines and lines[0]["image"] == 0 and all("error" in r for r in lines[0]["results"] if "skip" not in r)
