@@ -37,8 +37,8 @@ import torch
 
 import torchgrabcut
 from torchgrabcut.imageio import read_image
-from torchgrabcut.tools.bench import scaled_image
 from torchgrabcut.tools.opencv_reference import cv2_grabcut_box
+from torchgrabcut.tools.speed import scaled_image
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_GRABCUT50 = ROOT.parent / "shared" / "data" / "grabcut50"

@@ -22,9 +22,9 @@ import numpy as np
 import torch
 
 from torchgrabcut import grabcut
-from torchgrabcut.tools.bench import gpu_median_ms, scaled_image
 from torchgrabcut.tools.evaluate import foreground_iou, load_dataset
 from torchgrabcut.tools.opencv_reference import cv2_grabcut_box
+from torchgrabcut.tools.speed import gpu_median_ms, scaled_image
 
 
 def cv2_once(args: tuple[np.ndarray, tuple[int, int, int, int], int]) -> tuple[float, np.ndarray]:

@@ -22,7 +22,7 @@ from torchgrabcut.data import BUNDLED_BOX_FRACTION, BUNDLED_IMAGE
 from torchgrabcut.imageio import read_image
 from torchgrabcut.server.app import create_app
 from torchgrabcut.server.config import ServerConfig
-from torchgrabcut.tools.bench import scaled_image
+from torchgrabcut.tools.speed import scaled_image
 
 
 def main() -> int:

@@ -17,8 +17,8 @@ import torch
 from grabcut50_ppm import scale_box
 
 from torchgrabcut import grabcut
-from torchgrabcut.tools.bench import gpu_median_ms
 from torchgrabcut.tools.evaluate import load_dataset
+from torchgrabcut.tools.speed import gpu_median_ms
 
 
 def scaled(image: np.ndarray, box: tuple[int, int, int, int], side: int) -> tuple[np.ndarray, tuple[int, ...]]:

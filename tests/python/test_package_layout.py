@@ -105,7 +105,7 @@ def test_the_graph_reader_sees_a_cycle_and_the_layers(tmp_path: Path) -> None:
     assert graph["torchgrabcut.tools.a"] == {"torchgrabcut.tools.b"}
     assert find_cycle(graph) == ["torchgrabcut.tools.a", "torchgrabcut.tools.b", "torchgrabcut.tools.a"]
     assert find_cycle({"x": {"y"}, "y": set()}) is None
-    assert [layer(n) for n in ("torchgrabcut.data", "torchgrabcut.cli.demo", "torchgrabcut.tools.bench")] == [
+    assert [layer(n) for n in ("torchgrabcut.data", "torchgrabcut.cli.demo", "torchgrabcut.tools.speed")] == [
         "library",
         "application",
         "tools",

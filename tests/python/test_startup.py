@@ -13,7 +13,7 @@ CASES = [
     (["python", "-X", "importtime", "-u", "-m", "torchgrabcut"], "-m", True),
     (["python", "/venv/bin/torchgrabcut", "segment", "a.png", "-m", "x"], "/venv/bin/torchgrabcut", True),
     (["python", "-m", "pytest", "-m", "torchgrabcut"], "-m", False),
-    (["python", "-m", "torchgrabcut.tools.bench"], "-m", False),
+    (["python", "-m", "torchgrabcut.tools.speed"], "-m", False),
     (["python", "-c", "import torchgrabcut"], "-c", False),
     (["python", "script.py", "-m", "torchgrabcut"], "script.py", False),
 ]

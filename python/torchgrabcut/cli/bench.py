@@ -1,4 +1,4 @@
-"""`torchgrabcut bench`: speed against cv2.grabCut; the work is in :mod:`torchgrabcut.tools.bench`."""
+"""`torchgrabcut bench`: speed against cv2.grabCut; the work is in :mod:`torchgrabcut.tools.speed`."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ PLOT_FORMATS = ("png", "pdf", "svg", "jpg", "jpeg", "tif", "tiff", "webp", "eps"
 
 def add_parser(sub: Any) -> None:
     from torchgrabcut.imageio import MAX_IMAGE_PIXELS
-    from torchgrabcut.tools.bench import MIN_BENCH_MEGAPIXELS
+    from torchgrabcut.tools.speed import MIN_BENCH_MEGAPIXELS
 
     p = sub.add_parser("bench", help="speed against cv2.grabCut, on the CPU and the GPU")
     p.add_argument("--image", default=None, help="image to scale (default: the bundled one)")
@@ -47,7 +47,7 @@ def add_parser(sub: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     from torchgrabcut.data import BUNDLED_IMAGE
     from torchgrabcut.imageio import check_output_path
-    from torchgrabcut.tools.bench import bench_sizes, format_bench
+    from torchgrabcut.tools.speed import bench_sizes, format_bench
 
     plot = None
     if args.plot:

@@ -16,8 +16,8 @@ import numpy as np
 from PIL import Image, ImageDraw
 
 if TYPE_CHECKING:
-    from torchgrabcut.tools.bench import BenchRow
     from torchgrabcut.tools.evaluate import EvalResult
+    from torchgrabcut.tools.speed import BenchRow
 
 __all__ = [
     "OUTLINE_BGR",

@@ -407,7 +407,7 @@ def test_eval_reads_a_boxes_csv_with_a_byte_order_mark(
 
 @pytest.mark.parametrize("megapixels", [-1.0, 0.0, math.nan, math.inf, 1e99, 1e-9, 180.0])
 def test_bench_sizes_checks_its_sizes_before_reading_the_image(tmp_path: Path, megapixels: float) -> None:
-    from torchgrabcut.tools.bench import bench_sizes
+    from torchgrabcut.tools.speed import bench_sizes
 
     with pytest.raises(ValueError, match=r"megapixels: expected"):
         bench_sizes(tmp_path / "not_read.png", (0.3, megapixels))

@@ -579,7 +579,7 @@ def test_make_server_checks_the_port_it_bound() -> None:
 def test_cuda_server_matches_cpu_and_reports_time() -> None:
     from torchgrabcut.data import BUNDLED_BOX_FRACTION, BUNDLED_IMAGE
     from torchgrabcut.imageio import read_image
-    from torchgrabcut.tools.bench import scaled_image
+    from torchgrabcut.tools.speed import scaled_image
 
     img = scaled_image(read_image(BUNDLED_IMAGE), 1.0)
     h, w = img.shape[:2]

@@ -12,8 +12,8 @@ from PIL import Image
 
 from conftest import write_tiny_dataset
 from torchgrabcut.imageio import read_image
-from torchgrabcut.tools.bench import BenchRow
 from torchgrabcut.tools.figures import OUTLINE_BGR, TRUTH_BGR, SheetTile, contact_sheet, outline, speed_plot
+from torchgrabcut.tools.speed import BenchRow
 
 
 def test_outline_is_the_inner_boundary() -> None:
