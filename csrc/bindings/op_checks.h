@@ -126,6 +126,28 @@ inline at::Tensor grid_nlinks(const at::Tensor& nlinks) {
   return out;
 }
 
+// The n-links on the grid (grid_nlinks) within both solvers' bound, 2^30 - 1: the CPU
+// solver keeps the two residuals of an n-link, which add up to twice its capacity, in
+// int32. Checked here for both backends (one host sync on CUDA), so that a capacity
+// the CPU refuses is never solved on the GPU; the message names the graph, the pixel
+// and the direction of the first one in raster order.
+inline void check_maxflow_upper_bound(const at::Tensor& nlinks) {
+  constexpr int32_t kMaxNlink = (int32_t{1} << 30) - 1;
+  if (nlinks.numel() == 0) return;
+  const at::Tensor most = nlinks.amax({1, 2, 3}).cpu();
+  const int32_t* high = most.data_ptr<int32_t>();
+  for (int64_t b = 0; b < most.size(0); ++b) {
+    if (high[b] <= kMaxNlink) continue;
+    const at::Tensor graph = nlinks[b].cpu().permute({1, 2, 0}).contiguous();  // (H, W, 4)
+    const int32_t* c = graph.data_ptr<int32_t>();
+    const int64_t h = graph.size(0), w = graph.size(1);
+    for (int64_t i = 0; i < h * w * 4; ++i) {
+      TORCH_CHECK_VALUE(c[i] <= kMaxNlink, "graph ", b, " of the batch: nlinks: expected capacities in [0, 2^30 - 1], got ",
+                        c[i], " at pixel (y=", i / 4 / w, ", x=", i / 4 % w, ") in direction ", i % 4);
+    }
+  }
+}
+
 // maxflow_grid's arguments, checked, in the solvers' form, with its outputs.
 struct MaxflowGridArgs {
   at::Tensor terminal;  // (B, H, W) int32, contiguous
@@ -145,6 +167,7 @@ inline MaxflowGridArgs maxflow_grid_args(const at::Tensor& terminal, const at::T
   args.width = terminal.size(2);
   args.terminal = terminal.contiguous();
   args.nlinks = grid_nlinks(nlinks);
+  check_maxflow_upper_bound(args.nlinks);
   args.cut = at::empty({args.batch, args.height, args.width}, terminal.options().dtype(at::kByte));
   args.flows = at::zeros({args.batch}, terminal.options().dtype(at::kLong));
   return args;

@@ -22,6 +22,7 @@ from torchgrabcut.cv2_compat import (
     GC_INIT_WITH_RECT,
     grabCut,
 )
+from torchgrabcut.graphcut import MinCut, mincut
 from torchgrabcut.model import GrabCutModel
 
 __version__ = "0.1.0"
@@ -36,8 +37,10 @@ __all__ = [
     "GC_PR_BGD",
     "GC_PR_FGD",
     "GrabCutModel",
+    "MinCut",
     "__version__",
     "cuda_kernels_built",
     "grabCut",
     "grabcut",
+    "mincut",
 ]

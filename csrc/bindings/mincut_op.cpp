@@ -1,0 +1,82 @@
+// torchgrabcut::mincut_grid: its schema, its CPU kernel, and a CPU test hook for the
+// tensor-operation path that the CUDA kernel takes (mincut_op_cuda.cpp). The graph,
+// the bounds and the reduction to the solvers' form: mincut_op.h. The schemas live
+// here, as a fragment of the torchgrabcut library, beside the code they describe.
+#include <ATen/Parallel.h>
+#include <torch/library.h>
+#include <torch/torch.h>
+
+#include <optional>
+#include <stdexcept>
+#include <tuple>
+
+#include "bindings/mincut_op.h"
+#include "core/maxflow.h"
+
+namespace torchgrabcut {
+namespace {
+
+std::tuple<at::Tensor, at::Tensor> empty_result(const MincutShape& s, const at::Tensor& source) {
+  return {at::empty({s.batch, s.height, s.width}, source.options().dtype(at::kBool)),
+          at::zeros({s.batch}, source.options().dtype(at::kLong))};
+}
+
+std::tuple<at::Tensor, at::Tensor> mincut_grid_cpu(const at::Tensor& source, const at::Tensor& sink,
+                                                   const at::Tensor& edges,
+                                                   const std::optional<at::Tensor>& reverse_edges) {
+  const MincutShape s = check_mincut_args(source, sink, edges, reverse_edges);
+  if (s.batch == 0 || s.height == 0 || s.width == 0) return empty_result(s, source);
+  const MincutGraph g = mincut_graph_cpu(s, source, sink, edges, reverse_edges);
+  at::Tensor cut = at::empty({s.batch, s.height, s.width}, source.options().dtype(at::kByte));
+  at::Tensor flows = at::empty({s.batch}, source.options().dtype(at::kLong));
+  int64_t* flow = flows.data_ptr<int64_t>();
+  const int64_t hw = s.height * s.width;
+  // Graphs of a batch in parallel; one graph alone gets the solver's own threads.
+  at::parallel_for(0, s.batch, 1, [&](int64_t begin, int64_t end) {
+    grabcut::GridMaxflowSolver solver;
+    for (int64_t b = begin; b < end; ++b) {
+      grabcut::GridGraphView graph;
+      graph.height = static_cast<int>(s.height);
+      graph.width = static_cast<int>(s.width);
+      graph.terminal = g.net.data_ptr<int32_t>() + b * hw;
+      for (int d = 0; d < grabcut::kNumForwardDirections; ++d) graph.nlink[d] = g.nlink_ptr[4 * b + d];
+      flow[b] = solver.solve(graph, cut.data_ptr<uint8_t>() + b * hw);
+    }
+  });
+  return mincut_result(g, cut, flows);
+}
+
+}  // namespace
+
+std::tuple<at::Tensor, at::Tensor> mincut_grid_tensor_ops(const at::Tensor& source, const at::Tensor& sink,
+                                                          const at::Tensor& edges,
+                                                          const std::optional<at::Tensor>& reverse_edges) {
+  const MincutShape s = check_mincut_args(source, sink, edges, reverse_edges);
+  if (s.batch == 0 || s.height == 0 || s.width == 0) return empty_result(s, source);
+  const MincutGraph g = mincut_graph_generic(s, source, sink, edges, reverse_edges);
+  static const auto maxflow = c10::Dispatcher::singleton()
+                                  .findSchemaOrThrow("torchgrabcut::maxflow_grid", "")
+                                  .typed<std::tuple<at::Tensor, at::Tensor>(const at::Tensor&, const at::Tensor&)>();
+  const auto [cut, flows] = maxflow.call(g.net, g.nlinks);
+  return mincut_result(g, cut, flows);
+}
+
+TORCH_LIBRARY_FRAGMENT(torchgrabcut, m) {
+  m.def("mincut_grid(Tensor source, Tensor sink, Tensor edges, Tensor? reverse_edges=None) -> (Tensor, Tensor)");
+  m.def("_mincut_grid_tensor_ops(Tensor source, Tensor sink, Tensor edges, Tensor? reverse_edges=None) -> "
+        "(Tensor, Tensor)");
+}
+
+TORCH_LIBRARY_IMPL(torchgrabcut, CPU, m) {
+  m.impl("mincut_grid", &mincut_grid_cpu);
+  // Test hook: the CUDA kernel's path (tensor operations, then maxflow_grid) on the CPU.
+  m.impl("_mincut_grid_tensor_ops", &mincut_grid_tensor_ops);
+}
+
+// Not differentiable: a bool cut and an integer flow value.
+TORCH_LIBRARY_IMPL(torchgrabcut, Autograd, m) {
+  m.impl("mincut_grid", torch::CppFunction::makeFallthrough());
+  m.impl("_mincut_grid_tensor_ops", torch::CppFunction::makeFallthrough());
+}
+
+}  // namespace torchgrabcut

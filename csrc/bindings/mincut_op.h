@@ -1,0 +1,348 @@
+// torchgrabcut::mincut_grid: the public grid min-cut (python/torchgrabcut/mincut.py)
+// on the grid max-flow solvers. Shared by the CPU kernel (mincut_op.cpp) and the
+// CUDA kernel (mincut_op_cuda.cpp): the checks, the bounds and the reduction of the
+// user's graph to the solvers' form.
+//
+// The user's graph: per pixel a source and a sink capacity, and per forward
+// neighbour k an edge capacity (symmetric form), or one per direction (asymmetric
+// form: edges[k] from the pixel to its neighbour, reverse[k] back). Public
+// neighbour order (2D): right (0, 1), down (1, 0), then for 8-connected grids
+// down-right (1, 1) and down-left (1, -1); edges that leave the grid are ignored.
+//
+// The solvers' form (core/maxflow.h): a net terminal s - t per pixel and a
+// symmetric n-link per forward direction, in the solvers' direction order. Folding
+// the two terminal edges into one subtracts min(s, t) from every cut; the flow
+// value is that constant plus the solver's flow.
+//
+// The asymmetric form is reduced to a symmetric one on capacities doubled: an arc
+// p -> q of capacity a costs a when p is on the source side and q on the sink side,
+// which equals a/2 for an undirected edge, plus a/2 on p's sink edge and a/2 on q's
+// source edge, minus a/2 on every cut. Doubled, so that everything stays integer,
+// an edge pair (a: p -> q, b: q -> p) becomes an n-link a + b, p gains source b and
+// sink a, q gains source a and sink b, and every cut gains a + b; 2 * cut + sum(a + b)
+// is then the cut of the reduced graph. Every cut is mapped by the same increasing
+// affine map, so the minimum cuts, the canonical one included, are the same sets.
+//
+// Bounds. For every pixel, source + sink + the capacities of its edges on the grid
+// (in both directions in the asymmetric form) must be at most kMincutMaxNodeSum =
+// 2^30 - 1. That bounds every capacity the solvers see: n-links by 2^30 - 1 (the
+// CPU solver keeps an n-link's two residuals, which add up to twice its capacity, in
+// int32), and net terminals by 2^31 - 2 in magnitude, even doubled. A node's excess
+// in any push or augmentation stays below its node sum. The pixels of one graph are
+// bounded by the CPU solver's padded grid, (H + 2) * (W + 2) <= kMincutMaxPadded =
+// 2^28 - 1, so a flow value is below 2^28 * 2^31 = 2^59: int64 cannot overflow
+// anywhere below, including the doubled sums of the asymmetric form.
+#pragma once
+
+#include <ATen/Parallel.h>
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "core/maxflow.h"
+
+namespace torchgrabcut {
+
+constexpr int64_t kMincutMaxNodeSum = (int64_t{1} << 30) - 1;
+constexpr int64_t kMincutMaxPadded = (int64_t{1} << 28) - 1;
+static_assert(kMincutMaxPadded * 8 <= INT32_MAX, "the CPU solver indexes 8 arcs per padded node in int");
+static_assert(kMincutMaxPadded * 2 * (2 * kMincutMaxNodeSum) < INT64_MAX / 4, "flow sums fit in int64");
+
+// Public neighbour k of a 2D grid: (dy, dx), and the solvers' direction (core/maxflow.h).
+constexpr int kMincutDy[4] = {0, 1, 1, 1};
+constexpr int kMincutDx[4] = {1, 0, 1, -1};
+constexpr int kMincutSolverDirection[4] = {grabcut::kRight, grabcut::kDown, grabcut::kDownRight, grabcut::kDownLeft};
+
+struct MincutShape {
+  int64_t batch = 0;
+  int64_t height = 0;
+  int64_t width = 0;
+  int64_t neighbours = 0;  // K: 2 (4-connected) or 4 (8-connected)
+  bool asymmetric = false;
+};
+
+inline MincutShape check_mincut_args(const at::Tensor& source, const at::Tensor& sink, const at::Tensor& edges,
+                                     const std::optional<at::Tensor>& reverse) {
+  const auto is_int = [](const at::Tensor& t) {
+    return t.scalar_type() == at::kInt || t.scalar_type() == at::kLong;
+  };
+  TORCH_CHECK_TYPE(is_int(source), "source: expected dtype int32 or int64, got ", source.scalar_type());
+  TORCH_CHECK_TYPE(sink.scalar_type() == source.scalar_type() && edges.scalar_type() == source.scalar_type(),
+                   "sink and edges: expected the dtype of source (", source.scalar_type(), "), got ",
+                   sink.scalar_type(), " and ", edges.scalar_type());
+  TORCH_CHECK_VALUE(source.dim() == 3, "source: expected shape (B, H, W), got ", source.sizes());
+  TORCH_CHECK_VALUE(sink.sizes() == source.sizes(), "sink: expected the shape of source ", source.sizes(), ", got ",
+                    sink.sizes());
+  TORCH_CHECK_VALUE(edges.dim() == 4 && edges.size(0) == source.size(0) && edges.size(2) == source.size(1) &&
+                        edges.size(3) == source.size(2) && (edges.size(1) == 2 || edges.size(1) == 4),
+                    "edges: expected shape (B, K, H, W) with B, H, W = ", source.sizes(),
+                    " and K = 2 (4-connected) or 4 (8-connected), got ", edges.sizes());
+  TORCH_CHECK_VALUE(sink.device() == source.device() && edges.device() == source.device(),
+                    "source, sink and edges: expected one device, got ", source.device(), ", ", sink.device(), ", ",
+                    edges.device());
+  MincutShape shape;
+  if (reverse.has_value()) {
+    TORCH_CHECK_TYPE(reverse->scalar_type() == source.scalar_type(), "reverse_edges: expected the dtype of source (",
+                     source.scalar_type(), "), got ", reverse->scalar_type());
+    TORCH_CHECK_VALUE(reverse->sizes() == edges.sizes(), "reverse_edges: expected the shape of edges ", edges.sizes(),
+                      ", got ", reverse->sizes());
+    TORCH_CHECK_VALUE(reverse->device() == source.device(), "reverse_edges: expected the device of source (",
+                      source.device(), "), got ", reverse->device());
+    shape.asymmetric = true;
+  }
+  shape.batch = source.size(0);
+  shape.height = source.size(1);
+  shape.width = source.size(2);
+  shape.neighbours = edges.size(1);
+  TORCH_CHECK_VALUE((shape.height + 2) * (shape.width + 2) <= kMincutMaxPadded || shape.height == 0 ||
+                        shape.width == 0,
+                    "a grid of ", shape.height, " x ", shape.width,
+                    " pixels is too large: expected (H + 2) * (W + 2) <= 2^28 - 1 = ", kMincutMaxPadded);
+  return shape;
+}
+
+// The user's graph in the solvers' form.
+struct MincutGraph {
+  at::Tensor net;     // (B, H, W) int32, contiguous: source - sink (doubled graph when asymmetric)
+  at::Tensor nlinks;  // (B, 4, H, W) int32 in the solvers' direction order; undefined when borrowed
+  // The solvers' n-link arrays of graph b, direction d: nlink_ptr[4 * b + d] (CPU only).
+  std::vector<const int32_t*> nlink_ptr;
+  at::Tensor keep;    // whatever the pointers point into
+  at::Tensor offset;  // (B,) int64: flow = (solver flow + offset) / divisor
+  int64_t divisor = 1;
+};
+
+namespace detail {
+
+// The first capacity out of range or node over the bound, in (graph, y, x) order.
+struct MincutError {
+  int64_t b = INT64_MAX, y = 0, x = 0;
+  int what = 0;  // 0 source, 1 sink, 2 edges, 3 reverse_edges, 4 node sum
+  int k = 0;
+  int64_t value = 0;
+  bool before(const MincutError& o) const { return b != o.b ? b < o.b : y != o.y ? y < o.y : x < o.x; }
+};
+
+[[noreturn]] inline void throw_mincut_error(const MincutError& e) {
+  static const char* const kNeighbour[4] = {"right", "down", "down-right", "down-left"};
+  static const char* const kName[4] = {"source", "sink", "edges", "reverse_edges"};
+  const std::string where = "graph " + std::to_string(e.b) + ", pixel (y=" + std::to_string(e.y) +
+                            ", x=" + std::to_string(e.x) + ")";
+  if (e.what == 4) {
+    TORCH_CHECK_VALUE(false, "the capacities at ", where, " add up to ", e.value,
+                      " (source + sink + its edges), over the bound 2^30 - 1 = ", kMincutMaxNodeSum,
+                      " on every pixel's sum");
+  }
+  const std::string edge = e.what >= 2 ? std::string(", edge ") + std::to_string(e.k) + " (" + kNeighbour[e.k] + ")"
+                                       : std::string();
+  TORCH_CHECK_VALUE(false, kName[e.what], ": expected capacities in [0, 2^30 - 1 = ", kMincutMaxNodeSum, "], got ",
+                    e.value, " at ", where, edge);
+}
+
+inline bool in_range(int64_t v) { return v >= 0 && v <= kMincutMaxNodeSum; }
+
+// One pass over the pixels of the batch (rows in parallel): checks every capacity
+// and node sum, writes net terminals, per-row offsets and, when `nl` is given, the
+// solvers' n-links.
+template <typename T>
+void prepare_rows(const MincutShape& s, const T* src, const T* snk, const T* edg, const T* rev, int32_t* net,
+                  int32_t* nl, int64_t* row_offset, MincutError& first) {
+  const int64_t h = s.height, w = s.width, kk = s.neighbours, hw = h * w;
+  std::mutex mutex;
+  const int64_t grain = std::max<int64_t>(1, 16384 / std::max<int64_t>(w, 1));
+  at::parallel_for(0, s.batch * h, grain, [&](int64_t begin, int64_t end) {
+    MincutError mine;
+    for (int64_t row = begin; row < end && mine.b == INT64_MAX; ++row) {
+      const int64_t b = row / h, y = row % h;
+      const int64_t base = b * hw;
+      int64_t offset = 0;
+      for (int64_t x = 0; x < w; ++x) {
+        const int64_t i = y * w + x;
+        const auto fail = [&](int what, int k, int64_t value) {
+          mine.b = b;
+          mine.y = y;
+          mine.x = x;
+          mine.what = what;
+          mine.k = k;
+          mine.value = value;
+        };
+        const int64_t sv = src[base + i], tv = snk[base + i];
+        if (!in_range(sv)) { fail(0, 0, sv); break; }
+        if (!in_range(tv)) { fail(1, 0, tv); break; }
+        int64_t sum = sv + tv, s2 = 2 * sv, t2 = 2 * tv, both = 0;
+        bool ok = true, sum_known = true;
+        for (int k = 0; k < kk && ok; ++k) {
+          const int64_t dy = kMincutDy[k], dx = kMincutDx[k];
+          const T* ek = edg + (b * kk + k) * hw;
+          const T* rk = rev != nullptr ? rev + (b * kk + k) * hw : nullptr;
+          const bool out = y + dy < h && x + dx >= 0 && x + dx < w;
+          int64_t a = 0, r = 0;
+          if (out) {
+            a = ek[i];
+            if (!in_range(a)) { fail(2, k, a); ok = false; break; }
+            if (rk != nullptr) {
+              r = rk[i];
+              if (!in_range(r)) { fail(3, k, r); ok = false; break; }
+            }
+            sum += a + r;
+            s2 += r;  // asymmetric: the tail gains source b and sink a
+            t2 += a;
+            both += a + r;
+          }
+          if (nl != nullptr) nl[(b * 4 + kMincutSolverDirection[k]) * hw + i] = static_cast<int32_t>(a + r);
+          // The edge into this pixel belongs to an earlier pixel (raster order), whose own
+          // check reports a value out of range first; such a sum is not formed.
+          const bool in = y - dy >= 0 && x - dx >= 0 && x - dx < w;
+          if (in) {
+            const int64_t j = i - dy * w - dx;
+            const int64_t ia = ek[j], ir = rk != nullptr ? rk[j] : 0;
+            if (!in_range(ia) || !in_range(ir)) {
+              sum_known = false;
+              continue;
+            }
+            sum += ia + ir;
+            s2 += ia;  // the head gains source a and sink b
+            t2 += ir;
+          }
+        }
+        if (!ok) break;
+        if (sum_known && sum > kMincutMaxNodeSum) { fail(4, 0, sum); break; }
+        if (rev == nullptr) {
+          net[base + i] = static_cast<int32_t>(sv - tv);
+          offset += std::min(sv, tv);
+        } else {
+          net[base + i] = static_cast<int32_t>(s2 - t2);
+          offset += std::min(s2, t2) - both;
+        }
+      }
+      row_offset[row] = offset;
+    }
+    if (mine.b != INT64_MAX) {
+      const std::lock_guard<std::mutex> lock(mutex);
+      if (mine.before(first)) first = mine;
+    }
+  });
+}
+
+}  // namespace detail
+
+// The CPU form: one fused pass. Symmetric int32 input is used in place (the CPU
+// solver reads no n-link that leaves the grid); anything else is converted.
+inline MincutGraph mincut_graph_cpu(const MincutShape& s, const at::Tensor& source, const at::Tensor& sink,
+                                    const at::Tensor& edges, const std::optional<at::Tensor>& reverse) {
+  MincutGraph g;
+  const at::Tensor src = source.contiguous(), snk = sink.contiguous(), edg = edges.contiguous();
+  const at::Tensor rev = reverse.has_value() ? reverse->contiguous() : at::Tensor();
+  g.net = at::empty({s.batch, s.height, s.width}, source.options().dtype(at::kInt));
+  const bool borrow = !s.asymmetric && source.scalar_type() == at::kInt && s.neighbours == 4;
+  if (!borrow) g.nlinks = at::zeros({s.batch, 4, s.height, s.width}, source.options().dtype(at::kInt));
+  at::Tensor rows = at::empty({s.batch * s.height}, source.options().dtype(at::kLong));
+  detail::MincutError first;
+  AT_DISPATCH_INDEX_TYPES(source.scalar_type(), "mincut_grid", [&] {
+    detail::prepare_rows<index_t>(s, src.data_ptr<index_t>(), snk.data_ptr<index_t>(), edg.data_ptr<index_t>(),
+                                  rev.defined() ? rev.data_ptr<index_t>() : nullptr, g.net.data_ptr<int32_t>(),
+                                  borrow ? nullptr : g.nlinks.data_ptr<int32_t>(), rows.data_ptr<int64_t>(), first);
+  });
+  if (first.b != INT64_MAX) detail::throw_mincut_error(first);
+  g.offset = rows.view({s.batch, s.height}).sum(1);
+  g.divisor = s.asymmetric ? 2 : 1;
+  const int64_t hw = s.height * s.width;
+  g.nlink_ptr.resize(static_cast<size_t>(4 * s.batch));
+  if (borrow) {
+    g.keep = edg;
+    const int32_t* e = edg.data_ptr<int32_t>();
+    for (int64_t b = 0; b < s.batch; ++b) {
+      for (int k = 0; k < 4; ++k) g.nlink_ptr[4 * b + kMincutSolverDirection[k]] = e + (b * 4 + k) * hw;
+    }
+  } else {
+    const int32_t* n = g.nlinks.data_ptr<int32_t>();
+    for (int64_t b = 0; b < 4 * s.batch; ++b) g.nlink_ptr[b] = n + b * hw;
+  }
+  return g;
+}
+
+// The same reduction in tensor operations on any device (the CUDA path): the same
+// checks, with one host synchronisation; a graph that fails them is checked again on
+// the host by mincut_graph_cpu, so both backends raise the same message.
+inline MincutGraph mincut_graph_generic(const MincutShape& s, const at::Tensor& source, const at::Tensor& sink,
+                                        const at::Tensor& edges, const std::optional<at::Tensor>& reverse) {
+  const int64_t h = s.height, w = s.width;
+  const at::Tensor src = source.to(at::kLong), snk = sink.to(at::kLong);
+  // Off-grid edges zeroed: ignored, as the CPU pass ignores them.
+  const auto on_grid = [&](const at::Tensor& e) {
+    at::Tensor out = e.to(at::kLong, /*non_blocking=*/false, /*copy=*/true);
+    for (int64_t k = 0; k < s.neighbours; ++k) {
+      at::Tensor plane = out.select(1, k);
+      if (kMincutDy[k] == 1) plane.select(1, h - 1).zero_();
+      if (kMincutDx[k] == 1) plane.select(2, w - 1).zero_();
+      if (kMincutDx[k] == -1) plane.select(2, 0).zero_();
+    }
+    return out;
+  };
+  // in(e)[y, x] = e[y - dy, x - dx]: the edge of direction k into each pixel.
+  const auto into = [&](const at::Tensor& plane, int64_t k) {
+    const int64_t dy = kMincutDy[k], dx = kMincutDx[k];
+    at::Tensor out = at::zeros_like(plane);
+    const int64_t lo = std::max<int64_t>(0, dx), hi = w + std::min<int64_t>(0, dx);
+    out.slice(1, dy, h).slice(2, lo, hi).copy_(plane.slice(1, 0, h - dy).slice(2, lo - dx, hi - dx));
+    return out;
+  };
+  const at::Tensor edg = on_grid(edges);
+  const at::Tensor rev = s.asymmetric ? on_grid(*reverse) : at::zeros_like(edg);
+  at::Tensor in_a = at::zeros_like(src), in_r = at::zeros_like(src);
+  for (int64_t k = 0; k < s.neighbours; ++k) {
+    in_a.add_(into(edg.select(1, k), k));
+    in_r.add_(into(rev.select(1, k), k));
+  }
+  const at::Tensor out_a = edg.sum(1), out_r = rev.sum(1);
+  const auto out_of_range = [](const at::Tensor& t) { return (t < 0).any().logical_or((t > kMincutMaxNodeSum).any()); };
+  const at::Tensor node_sum = src + snk + out_a + out_r + in_a + in_r;
+  const at::Tensor bad = at::stack({out_of_range(src), out_of_range(snk), out_of_range(edg), out_of_range(rev),
+                                    (node_sum > kMincutMaxNodeSum).any()})
+                             .any();
+  if (bad.item<bool>()) {
+    const auto host = [](const at::Tensor& t) { return t.cpu(); };
+    std::optional<at::Tensor> rev_host;
+    if (reverse.has_value()) rev_host = host(*reverse);
+    mincut_graph_cpu(s, host(source), host(sink), host(edges), rev_host);
+    TORCH_INTERNAL_ASSERT(false, "mincut_grid: the device check and the host check disagree");
+  }
+  MincutGraph g;
+  at::Tensor both = edg + rev;  // the n-links, public order
+  at::Tensor net;
+  if (s.asymmetric) {
+    const at::Tensor s2 = 2 * src + out_r + in_a, t2 = 2 * snk + out_a + in_r;
+    net = s2 - t2;
+    g.offset = at::minimum(s2, t2).sum({1, 2}) - both.sum({1, 2, 3});
+    g.divisor = 2;
+  } else {
+    net = src - snk;
+    g.offset = at::minimum(src, snk).sum({1, 2});
+  }
+  g.net = net.to(at::kInt).contiguous();
+  g.nlinks = at::zeros({s.batch, 4, h, w}, source.options().dtype(at::kInt));
+  for (int64_t k = 0; k < s.neighbours; ++k) g.nlinks.select(1, kMincutSolverDirection[k]).copy_(both.select(1, k));
+  return g;
+}
+
+// The cut as bool and the flow of the user's graph from the solvers' uint8 cut and flows.
+inline std::tuple<at::Tensor, at::Tensor> mincut_result(const MincutGraph& g, const at::Tensor& cut,
+                                                        const at::Tensor& flows) {
+  at::Tensor flow = flows + g.offset.to(flows.device());
+  if (g.divisor != 1) flow = at::div(flow, g.divisor, "floor");
+  return {cut.view(at::kBool), flow};
+}
+
+// mincut_grid through tensor operations and maxflow_grid, on any device: the CUDA
+// kernel, and on the CPU a test hook (_mincut_grid_tensor_ops). mincut_op.cpp.
+std::tuple<at::Tensor, at::Tensor> mincut_grid_tensor_ops(const at::Tensor& source, const at::Tensor& sink,
+                                                          const at::Tensor& edges,
+                                                          const std::optional<at::Tensor>& reverse_edges);
+
+}  // namespace torchgrabcut

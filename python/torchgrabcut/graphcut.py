@@ -1,0 +1,282 @@
+"""torchgrabcut.mincut: the exact s-t minimum cut of a batch of 2D grid graphs, on the CPU or a CUDA GPU.
+
+A grid graph has one node per pixel, an edge from the source and one to the sink at
+every pixel, and edges between neighbouring pixels: 4-connected (right, down) or
+8-connected (right, down, down-right, down-left). The cut returned is the canonical
+minimum cut: a pixel is on the source side (True) iff it cannot reach the sink in
+the residual graph of a maximum flow. It is the largest source set of all minimum
+cuts, unique for a graph, and the same bit for bit on both backends.
+
+Capacities are integers; floating-point capacities are scaled and rounded first (see
+``mincut``). The bound: at every pixel, source + sink + the capacities of its edges
+inside the grid (both directions in the asymmetric form) is at most
+``MAX_NODE_SUM = 2**30 - 1``. Flow values are exact int64 (at most 2^59).
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import torch
+
+from torchgrabcut import _ops
+
+__all__ = ["MAX_NODE_SUM", "MAX_PADDED_PIXELS", "NEIGHBOURS", "MinCut", "mincut"]
+
+# The bound on every pixel's sum of capacities (csrc/bindings/mincut_op.h, kMincutMaxNodeSum).
+MAX_NODE_SUM = 2**30 - 1
+# One graph's size: (H + 2) * (W + 2) at most this (the CPU solver's padded grid).
+MAX_PADDED_PIXELS = 2**28 - 1
+# (dy, dx) of the forward neighbour of edges[:, k], by number of edges per pixel K.
+NEIGHBOURS: dict[int, tuple[tuple[int, int], ...]] = {
+    2: ((0, 1), (1, 0)),
+    4: ((0, 1), (1, 0), (1, 1), (1, -1)),
+}
+_CONNECTIVITY = {2: 4, 4: 8}
+_INT_DTYPES = (torch.int8, torch.int16, torch.int32, torch.int64, torch.uint8, torch.uint16, torch.uint32)
+
+mincut_grid_op = torch.ops.torchgrabcut.mincut_grid.default
+
+
+@torch.library.register_fake("torchgrabcut::mincut_grid")
+def _mincut_grid_fake(
+    source: torch.Tensor, sink: torch.Tensor, edges: torch.Tensor, reverse_edges: torch.Tensor | None = None
+) -> tuple[torch.Tensor, torch.Tensor]:
+    torch._check(source.dim() == 3)
+    torch._check(edges.dim() == 4)
+    cut = source.new_empty(source.shape, dtype=torch.bool)
+    flow = source.new_empty((source.shape[0],), dtype=torch.int64)
+    return cut, flow
+
+
+class MinCut(NamedTuple):
+    """The result of ``mincut``.
+
+    cut: bool, the shape of ``source``: True = source side (cannot reach the sink in the residual graph).
+    flow: int64, one per graph (a 0-dim tensor for one unbatched graph): the maximum flow value of the
+        integer graph solved, which equals the capacity of ``cut``.
+    scale: float64, one per graph: the integer graph solved is round(capacity * scale); 1 for integer
+        capacities. ``flow / scale`` is the flow value in the units of floating-point capacities.
+    """
+
+    cut: torch.Tensor
+    flow: torch.Tensor
+    scale: torch.Tensor
+
+
+def mincut(
+    source: torch.Tensor,
+    sink: torch.Tensor,
+    edges: torch.Tensor,
+    *,
+    reverse_edges: torch.Tensor | None = None,
+    scale: float | torch.Tensor | None = None,
+) -> MinCut:
+    """The exact minimum s-t cut and maximum flow value of each grid graph of a batch.
+
+    Args:
+        source: ``(B, H, W)`` (or ``(H, W)`` for one graph) capacity of the edge source -> pixel.
+        sink: the same shape: capacity of the edge pixel -> sink.
+        edges: ``(B, K, H, W)`` (or ``(K, H, W)``): ``edges[:, k, y, x]`` is the capacity of the edge
+            between pixel (y, x) and its neighbour (y + dy, x + dx), ``(dy, dx) = NEIGHBOURS[K][k]``:
+            K = 2 is 4-connected (right, down), K = 4 is 8-connected (right, down, down-right,
+            down-left). Symmetric (the same capacity both ways) unless ``reverse_edges`` is given.
+            Edges that leave the grid are ignored, whatever their value.
+        reverse_edges: the asymmetric form: ``edges`` then holds the capacities from each pixel to
+            its neighbour and ``reverse_edges`` (same shape) those from the neighbour back.
+        scale: floating-point capacities only: the integer graph solved is round(c * scale), one
+            scale for the batch (a number) or one per graph (a tensor of B). None chooses per graph
+            the largest power of two that keeps every pixel's sum within ``MAX_NODE_SUM``.
+
+    All tensors are on one device, CPU or CUDA, where the cut is computed (one call, one batch).
+    Integer capacities (int8 to int64, uint8 to uint32) are used as they are; floating-point ones
+    (float16 to float64) are converted as ``scale`` says, and the cut is exact for that integer
+    graph. Every capacity must be finite and non-negative, and at every pixel source + sink + the
+    capacities of its edges inside the grid (both directions in the asymmetric form) at most
+    ``MAX_NODE_SUM = 2**30 - 1``; larger ones raise ValueError naming the pixel and the bound.
+
+    Not differentiable: the outputs carry no gradient (a bool cut and an integer flow); inputs
+    that require grad are read as values. The caller's tensors are never modified.
+
+    Returns:
+        ``MinCut(cut, flow, scale)``: ``cut`` bool, True = source side, the canonical cut (the
+        pixels that cannot reach the sink in the residual graph of a maximum flow, the same on
+        every device); ``flow`` int64 per graph, the maximum flow value (= the cut's capacity) of
+        the integer graph solved; ``scale`` float64 per graph (1 for integer capacities).
+    """
+    tensors = {"source": source, "sink": sink, "edges": edges}
+    if reverse_edges is not None:
+        tensors["reverse_edges"] = reverse_edges
+    for name, t in tensors.items():
+        if not isinstance(t, torch.Tensor):
+            raise TypeError(
+                f"{name}: expected a torch.Tensor, got {type(t).__name__}"
+                + (" (torch.from_numpy converts a numpy array)" if hasattr(t, "__array__") else "")
+            )
+        if t.is_sparse or t.layout != torch.strided or getattr(t, "is_nested", False):
+            raise TypeError(f"{name}: expected a dense (strided) tensor, got layout {t.layout}")
+        if not (t.dtype in _INT_DTYPES or t.dtype.is_floating_point):
+            raise TypeError(
+                f"{name}: expected an integer (int8..int64, uint8..uint32) or floating-point dtype, got {t.dtype}"
+            )
+    unbatched = source.dim() == 2
+    want = 2 if unbatched else 3
+    if source.dim() not in (2, 3):
+        raise ValueError(f"source: expected shape (B, H, W) or (H, W), got {tuple(source.shape)}")
+    if sink.shape != source.shape:
+        raise ValueError(f"sink: expected the shape of source {tuple(source.shape)}, got {tuple(sink.shape)}")
+    grid = tuple(source.shape[-2:])
+    k = edges.shape[-3] if edges.dim() == want + 1 else -1
+    if (
+        edges.dim() != want + 1
+        or tuple(edges.shape[-2:]) != grid
+        or k not in NEIGHBOURS
+        or (not unbatched and edges.shape[0] != source.shape[0])
+    ):
+        expected = "(K, H, W)" if unbatched else "(B, K, H, W)"
+        raise ValueError(
+            f"edges: expected shape {expected} with K = 2 (4-connected) or 4 (8-connected) and "
+            f"{'(H, W)' if unbatched else '(B, H, W)'} = {tuple(source.shape)} of source, got {tuple(edges.shape)}"
+        )
+    if reverse_edges is not None and reverse_edges.shape != edges.shape:
+        raise ValueError(
+            f"reverse_edges: expected the shape of edges {tuple(edges.shape)}, got {tuple(reverse_edges.shape)}"
+        )
+    devices = {t.device for t in tensors.values()}
+    if len(devices) > 1:
+        raise ValueError(
+            "source, sink, edges"
+            + (", reverse_edges" if reverse_edges is not None else "")
+            + f": expected one device, got {', '.join(str(t.device) for t in tensors.values())}"
+        )
+    device = source.device
+    if device.type not in ("cpu", "cuda"):
+        raise ValueError(f"device: expected tensors on the CPU or a CUDA GPU, got {device}")
+    if device.type == "cuda" and not _ops.cuda_kernels_built():
+        raise ValueError("device: the tensors are on a CUDA GPU, but the extension was built without CUDA")
+    h, w = grid
+    batch = 1 if unbatched else source.shape[0]
+    if batch == 0 or h == 0 or w == 0:
+        raise ValueError(f"source: expected at least one graph of at least one pixel, got shape {tuple(source.shape)}")
+    if (h + 2) * (w + 2) > MAX_PADDED_PIXELS:
+        raise ValueError(
+            f"a grid of {h} x {w} pixels is too large: expected (H + 2) * (W + 2) <= 2^28 - 1 = {MAX_PADDED_PIXELS}"
+        )
+    if unbatched:
+        tensors = {name: t.unsqueeze(0) for name, t in tensors.items()}
+    floating = any(t.dtype.is_floating_point for t in tensors.values())
+    if not floating and scale is not None:
+        raise ValueError("scale: applies to floating-point capacities only; these are integers")
+    with torch.no_grad():
+        if floating:
+            ints, scales = _scaled(tensors, scale, batch)
+        else:
+            ints = _as_int(tensors)
+            scales = torch.ones(batch, dtype=torch.float64, device=device)
+        try:
+            cut, flow = mincut_grid_op(ints["source"], ints["sink"], ints["edges"], ints.get("reverse_edges"))
+        except ValueError as err:
+            if floating:
+                scaled = f"after scaling the capacities by scale (per graph {scales.tolist()})"
+                raise ValueError(f"{scaled}: {err}") from None
+            raise
+    if unbatched:
+        return MinCut(cut[0], flow[0], scales[0])
+    return MinCut(cut, flow, scales)
+
+
+def _as_int(tensors: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """Integer capacities in one dtype the operator reads: int32 if all are int32, else int64 (exact)."""
+    if all(t.dtype == torch.int32 for t in tensors.values()):
+        return tensors
+    if all(t.dtype in (torch.int8, torch.int16, torch.uint8) for t in tensors.values()):
+        return {name: t.to(torch.int32) for name, t in tensors.items()}
+    return {name: t.to(torch.int64) for name, t in tensors.items()}
+
+
+def _off_grid_zeroed(edges: torch.Tensor) -> torch.Tensor:
+    """A float64 copy of (B, K, H, W) edges with the edges that leave the grid set to 0."""
+    out = edges.to(torch.float64, copy=True)
+    for k, (dy, dx) in enumerate(NEIGHBOURS[out.shape[1]]):
+        if dy == 1:
+            out[:, k, -1, :] = 0
+        if dx == 1:
+            out[:, k, :, -1] = 0
+        if dx == -1:
+            out[:, k, :, 0] = 0
+    return out
+
+
+def _node_sums(tensors: dict[str, torch.Tensor]) -> torch.Tensor:
+    """(B, H, W) float64: source + sink + every edge of each pixel inside the grid (both directions)."""
+    total = tensors["source"] + tensors["sink"]
+    for name in ("edges", "reverse_edges"):
+        if name not in tensors:
+            continue
+        e = tensors[name]
+        h, w = e.shape[-2:]
+        total = total + e.sum(1)
+        for k, (dy, dx) in enumerate(NEIGHBOURS[e.shape[1]]):
+            lo, hi = max(0, dx), w + min(0, dx)
+            # The edge into (y, x) from (y - dy, x - dx).
+            total[:, dy:, lo:hi] += e[:, k, : h - dy, lo - dx : hi - dx]
+    return total
+
+
+def _first_bad(t: torch.Tensor, bad: torch.Tensor) -> str:
+    """'value at graph b, (y=.., x=..)' of the first True of bad (B, [K,] H, W), in index order."""
+    index = [int(i) for i in bad.nonzero()[0].tolist()]
+    value = float(t[tuple(index)])
+    where = f"graph {index[0]}, pixel (y={index[-2]}, x={index[-1]})"
+    if t.dim() == 4:
+        where += f", edge {index[1]}"
+    return f"{value!r} at {where}"
+
+
+def _scaled(
+    tensors: dict[str, torch.Tensor], scale: float | torch.Tensor | None, batch: int
+) -> tuple[dict[str, torch.Tensor], torch.Tensor]:
+    """Floating-point capacities as int32 round(c * scale), and the scales (B,) float64."""
+    device = tensors["source"].device
+    values = {
+        name: (_off_grid_zeroed(t) if t.dim() == 4 else t.to(torch.float64, copy=True)) for name, t in tensors.items()
+    }
+    for name, t in values.items():
+        finite = torch.isfinite(t)
+        if not bool(finite.all()):
+            raise ValueError(f"{name}: expected finite capacities, got {_first_bad(t, ~finite)}")
+        negative = t < 0
+        if bool(negative.any()):
+            raise ValueError(f"{name}: expected non-negative capacities, got {_first_bad(t, negative)}")
+    if scale is None:
+        most = _node_sums(values).amax((1, 2))
+        if not bool(torch.isfinite(most).all()):
+            raise ValueError("the capacities at a pixel add up to more than float64 holds: scale them down first")
+        room = float(MAX_NODE_SUM - 16)  # rounding adds at most 1/2 per capacity, 18 at most per pixel
+        exponent = torch.floor(torch.log2(torch.tensor(room, dtype=torch.float64, device=device)) - torch.log2(most))
+        exponent = torch.where(most > 0, exponent, torch.zeros_like(exponent)).clamp(-1000, 1000)
+        scales = torch.exp2(exponent)
+        # log2 may round up at a power of two: one step down where the bound would not hold.
+        scales = torch.where(most * scales > room, scales / 2, scales)
+    else:
+        scales = torch.as_tensor(scale, dtype=torch.float64, device=device)
+        if scales.dim() == 0:
+            scales = scales.expand(batch)
+        if scales.shape != (batch,):
+            raise ValueError(
+                f"scale: expected a number or {batch} numbers (one per graph), got shape {tuple(scales.shape)}"
+            )
+        if not bool((torch.isfinite(scales) & (scales > 0)).all()):
+            raise ValueError(f"scale: expected finite positive numbers, got {scales.tolist()}")
+    ints: dict[str, torch.Tensor] = {}
+    shape = (-1, 1, 1, 1)
+    for name, t in values.items():
+        scaled = torch.round(t * scales.view(shape[: t.dim()]))
+        over = scaled > MAX_NODE_SUM
+        if bool(over.any()):
+            raise ValueError(
+                f"{name}: a capacity times scale is over the bound 2^30 - 1 = {MAX_NODE_SUM}: "
+                f"{_first_bad(t, over)} (times {scales.tolist()}); use a smaller scale, or None to choose one"
+            )
+        ints[name] = scaled.to(torch.int32)
+    return ints, scales

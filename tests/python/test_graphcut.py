@@ -1,0 +1,579 @@
+"""torchgrabcut.mincut against independent solvers, its bounds and its errors.
+
+References, none of them ours:
+- a plain Edmonds-Karp max-flow written here, with the canonical cut found by a
+  search backward from the sink in its residual graph (tiny graphs);
+- PyMaxflow (Boykov-Kolmogorov) for the flow value, and for the canonical cut on a
+  perturbed graph: every capacity times (N + 1) and 1 more on each pixel's source
+  edge. A cut then costs (N + 1) * C + (pixels on the sink side), so the perturbed
+  graph's only minimum cut is the original's minimum cut with the most pixels on the
+  source side, which is the canonical one (the union of all minimum source sets is a
+  minimum source set). PyMaxflow's float graph is exact here: every value stays an
+  integer below 2^53, which each test asserts.
+Every result is also checked on its own: the capacity of the cut returned equals the
+flow value returned.
+"""
+
+from __future__ import annotations
+
+import collections
+from typing import Any
+
+import numpy as np
+import pytest
+import torch
+
+import torchgrabcut
+from conftest import has_cuda
+from torchgrabcut.graphcut import MAX_NODE_SUM, NEIGHBOURS
+
+CUDA = pytest.param("cuda", marks=pytest.mark.skipif(not has_cuda(), reason="no CUDA GPU"))
+DEVICES = ["cpu", CUDA]
+Graph = dict[str, np.ndarray]  # source, sink (H, W); edges, [reverse] (K, H, W): int64
+
+
+# ---------------------------------------------------------------- graphs
+
+
+def edge_mask(kk: int, h: int, w: int) -> np.ndarray:
+    """(K, h, w) bool: where each edge stays inside the grid."""
+    yy, xx = np.mgrid[0:h, 0:w]
+    return np.stack([(yy + dy < h) & (xx + dx >= 0) & (xx + dx < w) for dy, dx in NEIGHBOURS[kk]])
+
+
+def node_sums(g: Graph) -> np.ndarray:
+    """Each pixel's source + sink + its edges inside the grid, both directions."""
+    total = g["source"] + g["sink"]
+    h, w = total.shape
+    for name in ("edges", "reverse"):
+        if name not in g:
+            continue
+        e = g[name] * edge_mask(len(g[name]), h, w)
+        total = total + e.sum(0)
+        for k, (dy, dx) in enumerate(NEIGHBOURS[len(e)]):
+            lo, hi = max(0, dx), w + min(0, dx)
+            total[dy:, lo:hi] += e[k, : h - dy, lo - dx : hi - dx]
+    return total
+
+
+KINDS = ["random", "tiny", "huge", "zero", "all_source", "all_sink", "checkerboard", "snake", "ties", "smooth"]
+
+
+def make_graph(rng: np.random.Generator, h: int, w: int, kk: int, kind: str, asymmetric: bool = False) -> Graph:
+    """A graph of one kind, within the node-sum bound."""
+    terms = 2 + (4 if asymmetric else 2) * kk
+    big = MAX_NODE_SUM // terms
+    shape = (kk, h, w)
+    if kind == "random":
+        e, s, t = rng.integers(0, 100, shape), rng.integers(0, 300, (h, w)), rng.integers(0, 300, (h, w))
+    elif kind == "tiny":
+        e, s, t = rng.integers(0, 3, shape), rng.integers(0, 3, (h, w)), rng.integers(0, 3, (h, w))
+    elif kind == "huge":
+        e, s, t = (
+            rng.integers(big // 2, big + 1, shape),
+            rng.integers(0, big + 1, (h, w)),
+            rng.integers(0, big + 1, (h, w)),
+        )
+    elif kind == "zero":
+        e, s, t = np.zeros(shape, np.int64), np.zeros((h, w), np.int64), np.zeros((h, w), np.int64)
+    elif kind == "all_source":
+        e, s, t = rng.integers(0, 50, shape), rng.integers(100, 200, (h, w)), rng.integers(0, 5, (h, w))
+    elif kind == "all_sink":
+        e, s, t = rng.integers(0, 50, shape), rng.integers(0, 5, (h, w)), rng.integers(100, 200, (h, w))
+    elif kind == "checkerboard":
+        yy, xx = np.mgrid[0:h, 0:w]
+        black = (yy + xx) % 2 == 0
+        e = rng.integers(20, 60, shape)
+        s, t = np.where(black, 90, 0), np.where(black, 0, 90)
+    elif kind == "snake":
+        # A corridor of strong edges winding through the grid, weak elsewhere: source at
+        # its head, sink at its tail, so the flow runs along a path as long as the grid.
+        e = np.ones(shape, np.int64)
+        for y in range(0, h, 2):
+            e[0, y, :] = 1000  # the row, rightward
+            x = w - 1 if (y // 2) % 2 == 0 else 0
+            e[1, y, x] = 1000  # down to the next row at alternating ends
+        if h % 2 == 0:
+            e[1, h - 1, :] = 1
+        s, t = np.zeros((h, w), np.int64), np.zeros((h, w), np.int64)
+        s[0, 0] = 5000
+        last = h - 1 - (h - 1) % 2
+        t[last, w - 1 if (last // 2) % 2 == 0 else 0] = 5000
+    elif kind == "ties":
+        # Every cut between equal halves costs the same: many minimum cuts to choose from.
+        e, s, t = np.full(shape, 2), np.full((h, w), 4), np.full((h, w), 4)
+    elif kind == "smooth":
+        # A segmentation-like graph: smooth unary, edges strong inside regions.
+        yy, xx = np.mgrid[0:h, 0:w]
+        p = 1 / (1 + np.exp(-((xx - w / 2) + 0.5 * (yy - h / 2)) / max(2.0, w / 8)))
+        p = np.clip(p + rng.normal(0, 0.1, (h, w)), 0.01, 0.99)
+        s, t = np.rint(-np.log(1 - p) * 50), np.rint(-np.log(p) * 50)
+        e = rng.integers(30, 40, shape)
+    else:
+        raise AssertionError(kind)
+    g: Graph = {"source": np.asarray(s, np.int64), "sink": np.asarray(t, np.int64), "edges": np.asarray(e, np.int64)}
+    if asymmetric:
+        g["reverse"] = (
+            g["edges"][:, ::-1, ::-1].copy()
+            if kind in ("snake", "ties", "zero")
+            else rng.integers(0, int(g["edges"].max()) + 1, shape)
+        )
+    assert node_sums(g).max(initial=0) <= MAX_NODE_SUM, kind
+    return g
+
+
+def call(gs: list[Graph], device: str = "cpu", dtype: torch.dtype = torch.int32) -> torchgrabcut.MinCut:
+    def stack(name: str) -> torch.Tensor:
+        return torch.from_numpy(np.stack([g[name] for g in gs])).to(device=device, dtype=dtype)
+
+    rev = stack("reverse") if "reverse" in gs[0] else None
+    return torchgrabcut.mincut(stack("source"), stack("sink"), stack("edges"), reverse_edges=rev)
+
+
+# ---------------------------------------------------------------- references
+
+
+def cut_capacity(g: Graph, cut: np.ndarray) -> int:
+    """Capacity of the cut (True = source side) in the graph as given, in Python integers."""
+    h, w = cut.shape
+    total = int(g["sink"][cut].sum()) + int(g["source"][~cut].sum())
+    rev = g.get("reverse", g["edges"])
+    for k, (dy, dx) in enumerate(NEIGHBOURS[len(g["edges"])]):
+        lo, hi = max(0, -dx), w - max(0, dx)  # pixels whose neighbour k is inside the grid
+        p = cut[: h - dy, lo:hi]
+        q = cut[dy:, lo + dx : hi + dx]
+        a, r = g["edges"][k, : h - dy, lo:hi], rev[k, : h - dy, lo:hi]
+        total += int(a[p & ~q].sum()) + int(r[~p & q].sum())
+    return total
+
+
+def arcs(g: Graph) -> list[tuple[int, int, int]]:
+    """(u, v, capacity) of every arc; pixels 0..N-1, source N, sink N + 1."""
+    h, w = g["source"].shape
+    n = h * w
+    out = []
+    for y in range(h):
+        for x in range(w):
+            p = y * w + x
+            out += [(n, p, int(g["source"][y, x])), (p, n + 1, int(g["sink"][y, x]))]
+            for k, (dy, dx) in enumerate(NEIGHBOURS[len(g["edges"])]):
+                if y + dy < h and 0 <= x + dx < w:
+                    q = (y + dy) * w + x + dx
+                    out += [(p, q, int(g["edges"][k, y, x])), (q, p, int(g.get("reverse", g["edges"])[k, y, x]))]
+    return out
+
+
+def edmonds_karp(g: Graph) -> tuple[int, np.ndarray]:
+    """Maximum flow value and canonical cut (not reaching the sink in the residual graph)."""
+    h, w = g["source"].shape
+    n = h * w
+    s, t = n, n + 1
+    residual: dict[int, dict[int, int]] = collections.defaultdict(lambda: collections.defaultdict(int))
+    for u, v, c in arcs(g):
+        residual[u][v] += c
+        residual[v][u] += 0
+    flow = 0
+    while True:
+        parent = {s: s}
+        queue = collections.deque([s])
+        while queue and t not in parent:
+            u = queue.popleft()
+            for v, c in residual[u].items():
+                if c > 0 and v not in parent:
+                    parent[v] = u
+                    queue.append(v)
+        if t not in parent:
+            break
+        path, v = [], t
+        while v != s:
+            path.append((parent[v], v))
+            v = parent[v]
+        bottleneck = min(residual[u][v] for u, v in path)
+        for u, v in path:
+            residual[u][v] -= bottleneck
+            residual[v][u] += bottleneck
+        flow += bottleneck
+    reaches_sink = {t}
+    queue = collections.deque([t])
+    while queue:
+        v = queue.popleft()
+        for u in list(residual[v]):
+            if u not in reaches_sink and residual[u][v] > 0:
+                reaches_sink.add(u)
+                queue.append(u)
+    cut = np.array([p not in reaches_sink for p in range(n)]).reshape(h, w)
+    return flow, cut
+
+
+def pymaxflow(g: Graph, factor: int = 1, source_bonus: int = 0) -> tuple[float, np.ndarray]:
+    """PyMaxflow's flow value and its cut (True = source side) of the graph, capacities * factor."""
+    maxflow = pytest.importorskip("maxflow")
+    h, w = g["source"].shape
+    graph = maxflow.Graph[float]()
+    ids = graph.add_grid_nodes((h, w))
+    rev = g.get("reverse", g["edges"])
+    for k, (dy, dx) in enumerate(NEIGHBOURS[len(g["edges"])]):
+        lo, hi = max(0, -dx), w - max(0, dx)
+        i = ids[: h - dy, lo:hi].ravel()
+        j = ids[dy:, lo + dx : hi + dx].ravel()
+        a = g["edges"][k, : h - dy, lo:hi].ravel().astype(np.float64) * factor
+        r = rev[k, : h - dy, lo:hi].ravel().astype(np.float64) * factor
+        graph.add_edges(i, j, a, r)
+    graph.add_grid_tedges(
+        ids, g["source"].astype(np.float64) * factor + source_bonus, g["sink"].astype(np.float64) * factor
+    )
+    flow = graph.maxflow()
+    return flow, ~graph.get_grid_segments(ids)
+
+
+def reference(g: Graph) -> tuple[int, np.ndarray]:
+    """Flow value and canonical cut from PyMaxflow (module docstring)."""
+    n = g["source"].size
+    total = int(node_sums(g).sum()) * (n + 1) + n
+    assert total < 2**53, "the perturbed graph would not be exact in float64"
+    flow, _ = pymaxflow(g)
+    _, cut = pymaxflow(g, factor=n + 1, source_bonus=1)
+    return round(flow), cut
+
+
+def check(g: Graph, cut: torch.Tensor, flow: torch.Tensor, ref: tuple[int, np.ndarray] | None = None) -> None:
+    ours = cut.cpu().numpy()
+    assert cut.dtype == torch.bool and flow.dtype == torch.int64
+    assert cut_capacity(g, ours) == int(flow), "the cut's capacity differs from the flow value"
+    ref_flow, ref_cut = ref if ref is not None else reference(g)
+    assert int(flow) == ref_flow
+    assert np.array_equal(ours, ref_cut), f"{int((ours != ref_cut).sum())} pixels differ from the canonical cut"
+
+
+# ---------------------------------------------------------------- against the references
+
+
+@pytest.mark.parametrize("asymmetric", [False, True])
+@pytest.mark.parametrize("kk", [2, 4])
+@pytest.mark.parametrize("kind", KINDS)
+def test_tiny_graphs_match_edmonds_karp(kind: str, kk: int, asymmetric: bool) -> None:
+    rng = np.random.default_rng([KINDS.index(kind), kk, asymmetric])
+    for h, w in [(1, 1), (1, 5), (4, 1), (3, 4), (6, 5)]:
+        g = make_graph(rng, h, w, kk, kind, asymmetric)
+        cut, flow, scale = call([g])
+        check(g, cut[0], flow[0], edmonds_karp(g))
+        assert scale.tolist() == [1.0]
+
+
+SIZES = [(1, 1), (1, 17), (17, 1), (2, 2), (31, 33), (64, 48)]
+
+
+@pytest.mark.parametrize("asymmetric", [False, True])
+@pytest.mark.parametrize("kk", [2, 4])
+@pytest.mark.parametrize("kind", KINDS)
+def test_graphs_match_pymaxflow(kind: str, kk: int, asymmetric: bool) -> None:
+    rng = np.random.default_rng([KINDS.index(kind), kk, asymmetric, 1])
+    graphs = [make_graph(rng, h, w, kk, kind, asymmetric) for h, w in SIZES]
+    for g in graphs:
+        cut, flow, _ = call([g])
+        check(g, cut[0], flow[0])
+
+
+@pytest.mark.parametrize("kk", [2, 4])
+def test_a_512_by_512_graph_matches_pymaxflow(kk: int) -> None:
+    g = make_graph(np.random.default_rng(kk), 512, 512, kk, "smooth")
+    cut, flow, _ = call([g])
+    check(g, cut[0], flow[0])
+
+
+def test_a_mixed_batch_equals_its_graphs_one_by_one() -> None:
+    rng = np.random.default_rng(5)
+    graphs = [make_graph(rng, 40, 56, 4, kind) for kind in KINDS]
+    cut, flow, _ = call(graphs)
+    for b, g in enumerate(graphs):
+        one_cut, one_flow, _ = call([g])
+        assert torch.equal(cut[b], one_cut[0]) and int(flow[b]) == int(one_flow[0])
+        check(g, cut[b], flow[b])
+
+
+@pytest.mark.parametrize("asymmetric", [False, True])
+def test_the_device_path_reduction_equals_the_cpu_kernel(asymmetric: bool) -> None:
+    """The CUDA kernel's reduction (tensor operations, then maxflow_grid), run on the CPU."""
+    rng = np.random.default_rng(9)
+    for kk in (2, 4):
+        for kind in KINDS:
+            for h, w in ((1, 1), (1, 6), (9, 13), (13, 9)):
+                graphs = [make_graph(rng, h, w, kk, kind, asymmetric) for _ in range(2)]
+                for dtype in (torch.int32, torch.int64):
+                    args = [
+                        torch.from_numpy(np.stack([g[n] for g in graphs])).to(dtype)
+                        for n in ("source", "sink", "edges")
+                    ]
+                    rev = torch.from_numpy(np.stack([g["reverse"] for g in graphs])).to(dtype) if asymmetric else None
+                    a = torch.ops.torchgrabcut.mincut_grid(*args, rev)
+                    b = torch.ops.torchgrabcut._mincut_grid_tensor_ops(*args, rev)
+                    assert torch.equal(a[0], b[0]) and torch.equal(a[1], b[1]), (kind, kk, dtype)
+                    for i, g in enumerate(graphs):
+                        assert cut_capacity(g, a[0][i].numpy()) == int(a[1][i])
+
+
+def test_repeated_calls_are_identical() -> None:
+    g = make_graph(np.random.default_rng(3), 300, 257, 4, "smooth")
+    first = call([g])
+    for _ in range(3):
+        again = call([g])
+        assert torch.equal(first.cut, again.cut) and torch.equal(first.flow, again.flow)
+
+
+def test_threads_do_not_change_the_result() -> None:
+    g = make_graph(np.random.default_rng(4), 300, 300, 4, "smooth")
+    threads = torch.get_num_threads()
+    try:
+        torch.set_num_threads(1)
+        one = call([g, g])
+        torch.set_num_threads(max(2, threads))
+        many = call([g, g])
+    finally:
+        torch.set_num_threads(threads)
+    assert torch.equal(one.cut, many.cut) and torch.equal(one.flow, many.flow)
+
+
+# ---------------------------------------------------------------- the API's forms
+
+
+def test_unbatched_int64_and_small_dtypes() -> None:
+    g = make_graph(np.random.default_rng(6), 12, 10, 2, "random")
+    batched = call([g])
+    s, t, e = (torch.from_numpy(g[n]) for n in ("source", "sink", "edges"))
+    one = torchgrabcut.mincut(s, t, e)
+    assert one.cut.shape == (12, 10) and one.flow.shape == () and float(one.scale) == 1.0
+    assert torch.equal(one.cut, batched.cut[0]) and int(one.flow) == int(batched.flow[0])
+    small = torchgrabcut.mincut(s.to(torch.int16), t.to(torch.uint8).clamp(max=255).to(torch.int16), e.to(torch.int16))
+    tiny = make_graph(np.random.default_rng(7), 5, 6, 4, "tiny")
+    as_uint8 = torchgrabcut.mincut(*(torch.from_numpy(tiny[n]).to(torch.uint8) for n in ("source", "sink", "edges")))
+    check(tiny, as_uint8.cut, as_uint8.flow, edmonds_karp(tiny))
+    assert small.cut.shape == (12, 10)
+
+
+def test_a_symmetric_graph_equals_its_asymmetric_form() -> None:
+    g = make_graph(np.random.default_rng(8), 33, 35, 4, "random")
+    sym = call([g])
+    asym = call([{**g, "reverse": g["edges"].copy()}])
+    assert torch.equal(sym.cut, asym.cut) and torch.equal(sym.flow, asym.flow)
+
+
+def test_edges_that_leave_the_grid_are_ignored() -> None:
+    g = make_graph(np.random.default_rng(2), 9, 7, 4, "random")
+    a = call([g], dtype=torch.int64)
+    for junk in (10**12, -5):
+        b = call([{**g, "edges": np.where(edge_mask(4, 9, 7), g["edges"], junk)}], dtype=torch.int64)
+        assert torch.equal(a.cut, b.cut) and torch.equal(a.flow, b.flow)
+    f = call([g], dtype=torch.float64)
+    fn = torchgrabcut.mincut(
+        *(torch.from_numpy(g[n]).double()[None] for n in ("source", "sink")),
+        torch.from_numpy(np.where(edge_mask(4, 9, 7), g["edges"], np.nan))[None],
+    )
+    assert torch.equal(f.cut, fn.cut) and torch.equal(f.flow, fn.flow)
+
+
+def test_float_capacities_with_a_scale_chosen_from_the_data() -> None:
+    rng = np.random.default_rng(12)
+    s, t = rng.uniform(0, 1, (2, 20, 30)), rng.uniform(0, 1, (2, 20, 30))
+    e = rng.uniform(0, 0.5, (2, 4, 20, 30))
+    e[1] *= 1000  # the second graph's scale is chosen for it alone
+    r = torchgrabcut.mincut(torch.from_numpy(s), torch.from_numpy(t), torch.from_numpy(e))
+    scales = r.scale.tolist()
+    assert all(x > 0 and np.log2(x) == int(np.log2(x)) for x in scales) and scales[0] > scales[1]
+    for b in range(2):
+        g = {n: np.rint(v[b] * scales[b]).astype(np.int64) for n, v in (("source", s), ("sink", t), ("edges", e))}
+        sums = node_sums(g)
+        assert MAX_NODE_SUM // 2 < sums.max() <= MAX_NODE_SUM  # the largest power of two that fits
+        check(g, r.cut[b], r.flow[b])
+        assert abs(int(r.flow[b]) / scales[b] - cut_capacity(g, r.cut[b].numpy()) / scales[b]) < 1e-9
+    fixed = torchgrabcut.mincut(
+        torch.from_numpy(s).float(), torch.from_numpy(t).float(), torch.from_numpy(e).float(), scale=1000
+    )
+    assert fixed.scale.tolist() == [1000.0, 1000.0]
+    g0 = {
+        n: np.rint(v[0].astype(np.float32).astype(np.float64) * 1000).astype(np.int64)
+        for n, v in (("source", s), ("sink", t), ("edges", e))
+    }
+    check(g0, fixed.cut[0], fixed.flow[0])
+
+
+def test_inputs_are_left_untouched_and_outputs_need_no_grad() -> None:
+    rng = np.random.default_rng(13)
+    s = torch.rand(2, 8, 9, requires_grad=True)
+    t = torch.rand(2, 8, 9)
+    e = torch.rand(2, 4, 8, 9)
+    copies = [x.detach().clone() for x in (s, t, e)]
+    r = torchgrabcut.mincut(s, t, e)
+    assert not r.cut.requires_grad and not r.flow.requires_grad
+    assert all(torch.equal(a.detach(), b) for a, b in zip((s, t, e), copies, strict=True))
+    ints = [torch.from_numpy(rng.integers(0, 50, shape)) for shape in ((1, 8, 9), (1, 8, 9), (1, 2, 8, 9))]
+    backup = [x.clone() for x in ints]
+    torchgrabcut.mincut(*ints)
+    assert all(torch.equal(a, b) for a, b in zip(ints, backup, strict=True))
+
+
+def test_non_contiguous_inputs() -> None:
+    g = make_graph(np.random.default_rng(14), 20, 30, 4, "random")
+    ref = call([g])
+    s, t = (torch.from_numpy(g[n].T.copy()).t() for n in ("source", "sink"))
+    e = torch.from_numpy(g["edges"].transpose(0, 2, 1).copy()).transpose(1, 2)
+    r = torchgrabcut.mincut(s[None].to(torch.int32), t[None].to(torch.int32), e[None].to(torch.int32))
+    assert torch.equal(r.cut, ref.cut) and torch.equal(r.flow, ref.flow)
+
+
+# ---------------------------------------------------------------- bounds and errors
+
+
+def test_the_node_sum_bound_is_exact() -> None:
+    # Pixel (0, 0) of a 1 x 2 grid: source + sink + its one edge.
+    s = torch.tensor([[[MAX_NODE_SUM - 3, 0]]])
+    t = torch.tensor([[[1, 5]]])
+    e = torch.tensor([[[[2, 0]], [[0, 0]]]])
+    r = torchgrabcut.mincut(s, t, e)
+    assert r.flow.tolist() == [3]
+    with pytest.raises(ValueError, match=r"graph 0, pixel \(y=0, x=0\) add up to 1073741824 .* 2\^30 - 1 = 1073741823"):
+        torchgrabcut.mincut(s + 1, t, e)
+    with pytest.raises(
+        ValueError, match=r"edges: expected capacities in \[0, 2\^30 - 1 = 1073741823\], got 1073741824"
+    ):
+        torchgrabcut.mincut(s * 0, t * 0, e * 0 + 2**30)
+    with pytest.raises(ValueError, match=r"source: expected capacities in .* got 9223372036854775807 at graph 0"):
+        torchgrabcut.mincut(s * 0 + 2**63 - 1, t, e)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_capacities_out_of_range_name_graph_and_pixel(device: str) -> None:
+    base = make_graph(np.random.default_rng(15), 6, 7, 4, "random", asymmetric=True)
+
+    def run(**change: Any) -> None:
+        g = {n: torch.from_numpy(np.stack([v, v])).to(device) for n, v in base.items()}
+        for name, (index, value) in change.items():
+            g[name][index] = value
+        torchgrabcut.mincut(g["source"], g["sink"], g["edges"], reverse_edges=g["reverse"])
+
+    with pytest.raises(ValueError, match=r"^source: expected capacities .* got -1 at graph 1, pixel \(y=2, x=3\)$"):
+        run(source=((1, 2, 3), -1))
+    with pytest.raises(ValueError, match=r"^sink: .* got -7 at graph 0, pixel \(y=0, x=0\)$"):
+        run(sink=((0, 0, 0), -7), source=((1, 2, 3), -1))
+    with pytest.raises(
+        ValueError, match=r"^reverse_edges: .* got -2 at graph 1, pixel \(y=4, x=1\), edge 3 \(down-left\)$"
+    ):
+        run(reverse=((1, 3, 4, 1), -2))
+    with pytest.raises(ValueError, match=r"graph 0, pixel \(y=1, x=1\) add up to"):
+        run(edges=((0, 2, 1, 1), MAX_NODE_SUM - 5))
+
+
+def test_float_errors() -> None:
+    s, t, e = torch.rand(1, 4, 5), torch.rand(1, 4, 5), torch.rand(1, 2, 4, 5)
+    for bad, name in ((float("nan"), "finite"), (float("inf"), "finite"), (-0.5, "non-negative")):
+        x = s.clone()
+        x[0, 1, 2] = bad
+        with pytest.raises(
+            ValueError, match=rf"^source: expected {name} capacities, got .* at graph 0, pixel \(y=1, x=2\)"
+        ):
+            torchgrabcut.mincut(x, t, e)
+    big = e.clone().double()
+    big[0, 0, 0, 0] = 1e300
+    big[0, 1, 0, 0] = 1e300  # the node sums stay finite in float64: scale chosen, finer elsewhere
+    r = torchgrabcut.mincut(s.double(), t.double(), big)
+    assert float(r.scale[0]) < 1e-290
+    with pytest.raises(ValueError, match=r"a capacity times scale is over the bound 2\^30 - 1 = 1073741823"):
+        torchgrabcut.mincut(s, t, e, scale=2.0**31)
+    with pytest.raises(ValueError, match=r"after scaling the capacities by scale .* add up to"):
+        torchgrabcut.mincut(s, t, e + 1, scale=2.0**28)
+    with pytest.raises(ValueError, match="scale: expected finite positive numbers"):
+        torchgrabcut.mincut(s, t, e, scale=-1.0)
+    with pytest.raises(ValueError, match=r"scale: expected a number or 1 numbers \(one per graph\)"):
+        torchgrabcut.mincut(s, t, e, scale=torch.ones(3))
+    with pytest.raises(ValueError, match="scale: applies to floating-point capacities only"):
+        torchgrabcut.mincut(s.int(), t.int(), e.int(), scale=2.0)
+
+
+def test_shape_dtype_and_device_errors() -> None:
+    s, t, e = (
+        torch.zeros(2, 4, 5, dtype=torch.int32),
+        torch.zeros(2, 4, 5, dtype=torch.int32),
+        torch.zeros(2, 4, 4, 5, dtype=torch.int32),
+    )
+    cases: list[tuple[tuple, dict, type, str]] = [
+        ((s.numpy(), t, e), {}, TypeError, r"source: expected a torch.Tensor, got ndarray \(torch.from_numpy"),
+        ((s.bool(), t, e), {}, TypeError, "source: expected an integer .* got torch.bool"),
+        ((s, t.to(torch.complex64), e), {}, TypeError, "sink: expected an integer"),
+        ((s.to(torch.uint64), t, e), {}, TypeError, "got torch.uint64"),
+        ((s.to_sparse(), t, e), {}, TypeError, "source: expected a dense"),
+        ((s[0, 0], t, e), {}, ValueError, "source: expected shape"),
+        ((s, t[:1], e), {}, ValueError, r"sink: expected the shape of source \(2, 4, 5\), got \(1, 4, 5\)"),
+        ((s, t, e[:, :3]), {}, ValueError, r"edges: expected shape \(B, K, H, W\) with K = 2 .* got \(2, 3, 4, 5\)"),
+        ((s, t, e[:1]), {}, ValueError, "edges: expected shape"),
+        ((s, t, e), {"reverse_edges": e[:, :2]}, ValueError, "reverse_edges: expected the shape of edges"),
+        ((s, t, e.to("meta")), {}, ValueError, "expected one device, got cpu, cpu, meta"),
+        ((s.to("meta"), t.to("meta"), e.to("meta")), {}, ValueError, "expected tensors on the CPU or a CUDA GPU"),
+        ((s[:0], t[:0], e[:0]), {}, ValueError, "at least one graph of at least one pixel"),
+        ((s[:, :0], t[:, :0], e[:, :, :0]), {}, ValueError, "at least one graph of at least one pixel"),
+    ]
+    for args, kwargs, error, message in cases:
+        with pytest.raises(error, match=message):
+            torchgrabcut.mincut(*args, **kwargs)
+
+
+def test_huge_declared_sizes_are_refused_before_any_allocation() -> None:
+    one = torch.zeros(1, 1, 1, dtype=torch.int32)
+    s = one.expand(1, 20000, 20000)
+    e = torch.zeros(1, 1, 1, 1, dtype=torch.int32).expand(1, 4, 20000, 20000)
+    with pytest.raises(
+        ValueError, match=r"a grid of 20000 x 20000 pixels is too large: expected \(H \+ 2\) \* \(W \+ 2\)"
+    ):
+        torchgrabcut.mincut(s, s, e)
+    with pytest.raises(ValueError, match="too large"):
+        torch.ops.torchgrabcut.mincut_grid(s, s, e)
+    with pytest.raises(ValueError, match="too large"):
+        torchgrabcut.mincut(*(x[..., :1, :1].double().expand(x.shape) for x in (s, s, e)))
+
+
+# ---------------------------------------------------------------- as an operator
+
+
+def test_opcheck_and_torch_compile() -> None:
+    rng = np.random.default_rng(16)
+    s, t = (torch.from_numpy(rng.integers(0, 60, (2, 9, 11))).to(torch.int32) for _ in range(2))
+    e = torch.from_numpy(rng.integers(0, 30, (2, 4, 9, 11))).to(torch.int32)
+    torch.library.opcheck(torch.ops.torchgrabcut.mincut_grid.default, (s, t, e, None))
+    torch.library.opcheck(
+        torch.ops.torchgrabcut.mincut_grid.default, (s.long(), t.long(), e[:, :2].long(), e[:, 2:].long())
+    )
+
+    def fg_pixels(s: torch.Tensor, t: torch.Tensor, e: torch.Tensor) -> torch.Tensor:
+        return torchgrabcut.mincut(s, t, e).cut.sum((1, 2))
+
+    compiled = torch.compile(fg_pixels, fullgraph=True, backend="aot_eager")
+    assert torch.equal(compiled(s, t, e), fg_pixels(s, t, e))
+
+
+# ---------------------------------------------------------------- the GPU equals the CPU
+
+
+@pytest.mark.parametrize("asymmetric", [False, True])
+@pytest.mark.parametrize("kk", [2, 4])
+@pytest.mark.skipif(not has_cuda(), reason="no CUDA GPU")
+def test_cuda_equals_cpu(kk: int, asymmetric: bool) -> None:
+    rng = np.random.default_rng([kk, asymmetric, 77])
+    for h, w in [(1, 1), (1, 300), (300, 1), (31, 33), (64, 64), (257, 129), (512, 512)]:
+        graphs = [make_graph(rng, h, w, kk, kind, asymmetric) for kind in KINDS]
+        for dtype in (torch.int32, torch.int64):
+            cpu = call(graphs, "cpu", dtype)
+            gpu = call(graphs, "cuda", dtype)
+            assert gpu.cut.device.type == "cuda" and gpu.flow.device.type == "cuda"
+            assert torch.equal(gpu.cut.cpu(), cpu.cut) and torch.equal(gpu.flow.cpu(), cpu.flow), (h, w, dtype)
+    s, t, e = torch.rand(3, 50, 60), torch.rand(3, 50, 60), torch.rand(3, kk, 50, 60)
+    a, b = torchgrabcut.mincut(s, t, e), torchgrabcut.mincut(s.cuda(), t.cuda(), e.cuda())
+    assert torch.equal(a.cut, b.cut.cpu()) and torch.equal(a.flow, b.flow.cpu()) and torch.equal(a.scale, b.scale.cpu())
+
+
+@pytest.mark.skipif(not has_cuda(), reason="no CUDA GPU")
+def test_cuda_opcheck_and_repeated_calls() -> None:
+    g = make_graph(np.random.default_rng(17), 200, 300, 4, "smooth")
+    first = call([g, g], "cuda")
+    for _ in range(3):
+        again = call([g, g], "cuda")
+        assert torch.equal(first.cut, again.cut) and torch.equal(first.flow, again.flow)
+    s, t, e = (torch.from_numpy(np.stack([g[n]])).int().cuda() for n in ("source", "sink", "edges"))
+    torch.library.opcheck(torch.ops.torchgrabcut.mincut_grid.default, (s, t, e, None))
