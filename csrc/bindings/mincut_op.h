@@ -38,8 +38,8 @@
 #include <torch/torch.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <tuple>
@@ -110,23 +110,26 @@ inline MincutShape check_mincut_args(const at::Tensor& source, const at::Tensor&
 // The user's graph in the solvers' form.
 struct MincutGraph {
   at::Tensor net;     // (B, H, W) int32, contiguous: source - sink (doubled graph when asymmetric)
-  at::Tensor nlinks;  // (B, 4, H, W) int32 in the solvers' direction order; undefined when borrowed
-  // The solvers' n-link arrays of graph b, direction d: nlink_ptr[4 * b + d] (CPU only).
+  // The tensor path: (B, 4, H, W) int32 in the solvers' direction order. The CPU path:
+  // (B, K, H, W) in the public order, undefined where the input is used as it is.
+  at::Tensor nlinks;
+  // The CPU path: the solvers' n-link arrays of graph b, direction d: nlink_ptr[4 * b + d],
+  // into `keep` (nlinks or the input) or, for 4-connected diagonals, `zeros`.
   std::vector<const int32_t*> nlink_ptr;
-  at::Tensor keep;    // whatever the pointers point into
+  at::Tensor keep;
+  at::Tensor zeros;
   at::Tensor offset;  // (B,) int64: flow = (solver flow + offset) / divisor
   int64_t divisor = 1;
 };
 
 namespace detail {
 
-// The first capacity out of range or node over the bound, in (graph, y, x) order.
+// A capacity out of range or a node sum over the bound, and where.
 struct MincutError {
   int64_t b = INT64_MAX, y = 0, x = 0;
   int what = 0;  // 0 source, 1 sink, 2 edges, 3 reverse_edges, 4 node sum
   int k = 0;
   int64_t value = 0;
-  bool before(const MincutError& o) const { return b != o.b ? b < o.b : y != o.y ? y < o.y : x < o.x; }
 };
 
 [[noreturn]] inline void throw_mincut_error(const MincutError& e) {
@@ -147,87 +150,161 @@ struct MincutError {
 
 inline bool in_range(int64_t v) { return v >= 0 && v <= kMincutMaxNodeSum; }
 
-// One pass over the pixels of the batch (rows in parallel): checks every capacity
-// and node sum, writes net terminals, per-row offsets and, when `nl` is given, the
-// solvers' n-links.
+// The first capacity out of range or node sum over the bound in (graph, y, x) order,
+// pixel by pixel with every bound checked: run when the fast pass (reduce_rows) found
+// one, to say which.
 template <typename T>
-void prepare_rows(const MincutShape& s, const T* src, const T* snk, const T* edg, const T* rev, int32_t* net,
-                  int32_t* nl, int64_t* row_offset, MincutError& first) {
+MincutError find_first_error(const MincutShape& s, const T* src, const T* snk, const T* edg, const T* rev) {
   const int64_t h = s.height, w = s.width, kk = s.neighbours, hw = h * w;
-  std::mutex mutex;
-  const int64_t grain = std::max<int64_t>(1, 16384 / std::max<int64_t>(w, 1));
-  at::parallel_for(0, s.batch * h, grain, [&](int64_t begin, int64_t end) {
-    MincutError mine;
-    for (int64_t row = begin; row < end && mine.b == INT64_MAX; ++row) {
-      const int64_t b = row / h, y = row % h;
-      const int64_t base = b * hw;
-      int64_t offset = 0;
+  MincutError e;
+  const auto fail = [&](int64_t b, int64_t y, int64_t x, int what, int k, int64_t value) {
+    e.b = b;
+    e.y = y;
+    e.x = x;
+    e.what = what;
+    e.k = k;
+    e.value = value;
+    return e;
+  };
+  for (int64_t b = 0; b < s.batch; ++b) {
+    for (int64_t y = 0; y < h; ++y) {
       for (int64_t x = 0; x < w; ++x) {
-        const int64_t i = y * w + x;
-        const auto fail = [&](int what, int k, int64_t value) {
-          mine.b = b;
-          mine.y = y;
-          mine.x = x;
-          mine.what = what;
-          mine.k = k;
-          mine.value = value;
-        };
-        const int64_t sv = src[base + i], tv = snk[base + i];
-        if (!in_range(sv)) { fail(0, 0, sv); break; }
-        if (!in_range(tv)) { fail(1, 0, tv); break; }
-        int64_t sum = sv + tv, s2 = 2 * sv, t2 = 2 * tv, both = 0;
-        bool ok = true, sum_known = true;
-        for (int k = 0; k < kk && ok; ++k) {
+        const int64_t i = b * hw + y * w + x;
+        const int64_t sv = src[i], tv = snk[i];
+        if (!in_range(sv)) return fail(b, y, x, 0, 0, sv);
+        if (!in_range(tv)) return fail(b, y, x, 1, 0, tv);
+        int64_t sum = sv + tv;
+        for (int k = 0; k < kk; ++k) {
           const int64_t dy = kMincutDy[k], dx = kMincutDx[k];
-          const T* ek = edg + (b * kk + k) * hw;
-          const T* rk = rev != nullptr ? rev + (b * kk + k) * hw : nullptr;
-          const bool out = y + dy < h && x + dx >= 0 && x + dx < w;
-          int64_t a = 0, r = 0;
-          if (out) {
-            a = ek[i];
-            if (!in_range(a)) { fail(2, k, a); ok = false; break; }
-            if (rk != nullptr) {
-              r = rk[i];
-              if (!in_range(r)) { fail(3, k, r); ok = false; break; }
-            }
+          const int64_t plane = (b * kk + k) * hw - b * hw;
+          if (y + dy < h && x + dx >= 0 && x + dx < w) {
+            const int64_t a = edg[plane + i], r = rev != nullptr ? rev[plane + i] : 0;
+            if (!in_range(a)) return fail(b, y, x, 2, k, a);
+            if (!in_range(r)) return fail(b, y, x, 3, k, r);
             sum += a + r;
-            s2 += r;  // asymmetric: the tail gains source b and sink a
-            t2 += a;
-            both += a + r;
           }
-          if (nl != nullptr) nl[(b * 4 + kMincutSolverDirection[k]) * hw + i] = static_cast<int32_t>(a + r);
-          // The edge into this pixel belongs to an earlier pixel (raster order), whose own
-          // check reports a value out of range first; such a sum is not formed.
-          const bool in = y - dy >= 0 && x - dx >= 0 && x - dx < w;
-          if (in) {
-            const int64_t j = i - dy * w - dx;
-            const int64_t ia = ek[j], ir = rk != nullptr ? rk[j] : 0;
-            if (!in_range(ia) || !in_range(ir)) {
-              sum_known = false;
-              continue;
-            }
-            sum += ia + ir;
-            s2 += ia;  // the head gains source a and sink b
-            t2 += ir;
+          // The edge into this pixel belongs to an earlier pixel in raster order, checked
+          // already: its values are in range here.
+          if (y - dy >= 0 && x - dx >= 0 && x - dx < w) {
+            const int64_t j = plane + i - dy * w - dx;
+            sum += edg[j] + (rev != nullptr ? rev[j] : 0);
           }
         }
-        if (!ok) break;
-        if (sum_known && sum > kMincutMaxNodeSum) { fail(4, 0, sum); break; }
-        if (rev == nullptr) {
-          net[base + i] = static_cast<int32_t>(sv - tv);
-          offset += std::min(sv, tv);
-        } else {
-          net[base + i] = static_cast<int32_t>(s2 - t2);
-          offset += std::min(s2, t2) - both;
-        }
+        if (sum > kMincutMaxNodeSum) return fail(b, y, x, 4, 0, sum);
+      }
+    }
+  }
+  return e;
+}
+
+// The capacity of a value read: clamped so that sums of garbage cannot overflow int64
+// (a value out of range is reported, never used).
+template <typename T>
+inline int64_t clamped(T v) {
+  if constexpr (sizeof(T) <= 4) {
+    return v;
+  } else {
+    return std::clamp<int64_t>(v, -1, kMincutMaxNodeSum + 1);
+  }
+}
+
+// One row of one graph, the pixels x0 <= x < x1 of it, with kChecked: neighbours
+// outside the grid possible (the border); without it the neighbours of every pixel are
+// inside (the interior). Returns false if a capacity or a node sum is out of range.
+template <typename T, int K, bool kAsym, bool kWriteNl, bool kChecked>
+inline bool reduce_span(const T* src, const T* snk, const T* const* edg, const T* const* rev, int64_t h, int64_t w,
+                        int64_t y, int64_t x0, int64_t x1, int32_t* net, int32_t* const* nl, int64_t& offset) {
+  bool ok = true;
+  for (int64_t x = x0; x < x1; ++x) {
+    const int64_t i = y * w + x;
+    const int64_t sv = clamped(src[i]), tv = clamped(snk[i]);
+    ok &= in_range(sv) & in_range(tv);
+    int64_t sum = sv + tv, s2 = 2 * sv, t2 = 2 * tv, both = 0;
+    for (int k = 0; k < K; ++k) {
+      const int64_t dy = kMincutDy[k], dx = kMincutDx[k];
+      const bool out = !kChecked || (y + dy < h && x + dx >= 0 && x + dx < w);
+      const bool in = !kChecked || (y - dy >= 0 && x - dx >= 0 && x - dx < w);
+      const int64_t j = i - dy * w - dx;
+      const int64_t a = out ? clamped(edg[k][i]) : 0, ia = in ? clamped(edg[k][j]) : 0;
+      int64_t r = 0, ir = 0;
+      if constexpr (kAsym) {
+        r = out ? clamped(rev[k][i]) : 0;
+        ir = in ? clamped(rev[k][j]) : 0;
+      }
+      ok &= in_range(a) & in_range(ia) & in_range(r) & in_range(ir);
+      sum += a + r + ia + ir;
+      if constexpr (kAsym) {
+        s2 += r + ia;  // the tail of an edge pair gains source b and sink a, the head source a and sink b
+        t2 += a + ir;
+        both += a + r;
+      }
+      if constexpr (kWriteNl) nl[k][i] = static_cast<int32_t>(a + r);
+    }
+    ok &= sum <= kMincutMaxNodeSum;
+    if constexpr (kAsym) {
+      net[i] = static_cast<int32_t>(s2 - t2);
+      offset += std::min(s2, t2) - both;
+    } else {
+      net[i] = static_cast<int32_t>(sv - tv);
+      offset += std::min(sv, tv);
+    }
+  }
+  return ok;
+}
+
+// The fast pass over the batch, rows in parallel: net terminals, per-row offsets and,
+// with kWriteNl, the solvers' n-links; false if anything is out of range (then
+// find_first_error says what).
+template <typename T, int K, bool kAsym, bool kWriteNl>
+bool reduce_rows(const MincutShape& s, const T* src, const T* snk, const T* edg, const T* rev, int32_t* net,
+                 int32_t* nl, int64_t* row_offset) {
+  const int64_t h = s.height, w = s.width, hw = h * w;
+  std::atomic<bool> ok{true};
+  const int64_t grain = std::max<int64_t>(1, 65536 / std::max<int64_t>(w, 1));
+  at::parallel_for(0, s.batch * h, grain, [&](int64_t begin, int64_t end) {
+    bool mine = true;
+    for (int64_t row = begin; row < end; ++row) {
+      const int64_t b = row / h, y = row % h;
+      const T* e[K];
+      const T* r[K];
+      int32_t* n[K];
+      for (int k = 0; k < K; ++k) {
+        e[k] = edg + (b * K + k) * hw;
+        r[k] = kAsym ? rev + (b * K + k) * hw : nullptr;
+        n[k] = kWriteNl ? nl + (b * K + k) * hw : nullptr;
+      }
+      const T* sb = src + b * hw;
+      const T* tb = snk + b * hw;
+      int32_t* nb = net + b * hw;
+      int64_t offset = 0;
+      if (y == 0 || y == h - 1 || w < 3) {
+        mine &= reduce_span<T, K, kAsym, kWriteNl, true>(sb, tb, e, r, h, w, y, 0, w, nb, n, offset);
+      } else {
+        mine &= reduce_span<T, K, kAsym, kWriteNl, true>(sb, tb, e, r, h, w, y, 0, 1, nb, n, offset);
+        mine &= reduce_span<T, K, kAsym, kWriteNl, false>(sb, tb, e, r, h, w, y, 1, w - 1, nb, n, offset);
+        mine &= reduce_span<T, K, kAsym, kWriteNl, true>(sb, tb, e, r, h, w, y, w - 1, w, nb, n, offset);
       }
       row_offset[row] = offset;
     }
-    if (mine.b != INT64_MAX) {
-      const std::lock_guard<std::mutex> lock(mutex);
-      if (mine.before(first)) first = mine;
-    }
+    if (!mine) ok.store(false, std::memory_order_relaxed);
   });
+  return ok.load();
+}
+
+template <typename T>
+bool reduce_rows_dispatch(const MincutShape& s, const T* src, const T* snk, const T* edg, const T* rev, int32_t* net,
+                          int32_t* nl, int64_t* row_offset) {
+  const bool write = nl != nullptr;
+  if (s.asymmetric) {
+    return s.neighbours == 2 ? reduce_rows<T, 2, true, true>(s, src, snk, edg, rev, net, nl, row_offset)
+                             : reduce_rows<T, 4, true, true>(s, src, snk, edg, rev, net, nl, row_offset);
+  }
+  if (s.neighbours == 2) {
+    return write ? reduce_rows<T, 2, false, true>(s, src, snk, edg, rev, net, nl, row_offset)
+                 : reduce_rows<T, 2, false, false>(s, src, snk, edg, rev, net, nl, row_offset);
+  }
+  return write ? reduce_rows<T, 4, false, true>(s, src, snk, edg, rev, net, nl, row_offset)
+               : reduce_rows<T, 4, false, false>(s, src, snk, edg, rev, net, nl, row_offset);
 }
 
 }  // namespace detail
@@ -240,29 +317,38 @@ inline MincutGraph mincut_graph_cpu(const MincutShape& s, const at::Tensor& sour
   const at::Tensor src = source.contiguous(), snk = sink.contiguous(), edg = edges.contiguous();
   const at::Tensor rev = reverse.has_value() ? reverse->contiguous() : at::Tensor();
   g.net = at::empty({s.batch, s.height, s.width}, source.options().dtype(at::kInt));
-  const bool borrow = !s.asymmetric && source.scalar_type() == at::kInt && s.neighbours == 4;
-  if (!borrow) g.nlinks = at::zeros({s.batch, 4, s.height, s.width}, source.options().dtype(at::kInt));
+  // Symmetric int32 edges are the solver's n-links as they are (it reads none that
+  // leaves the grid); anything else is converted, in the public order (B, K, H, W).
+  const bool borrow = !s.asymmetric && source.scalar_type() == at::kInt;
+  if (!borrow) g.nlinks = at::empty({s.batch, s.neighbours, s.height, s.width}, source.options().dtype(at::kInt));
   at::Tensor rows = at::empty({s.batch * s.height}, source.options().dtype(at::kLong));
-  detail::MincutError first;
   AT_DISPATCH_INDEX_TYPES(source.scalar_type(), "mincut_grid", [&] {
-    detail::prepare_rows<index_t>(s, src.data_ptr<index_t>(), snk.data_ptr<index_t>(), edg.data_ptr<index_t>(),
-                                  rev.defined() ? rev.data_ptr<index_t>() : nullptr, g.net.data_ptr<int32_t>(),
-                                  borrow ? nullptr : g.nlinks.data_ptr<int32_t>(), rows.data_ptr<int64_t>(), first);
+    const index_t* r = rev.defined() ? rev.data_ptr<index_t>() : nullptr;
+    int32_t* nl = borrow ? nullptr : g.nlinks.data_ptr<int32_t>();
+    if (!detail::reduce_rows_dispatch<index_t>(s, src.data_ptr<index_t>(), snk.data_ptr<index_t>(),
+                                               edg.data_ptr<index_t>(), r, g.net.data_ptr<int32_t>(), nl,
+                                               rows.data_ptr<int64_t>())) {
+      const detail::MincutError first = detail::find_first_error<index_t>(
+          s, src.data_ptr<index_t>(), snk.data_ptr<index_t>(), edg.data_ptr<index_t>(), r);
+      TORCH_INTERNAL_ASSERT(first.b != INT64_MAX, "mincut_grid: the fast and the exact check disagree");
+      detail::throw_mincut_error(first);
+    }
   });
-  if (first.b != INT64_MAX) detail::throw_mincut_error(first);
   g.offset = rows.view({s.batch, s.height}).sum(1);
   g.divisor = s.asymmetric ? 2 : 1;
   const int64_t hw = s.height * s.width;
   g.nlink_ptr.resize(static_cast<size_t>(4 * s.batch));
-  if (borrow) {
-    g.keep = edg;
-    const int32_t* e = edg.data_ptr<int32_t>();
-    for (int64_t b = 0; b < s.batch; ++b) {
-      for (int k = 0; k < 4; ++k) g.nlink_ptr[4 * b + kMincutSolverDirection[k]] = e + (b * 4 + k) * hw;
+  g.keep = borrow ? edg : g.nlinks;
+  const int32_t* n = g.keep.data_ptr<int32_t>();
+  if (s.neighbours == 2) {
+    // 4-connected on the 8-connected solver: the diagonals read one plane of zeros.
+    g.zeros = at::zeros({hw}, source.options().dtype(at::kInt));
+  }
+  for (int64_t b = 0; b < s.batch; ++b) {
+    for (int k = 0; k < 4; ++k) {
+      g.nlink_ptr[4 * b + kMincutSolverDirection[k]] =
+          k < s.neighbours ? n + (b * s.neighbours + k) * hw : g.zeros.data_ptr<int32_t>();
     }
-  } else {
-    const int32_t* n = g.nlinks.data_ptr<int32_t>();
-    for (int64_t b = 0; b < 4 * s.batch; ++b) g.nlink_ptr[b] = n + b * hw;
   }
   return g;
 }
