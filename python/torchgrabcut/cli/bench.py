@@ -6,6 +6,10 @@ import argparse
 from typing import Any
 
 from torchgrabcut.cli.options import add_max_iter, float_list, int_range
+from torchgrabcut.data import BUNDLED_IMAGE
+from torchgrabcut.imageio import MAX_IMAGE_PIXELS, check_output_path
+from torchgrabcut.tools.figures import require_matplotlib, speed_plot
+from torchgrabcut.tools.speed import MIN_BENCH_MEGAPIXELS, bench_sizes, format_bench
 
 __all__ = ["add_parser", "run"]
 
@@ -14,9 +18,6 @@ PLOT_FORMATS = ("png", "pdf", "svg", "jpg", "jpeg", "tif", "tiff", "webp", "eps"
 
 
 def add_parser(sub: Any) -> None:
-    from torchgrabcut.imageio import MAX_IMAGE_PIXELS
-    from torchgrabcut.tools.speed import MIN_BENCH_MEGAPIXELS
-
     p = sub.add_parser("bench", help="speed against cv2.grabCut, on the CPU and the GPU")
     p.add_argument("--image", default=None, help="image to scale (default: the bundled one)")
     max_mp = MAX_IMAGE_PIXELS / 1e6
@@ -45,14 +46,8 @@ def add_parser(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from torchgrabcut.data import BUNDLED_IMAGE
-    from torchgrabcut.imageio import check_output_path
-    from torchgrabcut.tools.speed import bench_sizes, format_bench
-
     plot = None
     if args.plot:
-        from torchgrabcut.tools.figures import require_matplotlib
-
         plot = check_output_path(args.plot, "--plot", extensions=PLOT_FORMATS)
         require_matplotlib()
     rows = bench_sizes(
@@ -65,8 +60,6 @@ def run(args: argparse.Namespace) -> int:
     )
     print(format_bench(rows))
     if plot is not None:
-        from torchgrabcut.tools.figures import speed_plot
-
         speed_plot(rows, plot)
         print(f"speed plot: {plot}")
     return 0

@@ -8,6 +8,8 @@ from typing import Any
 
 from torchgrabcut.cli.options import add_device
 from torchgrabcut.cli.segment import segment_and_write
+from torchgrabcut.data import BUNDLED_BOX, BUNDLED_IMAGE
+from torchgrabcut.imageio import read_image
 
 __all__ = ["add_parser", "run"]
 
@@ -20,9 +22,6 @@ def add_parser(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from torchgrabcut.data import BUNDLED_BOX, BUNDLED_IMAGE
-    from torchgrabcut.imageio import read_image
-
     out = Path(args.out_dir)
     if out.exists() and not out.is_dir():
         raise ValueError(f"-o: {out} exists and is not a folder")

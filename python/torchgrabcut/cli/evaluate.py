@@ -6,6 +6,9 @@ import argparse
 from typing import Any
 
 from torchgrabcut.cli.options import add_device, add_max_iter, int_range
+from torchgrabcut.imageio import check_output_path, write_image
+from torchgrabcut.tools.evaluate import evaluate_dataset, format_eval
+from torchgrabcut.tools.figures import contact_sheet, sheet_tiles
 
 __all__ = ["add_parser", "run"]
 
@@ -42,18 +45,12 @@ def add_parser(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from torchgrabcut.imageio import check_output_path
-    from torchgrabcut.tools.evaluate import evaluate_dataset, format_eval
-
     sheet = check_output_path(args.sheet, "--sheet") if args.sheet else None
     res = evaluate_dataset(
         args.dataset, device=args.device, max_iter=args.max_iter, with_cv2=not args.no_cv2, cv2_seed=args.cv2_seed
     )
     print(format_eval(res))
     if sheet is not None:
-        from torchgrabcut.imageio import write_image
-        from torchgrabcut.tools.figures import contact_sheet, sheet_tiles
-
         write_image(sheet, contact_sheet(sheet_tiles(res), columns=args.sheet_columns))
         print(f"contact sheet: {sheet}")
     return 0

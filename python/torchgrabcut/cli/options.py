@@ -6,6 +6,10 @@ import argparse
 import math
 from collections.abc import Callable
 
+import torch
+
+from torchgrabcut.api import MAX_ITER_LIMIT, resolve_device
+
 __all__ = ["add_device", "add_max_iter", "device", "float_list", "int_range"]
 
 
@@ -46,8 +50,6 @@ def float_list(low: float, high: float, unit: str) -> Callable[[str], tuple[floa
 
 def add_max_iter(parser: argparse.ArgumentParser) -> None:
     """--max-iter: 0..the library's limit, default 5."""
-    from torchgrabcut.api import MAX_ITER_LIMIT
-
     parser.add_argument(
         "--max-iter",
         type=int_range(0, MAX_ITER_LIMIT),
@@ -63,10 +65,6 @@ def add_device(parser: argparse.ArgumentParser) -> None:
 
 def device(text: str) -> str:
     """cpu, cuda or cuda:N, usable here; checked before any image is read."""
-    import torch
-
-    from torchgrabcut.api import resolve_device
-
     try:
         dev = resolve_device(text)
     except ValueError as err:

@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 
+from torchgrabcut import api, imageio  # used as api.grabcut, imageio.read_image: looked up at each call
 from torchgrabcut.cli.options import add_device, add_max_iter
 
 __all__ = ["add_parser", "join_negative_box", "run", "segment_and_write"]
@@ -51,13 +52,11 @@ def join_negative_box(argv: list[str]) -> list[str]:
 
 
 def add_parser(sub: Any) -> None:
-    from torchgrabcut.imageio import LABEL_EXTENSIONS, MAX_IMAGE_PIXELS
-
     p = sub.add_parser(
         "segment",
         help="segment one image from a box or a trimap",
-        description=f"Images: any format Pillow reads, up to {MAX_IMAGE_PIXELS:,} pixels "
-        f"({MAX_IMAGE_PIXELS / 1e6:.0f} megapixels); grey, palette and RGBA images are read as colour (alpha "
+        description=f"Images: any format Pillow reads, up to {imageio.MAX_IMAGE_PIXELS:,} pixels "
+        f"({imageio.MAX_IMAGE_PIXELS / 1e6:.0f} megapixels); grey, palette and RGBA images are read as colour (alpha "
         "dropped), 16-bit ones scaled to 8 bits, the EXIF orientation applied, as cv2.imread does.",
     )
     p.add_argument("image", help="image file (any format Pillow reads)")
@@ -73,7 +72,7 @@ def add_parser(sub: Any) -> None:
         "--output",
         default="mask.png",
         help="where to write the mask (labels 0..3; default mask.png); a lossless format: "
-        + ", ".join(LABEL_EXTENSIONS)
+        + ", ".join(imageio.LABEL_EXTENSIONS)
         + " (JPEG would change the labels)",
     )
     p.add_argument("--overlay", help="also write the image with the foreground outlined here (any format, JPEG too)")
@@ -83,33 +82,28 @@ def add_parser(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from torchgrabcut.imageio import check_output_path, read_image, read_label_image
-
-    out_mask = check_output_path(args.output, "-o", labels=True)
-    out_overlay = check_output_path(args.overlay, "--overlay") if args.overlay else None
+    out_mask = imageio.check_output_path(args.output, "-o", labels=True)
+    out_overlay = imageio.check_output_path(args.overlay, "--overlay") if args.overlay else None
     _check_outputs_apart({"IMAGE": args.image, "--mask": args.mask}, {"-o": out_mask, "--overlay": out_overlay})
-    image = read_image(args.image)
+    image = imageio.read_image(args.image)
     kwargs: dict[str, object] = {"max_iter": args.max_iter, "device": args.device}
     if args.box is not None:
         kwargs["box"] = args.box
     else:
-        kwargs["mask"] = read_label_image(args.mask, "--mask")
+        kwargs["mask"] = imageio.read_label_image(args.mask, "--mask")
     segment_and_write(image, out_mask, out_overlay, **kwargs)
     return 0
 
 
 def segment_and_write(image: np.ndarray, out_mask: Path, out_overlay: Path | None, **kwargs: object) -> float:
     """GrabCut on ``image``, the mask (and the overlay) written, one line each; the call's seconds."""
-    from torchgrabcut.api import grabcut
-    from torchgrabcut.imageio import overlay, write_image
-
     t = time.perf_counter()
-    mask = grabcut(image, **kwargs)  # type: ignore[arg-type]
+    mask = api.grabcut(image, **kwargs)  # type: ignore[arg-type]
     seconds = time.perf_counter() - t
-    write_image(out_mask, mask)
+    imageio.write_image(out_mask, mask)
     print(f"mask: {out_mask} (labels 0..3; foreground = 1 or 3)")
     if out_overlay is not None:
-        write_image(out_overlay, overlay(image, mask))
+        imageio.write_image(out_overlay, imageio.overlay(image, mask))
         print(f"overlay: {out_overlay}")
     fg = float((mask & 1).mean())
     print(f"{image.shape[0]}x{image.shape[1]}: {100 * fg:.1f}% foreground, {1e3 * seconds:.1f} ms")

@@ -20,7 +20,7 @@ from typing import Any
 __all__ = ["DatasetOptions", "DatasetSummary", "run_dataset"]
 
 
-def __getattr__(name: str) -> Any:  # lazy: `import torchgrabcut.dataset.cli` stays light
+def __getattr__(name: str) -> Any:  # lazy: `import torchgrabcut.dataset.cli` (and so --help) stays light
     if name in __all__:
         from torchgrabcut.dataset import job
 

@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from torchgrabcut import api
 from torchgrabcut.dataset.options import DatasetOptions
 from torchgrabcut.dataset.plan import ImagePlan
 from torchgrabcut.dataset.timing import call_timeline, waited
@@ -86,10 +87,8 @@ class GrabCutCalls:
         the same. A failed call leaves nothing allocated (see grabcut), and the other
         worker's call may have been what filled the device.
         """
-        from torchgrabcut.api import grabcut  # looked up at each call: a benchmark may stand in for it
-
-        try:
-            return grabcut(crops, box=boxes, max_iter=self.opts.max_iter, device=self.dev)
+        try:  # api.grabcut looked up at each call: a benchmark may stand in for it
+            return api.grabcut(crops, box=boxes, max_iter=self.opts.max_iter, device=self.dev)
         except torch.OutOfMemoryError:
             if len(crops) == 1:
                 raise

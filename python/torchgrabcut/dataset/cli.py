@@ -117,6 +117,7 @@ def _add_input_flags(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    # Here, not at the top: --help and the other commands do not load the job (~0.1 s).
     from torchgrabcut.dataset.job import DatasetOptions, run_dataset
 
     summary = run_dataset(

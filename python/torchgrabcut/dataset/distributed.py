@@ -16,7 +16,9 @@ from datetime import timedelta
 from typing import Any, TypeVar
 
 import torch
+import torch.distributed as dist
 
+from torchgrabcut.api import resolve_device
 from torchgrabcut.dataset.parts import OutputShare
 
 __all__ = [
@@ -54,8 +56,6 @@ def launched_by_torchrun() -> bool:
 
 def join_group(device: str | None) -> tuple[Rank, torch.device]:
     """This process's rank and device; under torchrun, after joining the group."""
-    from torchgrabcut.api import resolve_device
-
     r = Rank()
     if launched_by_torchrun():
         r.rank, r.world = int(os.environ.get("RANK", "0")), int(os.environ["WORLD_SIZE"])
@@ -73,8 +73,6 @@ def join_group(device: str | None) -> tuple[Rank, torch.device]:
             dev = torch.device("cuda", torch.cuda.current_device())
         torch.cuda.set_device(dev)
     if launched_by_torchrun():
-        import torch.distributed as dist
-
         if dev.type == "cuda":
             dist.init_process_group("nccl", device_id=dev, timeout=GROUP_TIMEOUT)
         else:
@@ -85,8 +83,6 @@ def join_group(device: str | None) -> tuple[Rank, torch.device]:
 
 def leave_group(r: Rank) -> None:
     if r.joined_group:
-        import torch.distributed as dist
-
         dist.destroy_process_group()
 
 
@@ -99,8 +95,6 @@ def broadcast_from_rank0(r: Rank, value: T) -> T:
     """Rank 0's ``value`` on every rank (a small picklable object); the value itself without a group."""
     if r.world == 1:
         return value
-    import torch.distributed as dist
-
     box: list[Any] = [value]
     dist.broadcast_object_list(box, src=0)  # NCCL: through the rank's current CUDA device
     result: T = box[0]
@@ -111,8 +105,6 @@ def gather_shares(r: Rank, share: OutputShare) -> list[OutputShare]:
     """Every rank's share, on rank 0 (in rank order); [] on the other ranks."""
     if r.world == 1:  # nothing to gather (the collective would still pickle the whole share)
         return [share]
-    import torch.distributed as dist
-
     shares: list[Any] | None = [None] * r.world if r.rank == 0 else None
     dist.gather_object(share, shares, dst=0)  # NCCL: through the rank's current CUDA device
     return [s for s in shares if s is not None] if shares is not None else []

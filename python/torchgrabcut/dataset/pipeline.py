@@ -45,6 +45,7 @@ from torchgrabcut.dataset.options import DatasetOptions
 from torchgrabcut.dataset.parts import OutputShare, PartWriter
 from torchgrabcut.dataset.plan import ImagePlan, gt_rle, replan_with_size
 from torchgrabcut.dataset.timing import waited
+from torchgrabcut.imageio import read_image
 
 __all__ = ["CHUNK_BATCHES", "ImageReader", "PostProcessor", "crop_shape_key", "segment_share"]
 
@@ -72,8 +73,6 @@ class ImageReader(torch.utils.data.Dataset):
         return len(self.plans)
 
     def __getitem__(self, i: int) -> tuple[ImagePlan, torch.Tensor | None, str | None]:
-        from torchgrabcut.imageio import read_image
-
         plan = self.plans[i]
         if not plan.needs_image():
             return plan, None, None  # every annotation skipped: no need to read the image

@@ -85,7 +85,7 @@ _EPS = 1e-6
 
 def require_dataset_deps() -> tuple[Any, Any]:
     """(pycocotools.mask, tqdm.tqdm), or a RuntimeError that says how to install them."""
-    try:
+    try:  # optional dependencies (the dataset extra), imported when the job runs
         from pycocotools import mask as mask_utils
         from tqdm import tqdm
     except ImportError as err:

@@ -32,9 +32,9 @@ def create_app(config: ServerConfig | None = None) -> Any:
     """The Flask app serving ``config`` (RuntimeError without Flask, FileNotFoundError for a
     missing image, ValueError for a bad setting); a new token each time."""
     _import_flask()
-    from flask import Flask
+    from flask import Flask  # optional (the serve extra)
 
-    from torchgrabcut.server import routes
+    from torchgrabcut.server import routes  # imports flask
 
     cfg = config or ServerConfig()
     for p in cfg.images:
@@ -101,9 +101,9 @@ def make_server(config: ServerConfig) -> Any:
 
     ValueError (naming ``--host`` or ``--port``) when the address cannot be listened on.
     """
-    from werkzeug.serving import make_server as werkzeug_server
+    from werkzeug.serving import make_server as werkzeug_server  # optional (the serve extra)
 
-    from torchgrabcut.server.routes import PORT
+    from torchgrabcut.server.routes import PORT  # imports flask
 
     app = create_app(config)
     sock = _listen(config.host, config.port or 0)

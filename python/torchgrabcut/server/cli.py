@@ -6,13 +6,12 @@ import argparse
 import math
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from torchgrabcut.api import MAX_ITER_LIMIT
 from torchgrabcut.cli.options import add_device, int_range
-
-if TYPE_CHECKING:
-    from torchgrabcut.server.config import ServerConfig
+from torchgrabcut.data import BUNDLED_IMAGE
+from torchgrabcut.server.config import LIMIT_MAX, ServerConfig
 
 __all__ = ["add_parser", "run"]
 
@@ -112,8 +111,6 @@ def _limit(flag: str, value: float, top: float, zero_ok: bool = False) -> None:
 def _config_from_args(args: argparse.Namespace) -> ServerConfig:
     """The server's settings from the command line; ValueError naming the flag of a bad value
     (checked here, before anything starts, so that the message names the flag, not the field)."""
-    from torchgrabcut.server.config import LIMIT_MAX, ServerConfig
-
     if not 0 <= args.port <= 65535:
         raise ValueError(f"--port: expected 0..65535, got {args.port}")
     for flag, value in (("--max-sessions", args.max_sessions), ("--max-concurrent", args.max_concurrent)):
@@ -124,12 +121,7 @@ def _config_from_args(args: argparse.Namespace) -> ServerConfig:
     _limit("--session-timeout", args.session_timeout, LIMIT_MAX["session_timeout_s"] / 60)
     _limit("--queue-timeout", args.queue_timeout, LIMIT_MAX["queue_timeout_s"], zero_ok=True)
     _limit("--max-memory-mb", args.max_memory_mb, LIMIT_MAX["max_memory_mb"])
-    if args.images:
-        images = [Path(p) for p in args.images]
-    else:
-        from torchgrabcut.data import BUNDLED_IMAGE
-
-        images = [BUNDLED_IMAGE]
+    images = [Path(p) for p in args.images] if args.images else [BUNDLED_IMAGE]
     config = ServerConfig(
         images=images,
         device=args.device,
@@ -156,6 +148,7 @@ def _config_from_args(args: argparse.Namespace) -> ServerConfig:
 
 
 def run(args: argparse.Namespace) -> int:
+    # Here, not at the top: --help and the other commands do not load the server.
     from torchgrabcut.server.app import make_server
 
     config = _config_from_args(args)

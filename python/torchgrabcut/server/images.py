@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 import numpy as np
+from PIL import Image
 
 from torchgrabcut.imageio import ImageTooLarge, NotAnImage, UndecodableImage, image_size_bytes, read_image_bytes
 from torchgrabcut.server.errors import UploadError
@@ -66,8 +67,6 @@ def decode_image(data: bytes, max_pixels: int, name: str = "upload") -> np.ndarr
 
 def encode_png(array: np.ndarray) -> bytes:
     """(H, W) grey or (H, W, 3) BGR uint8 as PNG bytes (fast compression: it is sent at once)."""
-    from PIL import Image
-
     arr = array if array.ndim == 2 else array[:, :, ::-1]
     buf = io.BytesIO()
     Image.fromarray(np.ascontiguousarray(arr)).save(buf, format="PNG", compress_level=1)

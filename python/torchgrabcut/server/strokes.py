@@ -6,6 +6,7 @@ import math
 from typing import Any
 
 import numpy as np
+from PIL import Image, ImageDraw
 
 from torchgrabcut.api import GC_BGD, GC_FGD
 from torchgrabcut.server.parsing import Stroke, parse_strokes
@@ -28,8 +29,6 @@ def paint_strokes(mask: np.ndarray, strokes: Any) -> np.ndarray:
 
 
 def _paint(mask: np.ndarray, stroke: Stroke) -> None:
-    from PIL import Image, ImageDraw
-
     h, w = mask.shape
     r = stroke.radius
     # Drawn on the stroke's bounding box only (clipped to the image), not the whole image.

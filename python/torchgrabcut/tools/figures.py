@@ -120,7 +120,7 @@ def sheet_tiles(res: EvalResult, method: str = "torchgrabcut") -> list[SheetTile
 def require_matplotlib() -> None:
     """RuntimeError with the install command when matplotlib is missing (checked before a bench runs)."""
     try:
-        import matplotlib
+        import matplotlib  # optional (the plot extra)
     except ImportError as err:
         raise RuntimeError("--plot needs matplotlib: pip install torchgrabcut[plot]") from err
     del matplotlib
@@ -129,9 +129,9 @@ def require_matplotlib() -> None:
 def speed_plot(rows: Sequence[BenchRow], path: str | Path, title: str = "GrabCut, 5 iterations") -> None:
     """Milliseconds against megapixels, both axes logarithmic, one line per method; written to ``path``."""
     require_matplotlib()
-    import matplotlib
+    import matplotlib  # optional (the plot extra)
 
-    matplotlib.use("Agg")
+    matplotlib.use("Agg")  # before pyplot: files only, no display
     import matplotlib.pyplot as plt
 
     if not rows:

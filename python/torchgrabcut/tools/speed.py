@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 import torch
+from PIL import Image
 
 from torchgrabcut.api import grabcut
 from torchgrabcut.data import BUNDLED_BOX_FRACTION, BUNDLED_IMAGE
@@ -46,8 +47,6 @@ class BenchRow:
 
 def scaled_image(image: np.ndarray, megapixels: float) -> np.ndarray:
     """The image resized (bicubic, Pillow) to about ``megapixels``."""
-    from PIL import Image
-
     h, w = image.shape[:2]
     s = (megapixels * 1e6 / (h * w)) ** 0.5
     size = (max(1, round(w * s)), max(1, round(h * s)))
@@ -82,7 +81,7 @@ def gpu_median_ms(fn: Callable[[], object], repeats: int, warmup: int = 2) -> fl
 
 def _cv2_module() -> Any:
     try:
-        import cv2
+        import cv2  # optional: the comparison is left out without it
     except ImportError:
         return None
     return cv2
