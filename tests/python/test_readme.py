@@ -29,9 +29,10 @@ def _python_blocks() -> list[str]:
 
 def test_the_readme_has_the_examples_this_file_runs() -> None:
     blocks = _python_blocks()
-    assert len(blocks) == 2, f"README has {len(blocks)} python blocks; give each new one a test here"
+    assert len(blocks) == 3, f"README has {len(blocks)} python blocks; give each new one a test here"
     assert "torchgrabcut.grabcut(img, box=" in blocks[0]
     assert "gc.grabCut(img, mask, (x, y, w, h)" in blocks[1]
+    assert "torchgrabcut.mincut(source, sink, edges)" in blocks[2]
 
 
 def test_quick_start(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -89,3 +90,15 @@ def test_cv2_drop_in() -> None:
     assert ns["mask"] is mask and ns["bgd"] is bgd and ns["fgd"] is fgd
     assert np.array_equal(mask, torchgrabcut.grabcut(img, box=(x, y, x + w, y + h)))
     assert bgd.any() and fgd.any()
+
+
+def test_graph_cuts_on_grids() -> None:
+    ns: dict[str, Any] = {}
+    exec(compile(_python_blocks()[2], "README.md (graph cuts on grids)", "exec"), ns)
+    # What the comments say: the flow, the canonical cut, a scale of 1 for integers.
+    assert int(ns["flow"]) == 2 and ns["flow"].shape == ()
+    assert ns["cut"].tolist() == [[True, True, False]] and float(ns["scale"]) == 1.0
+    p = ns["prob"].clamp(1e-4, 1 - 1e-4)
+    direct = torchgrabcut.mincut(-torch.log1p(-p), -torch.log(p), torch.full((4, 4, 128, 128), 0.5))
+    assert ns["foreground"].shape == (4, 128, 128) and ns["foreground"].dtype == torch.bool
+    assert torch.equal(ns["foreground"], direct.cut) and torch.equal(ns["result"].flow, direct.flow)
