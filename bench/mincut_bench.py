@@ -20,7 +20,8 @@ sides solve the same integer graph. For every graph the same run times, on the C
 
 and checks that the flow values are equal. Each time is the best of --repeats. With
 --device cuda it times the call on the GPU (synchronised) and, with --batch, a batch of
-that many graphs (the images cycled) in one call.
+that many graphs (the images cycled) in one call, and PyMaxflow's solve of each graph
+on one CPU core of the same machine where PyMaxflow is installed.
 """
 
 from __future__ import annotations
@@ -162,7 +163,15 @@ def bench_cuda(items: list, args: argparse.Namespace) -> None:
             cpu = torchgrabcut.mincut(*(torch.from_numpy(x) for x in (s, t, e)))
             if not (torch.equal(r.cut.cpu(), cpu.cut) and int(r.flow) == int(cpu.flow)):
                 raise AssertionError(f"{name_graph[0]}: GPU and CPU differ")
-            print(f"  {k * 2}-conn {name_graph[0]:12s} GPU call {t_gpu * 1e3:7.2f}", flush=True)
+            try:
+                ref_flow, t_ref = pymaxflow_solve(s, t, e)
+            except ImportError:
+                ref = "(PyMaxflow not installed)"
+            else:
+                if ref_flow != int(cpu.flow):
+                    raise AssertionError(f"{name_graph[0]}: flow differs from PyMaxflow's")
+                ref = f"PyMaxflow solve {t_ref * 1e3:7.1f} ({t_ref / t_gpu:6.1f}x)"
+            print(f"  {k * 2}-conn {name_graph[0]:12s} GPU call {t_gpu * 1e3:7.2f}  {ref}", flush=True)
         if args.batch:
             idx = [i % len(graphs) for i in range(args.batch)]
             st, tt, et = (torch.from_numpy(np.stack([graphs[i][j] for i in idx])).cuda() for j in range(3))
