@@ -54,11 +54,11 @@ def segmentation_graph(
     """(source, sink, edges) int32 of one photo at args.size x args.size, K = k edges per pixel."""
     n = args.size
     h, w = image.shape[:2]
-    rgb = np.asarray(Image.fromarray(image[:, :, ::-1]).resize((n, n), Image.BICUBIC)).astype(np.float64)
+    rgb = np.asarray(Image.fromarray(image[:, :, ::-1]).resize((n, n), Image.Resampling.BICUBIC)).astype(np.float64)
     x0, y0, x1, y1 = box
     mask = np.zeros((h, w), np.uint8)
     mask[y0:y1, x0:x1] = 255
-    p = np.asarray(Image.fromarray(mask).resize((n, n), Image.BILINEAR)).astype(np.float64) / 255
+    p = np.asarray(Image.fromarray(mask).resize((n, n), Image.Resampling.BILINEAR)).astype(np.float64) / 255
     rng = np.random.default_rng(seed)
     if args.noise_first:
         p = np.clip(p + rng.normal(0, args.noise, p.shape), 0, 1)
@@ -115,16 +115,20 @@ def solver_form(source: torch.Tensor, sink: torch.Tensor, edges: torch.Tensor) -
     return net, nl
 
 
-def load(root: Path, count: int) -> list[tuple[str, np.ndarray, tuple[int, int, int, int]]]:
+Item = tuple[str, np.ndarray, tuple[int, int, int, int]]
+
+
+def load(root: Path, count: int) -> list[Item]:
     with open(root / "boxes.csv", newline="") as f:
         rows = list(csv.DictReader(f))[:count]
-    return [
-        (row["name"], read_image(root / "images" / row["name"]), tuple(int(row[k]) for k in ("x0", "y0", "x1", "y1")))
-        for row in rows
-    ]
+    items: list[Item] = []
+    for row in rows:
+        x0, y0, x1, y1 = (int(row[k]) for k in ("x0", "y0", "x1", "y1"))
+        items.append((row["name"], read_image(root / "images" / row["name"]), (x0, y0, x1, y1)))
+    return items
 
 
-def bench_cpu(items: list, args: argparse.Namespace) -> None:
+def bench_cpu(items: list[Item], args: argparse.Namespace) -> None:
     torch.set_num_threads(args.threads)
     print(f"CPU, {torch.get_num_threads()} thread(s), {args.size}x{args.size}, best of {args.repeats}; ms")
     for k in args.ks:
@@ -151,7 +155,7 @@ def bench_cpu(items: list, args: argparse.Namespace) -> None:
         )
 
 
-def bench_cuda(items: list, args: argparse.Namespace) -> None:
+def bench_cuda(items: list[Item], args: argparse.Namespace) -> None:
     sync = torch.cuda.synchronize
     print(f"{torch.cuda.get_device_name()}, {args.size}x{args.size}, best of {args.repeats}; ms")
     for k in args.ks:

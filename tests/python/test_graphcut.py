@@ -365,7 +365,8 @@ def test_edges_that_leave_the_grid_are_ignored() -> None:
         assert torch.equal(a.cut, b.cut) and torch.equal(a.flow, b.flow)
     f = call([g], dtype=torch.float64)
     fn = torchgrabcut.mincut(
-        *(torch.from_numpy(g[n]).double()[None] for n in ("source", "sink")),
+        torch.from_numpy(g["source"]).double()[None],
+        torch.from_numpy(g["sink"]).double()[None],
         torch.from_numpy(np.where(edge_mask(4, 9, 7), g["edges"], np.nan))[None],
     )
     assert torch.equal(f.cut, fn.cut) and torch.equal(f.flow, fn.flow)
