@@ -22,7 +22,7 @@ from torchgrabcut.cv2_compat import (
     GC_INIT_WITH_RECT,
     grabCut,
 )
-from torchgrabcut.graphcut import MinCut, mincut
+from torchgrabcut.graphcut import MinCut, mincut, segment
 from torchgrabcut.model import GrabCutModel
 
 __version__ = "0.1.0"
@@ -43,4 +43,5 @@ __all__ = [
     "grabCut",
     "grabcut",
     "mincut",
+    "segment",
 ]

@@ -17,11 +17,12 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+import numpy as np
 import torch
 
 from torchgrabcut import _ops
 
-__all__ = ["MAX_NODE_SUM", "MAX_PADDED_PIXELS", "NEIGHBOURS", "MinCut", "mincut"]
+__all__ = ["MAX_NODE_SUM", "MAX_PADDED_PIXELS", "NEIGHBOURS", "MinCut", "mincut", "segment"]
 
 # The bound on every pixel's sum of capacities (csrc/bindings/mincut_op.h, kMincutMaxNodeSum).
 MAX_NODE_SUM = 2**30 - 1
@@ -280,3 +281,117 @@ def _scaled(
             )
         ints[name] = scaled.to(torch.int32)
     return ints, scales
+
+
+# torchmaxflow clamps probabilities at float32's machine epsilon before taking logs.
+_PROB_EPS = float(torch.finfo(torch.float32).eps)
+
+
+def segment(
+    image: torch.Tensor,
+    prob: torch.Tensor,
+    *,
+    lamda: float,
+    sigma: float,
+    connectivity: int = 8,
+    spacing: tuple[float, float] = (1.0, 1.0),
+    foreground_seeds: torch.Tensor | None = None,
+    background_seeds: torch.Tensor | None = None,
+    scale: float | torch.Tensor | None = None,
+) -> MinCut:
+    """Binary segmentation of foreground probabilities with a contrast-sensitive Potts term, batched.
+
+    The energy of torchmaxflow's ``maxflow(image, prob, lamda, sigma)``, solved exactly by ``mincut``:
+    a pixel on the foreground (source) side costs -log(max(p_bg, eps)), on the background side
+    -log(max(p_fg, eps)), eps = float32's machine epsilon; two neighbours on different sides cost
+    ``lamda * exp(-d^2 / (2 sigma^2))`` with d = |image_p - image_q| (L2 over the channels) divided
+    by their distance (``spacing`` = (dy, dx) pixel size).
+
+    Args:
+        image: ``(B, C, H, W)`` (or ``(C, H, W)``) floating-point image, the contrast.
+        prob: ``(B, H, W)`` foreground probabilities (background 1 - p), or ``(B, 2, H, W)``
+            (background, foreground) as torchmaxflow takes them; unbatched forms without B.
+        lamda, sigma: the Potts weight (>= 0) and the contrast scale (> 0).
+        connectivity: 4 or 8.
+        foreground_seeds, background_seeds: optional ``(B, H, W)`` bool: pixels forced to that
+            side (hard: their terminal capacity is 1 + the sum of their edges, more than any cut
+            through their edges saves).
+        scale: as in ``mincut`` (the capacities are floating point).
+
+    Returns:
+        ``MinCut``: ``cut`` (B, H, W) bool, True = foreground; ``flow`` and ``scale`` as in ``mincut``.
+    """
+    for name, t in (("image", image), ("prob", prob)):
+        if not isinstance(t, torch.Tensor) or not t.dtype.is_floating_point:
+            raise TypeError(f"{name}: expected a floating-point torch.Tensor, got {getattr(t, 'dtype', type(t))}")
+    unbatched = image.dim() == 3
+    if image.dim() not in (3, 4):
+        raise ValueError(f"image: expected shape (B, C, H, W) or (C, H, W), got {tuple(image.shape)}")
+    img = image[None] if unbatched else image
+    p = prob[None] if unbatched else prob
+    batch, _, h, w = img.shape
+    if p.dim() == 4 and p.shape[1] == 2 and p.shape[2:] == (h, w) and p.shape[0] == batch:
+        p_bg, p_fg = p[:, 0], p[:, 1]
+    elif p.dim() == 3 and p.shape == (batch, h, w):
+        p_fg = p
+        p_bg = 1 - p
+    else:
+        raise ValueError(
+            f"prob: expected shape {(batch, h, w) if not unbatched else (h, w)} or with a 2-channel axis "
+            f"(background, foreground) after B, for image {tuple(image.shape)}, got {tuple(prob.shape)}"
+        )
+    if connectivity not in (4, 8):
+        raise ValueError(f"connectivity: expected 4 or 8, got {connectivity!r}")
+    if not (_finite(lamda) and lamda >= 0):
+        raise ValueError(f"lamda: expected a finite value >= 0, got {lamda!r}")
+    if not (_finite(sigma) and sigma > 0):
+        raise ValueError(f"sigma: expected a finite value > 0, got {sigma!r}")
+    if len(spacing) != 2 or not all(_finite(s) and s > 0 for s in spacing):
+        raise ValueError(f"spacing: expected two finite values > 0 (dy, dx), got {spacing!r}")
+    if img.device != p.device:
+        raise ValueError(f"image and prob: expected one device, got {img.device} and {p.device}")
+    with torch.no_grad():
+        img64 = img.to(torch.float64)
+        eps = torch.tensor(_PROB_EPS, dtype=torch.float64, device=img.device)
+        source = -torch.log(torch.maximum(p_bg.to(torch.float64), eps))
+        sink = -torch.log(torch.maximum(p_fg.to(torch.float64), eps))
+        k = 2 if connectivity == 4 else 4
+        edges = torch.zeros((batch, k, h, w), dtype=torch.float64, device=img.device)
+        for i, (dy, dx) in enumerate(NEIGHBOURS[k]):
+            lo, hi = max(0, -dx), w - max(0, dx)
+            diff = img64[:, :, : h - dy, lo:hi] - img64[:, :, dy:, lo + dx : hi + dx]
+            d = diff.pow(2).sum(1).sqrt() / float(np.hypot(dy * spacing[0], dx * spacing[1]))
+            edges[:, i, : h - dy, lo:hi] = lamda * torch.exp(-(d * d) / (2 * sigma * sigma))
+        seeds = {"foreground_seeds": foreground_seeds, "background_seeds": background_seeds}
+        masks = {}
+        for name, s in seeds.items():
+            if s is None:
+                continue
+            s = s[None] if unbatched else s
+            if not isinstance(s, torch.Tensor) or s.dtype != torch.bool or s.shape != (batch, h, w):
+                raise ValueError(f"{name}: expected a bool tensor of shape {(batch, h, w)}, got {s!r:.80}")
+            masks[name] = s.to(img.device)
+        if masks:
+            # 1 + the sum of a seed's edges: more than any cut through its edges saves.
+            hard = 1 + _node_sums({"source": torch.zeros_like(source), "sink": torch.zeros_like(sink), "edges": edges})
+            if "foreground_seeds" in masks:
+                fg = masks["foreground_seeds"]
+                source, sink = torch.where(fg, hard, source), torch.where(fg, 0.0, sink)
+            if "background_seeds" in masks:
+                bg = masks["background_seeds"]
+                source, sink = torch.where(bg, 0.0, source), torch.where(bg, hard, sink)
+    result = mincut(source, sink, edges, scale=scale)
+    if masks:
+        wrong = ("foreground_seeds" in masks and not bool(result.cut[masks["foreground_seeds"]].all())) or (
+            "background_seeds" in masks and bool(result.cut[masks["background_seeds"]].any())
+        )
+        if wrong:
+            raise ValueError(f"scale: {result.scale.tolist()} is too coarse to keep the seeds hard; use a larger one")
+    if unbatched:
+        return MinCut(result.cut[0], result.flow[0], result.scale[0])
+    return result
+
+
+def _finite(x: float) -> bool:
+    """True for a finite real number (a bool or a non-number is not one)."""
+    return isinstance(x, (int, float, np.floating, np.integer)) and not isinstance(x, bool) and bool(np.isfinite(x))

@@ -578,3 +578,100 @@ def test_cuda_opcheck_and_repeated_calls() -> None:
         assert torch.equal(first.cut, again.cut) and torch.equal(first.flow, again.flow)
     s, t, e = (torch.from_numpy(np.stack([g[n]])).int().cuda() for n in ("source", "sink", "edges"))
     torch.library.opcheck(torch.ops.torchgrabcut.mincut_grid.default, (s, t, e, None))
+
+
+# ---------------------------------------------------------------- segment: torchmaxflow's energy
+
+
+def potts_graph(
+    image: np.ndarray, p_fg: np.ndarray, lamda: float, sigma: float, connectivity: int, spacing: tuple[float, float]
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """torchmaxflow's graph written out here, float64: unary -log(max(p, eps)), Potts on |dI| / distance."""
+    eps = float(np.finfo(np.float32).eps)
+    source = -np.log(np.maximum(1 - p_fg, eps))
+    sink = -np.log(np.maximum(p_fg, eps))
+    offsets = [(0, 1), (1, 0)] + ([(1, 1), (1, -1)] if connectivity == 8 else [])
+    _, h, w = image.shape
+    edges = np.zeros((len(offsets), h, w))
+    for k, (dy, dx) in enumerate(offsets):
+        for y in range(h - dy):
+            for x in range(w):
+                if 0 <= x + dx < w:
+                    d = np.sqrt(((image[:, y, x] - image[:, y + dy, x + dx]) ** 2).sum())
+                    d /= np.hypot(dy * spacing[0], dx * spacing[1])
+                    edges[k, y, x] = lamda * np.exp(-(d * d) / (2 * sigma * sigma))
+    return source, sink, edges
+
+
+@pytest.mark.parametrize("connectivity", [4, 8])
+def test_segment_is_the_cut_of_torchmaxflows_energy(connectivity: int) -> None:
+    rng = np.random.default_rng(connectivity)
+    b, c, h, w = 2, 3, 23, 31
+    yy, xx = np.mgrid[0:h, 0:w]
+    inside = (yy - h / 2) ** 2 + (xx - w / 2) ** 2 < (h / 3) ** 2
+    image = np.stack([np.where(inside, 0.8, 0.2) + rng.normal(0, 0.05, (c, h, w)) for _ in range(b)])
+    prob = np.clip(np.where(inside, 0.7, 0.3) + rng.normal(0, 0.25, (b, h, w)), 0, 1)
+    prob[0, 0, :5] = 0.0  # log(0) clamped at eps
+    spacing = (1.0, 1.5)
+    r = torchgrabcut.segment(
+        torch.from_numpy(image),
+        torch.from_numpy(prob),
+        lamda=2.0,
+        sigma=0.2,
+        connectivity=connectivity,
+        spacing=spacing,
+    )
+    assert r.cut.shape == (b, h, w) and r.cut.dtype == torch.bool
+    for i in range(b):
+        s, t, e = potts_graph(image[i], prob[i], 2.0, 0.2, connectivity, spacing)
+        scale = float(r.scale[i])
+        g = {n: np.rint(v * scale).astype(np.int64) for n, v in (("source", s), ("sink", t), ("edges", e))}
+        check(g, r.cut[i], r.flow[i])
+    # torchmaxflow's 2-channel probabilities (background, foreground) give the same.
+    two = torchgrabcut.segment(
+        torch.from_numpy(image),
+        torch.from_numpy(np.stack([1 - prob, prob], 1)),
+        lamda=2.0,
+        sigma=0.2,
+        connectivity=connectivity,
+        spacing=spacing,
+    )
+    assert torch.equal(two.cut, r.cut) and torch.equal(two.flow, r.flow)
+
+
+def test_segment_seeds_are_hard_and_forms() -> None:
+    rng = np.random.default_rng(21)
+    image = torch.from_numpy(rng.uniform(0, 1, (1, 16, 20)))
+    prob = torch.from_numpy(rng.uniform(0, 1, (16, 20)))
+    fg = torch.zeros(16, 20, dtype=torch.bool)
+    bg = torch.zeros(16, 20, dtype=torch.bool)
+    fg[2:4, 2:5] = True
+    bg[10:12, 10:15] = True
+    prob[2:4, 2:5] = 0.0  # the network is sure of the opposite: the seeds still win
+    prob[10:12, 10:15] = 1.0
+    r = torchgrabcut.segment(image, prob, lamda=50.0, sigma=0.5, foreground_seeds=fg, background_seeds=bg)
+    assert r.cut.shape == (16, 20) and r.flow.shape == ()
+    assert bool(r.cut[fg].all()) and not bool(r.cut[bg].any())
+    with pytest.raises(ValueError, match="connectivity: expected 4 or 8, got 6"):
+        torchgrabcut.segment(image, prob, lamda=1.0, sigma=1.0, connectivity=6)
+    with pytest.raises(ValueError, match="sigma: expected a finite value > 0"):
+        torchgrabcut.segment(image, prob, lamda=1.0, sigma=0.0)
+    with pytest.raises(ValueError, match="lamda: expected a finite value >= 0"):
+        torchgrabcut.segment(image, prob, lamda=float("nan"), sigma=1.0)
+    with pytest.raises(ValueError, match="prob: expected shape"):
+        torchgrabcut.segment(image, prob[:3], lamda=1.0, sigma=1.0)
+    with pytest.raises(TypeError, match="image: expected a floating-point"):
+        torchgrabcut.segment(image.to(torch.uint8), prob, lamda=1.0, sigma=1.0)
+    with pytest.raises(ValueError, match="foreground_seeds: expected a bool tensor"):
+        torchgrabcut.segment(image, prob, lamda=1.0, sigma=1.0, foreground_seeds=fg.int())
+
+
+@pytest.mark.skipif(not has_cuda(), reason="no CUDA GPU")
+def test_segment_cuda_equals_cpu() -> None:
+    rng = np.random.default_rng(22)
+    image = torch.from_numpy(rng.uniform(0, 1, (3, 3, 64, 80)))
+    prob = torch.from_numpy(rng.uniform(0, 1, (3, 64, 80)))
+    fg = torch.from_numpy(rng.uniform(0, 1, (3, 64, 80)) < 0.01)
+    a = torchgrabcut.segment(image, prob, lamda=3.0, sigma=0.3, foreground_seeds=fg)
+    b = torchgrabcut.segment(image.cuda(), prob.cuda(), lamda=3.0, sigma=0.3, foreground_seeds=fg.cuda())
+    assert torch.equal(a.cut, b.cut.cpu()) and torch.equal(a.flow, b.flow.cpu()) and torch.equal(a.scale, b.scale.cpu())
