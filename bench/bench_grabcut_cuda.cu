@@ -1,4 +1,4 @@
-// Times grabcut_cuda (5 iterations, box masks) with CUDA events: one 1024x1024
+// Times grabcut::cuda::grabcut (5 iterations, box masks) with CUDA events: one 1024x1024
 // image, a batch of 50 images of about 500x400, one 4096x4096 image; median of
 // repeated runs after a warm-up, and the time of each stage for 1024x1024. The
 // synthetic images are smooth colour blobs plus noise. The 1024x1024 result is
@@ -36,9 +36,9 @@
 #include "core/driver.h"
 #include "core/energy.h"
 #include "cuda/check.h"
-#include "cuda/driver_cuda.h"
-#include "cuda/maxflow_cuda.h"
-#include "cuda/stages_cuda.h"
+#include "cuda/driver.h"
+#include "cuda/maxflow.h"
+#include "cuda/stages.h"
 
 namespace {
 
@@ -235,7 +235,7 @@ double time_grabcut(Problem& pr, const GrabCutOptions& options, cudaStream_t str
                                            cudaMemcpyDeviceToDevice, stream));
       },
       [&] {
-        grabcut::cuda::grabcut_cuda(pr.layout, static_cast<const std::uint8_t*>(pr.images.get()),
+        grabcut::cuda::grabcut(pr.layout, static_cast<const std::uint8_t*>(pr.images.get()),
                                     static_cast<std::uint8_t*>(pr.masks.get()), static_cast<double*>(pr.models.get()),
                                     pr.workspace.get(), pr.workspace_bytes, options, stream, schedule);
       });
@@ -246,7 +246,7 @@ double time_grabcut_graph(Problem& pr, const GrabCutOptions& options, cudaStream
   GRABCUT_CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
   cudaGraph_t graph = nullptr;
   try {
-    grabcut::cuda::grabcut_cuda(pr.layout, static_cast<const std::uint8_t*>(pr.images.get()),
+    grabcut::cuda::grabcut(pr.layout, static_cast<const std::uint8_t*>(pr.images.get()),
                                 static_cast<std::uint8_t*>(pr.masks.get()), static_cast<double*>(pr.models.get()),
                                 pr.workspace.get(), pr.workspace_bytes, options, stream);
   } catch (...) {

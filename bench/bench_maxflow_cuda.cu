@@ -33,7 +33,7 @@
 #include "common/grid_graph.h"
 #include "core/maxflow.h"
 #include "cuda/check.h"
-#include "cuda/maxflow_cuda.h"
+#include "cuda/maxflow.h"
 #include "cuda/maxflow_stats.h"
 
 namespace {

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "cuda/maxflow_cuda.h"
+#include "cuda/maxflow.h"
 
 namespace grabcut::bench {
 

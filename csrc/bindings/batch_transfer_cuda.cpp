@@ -1,20 +1,13 @@
-// The operators that move a list of host images into a padded GPU batch and the
-// masks back (torchgrabcut.grabcut on a list of numpy images bound for a GPU; see
-// cuda/batch_copy.h). Each call packs everything into one pinned buffer and makes
-// one transfer, in C++ and without the GIL, so that the cost does not grow with a
-// few tensor operations per image: each would be a trip through the dispatcher
-// and a chance for another Python thread to hold the GIL the caller needs next.
+#include "bindings/batch_transfer_cuda.h"
+
 #include <ATen/cuda/CUDAContext.h>
 #include <c10/cuda/CUDAGuard.h>
-#include <torch/library.h>
-#include <torch/torch.h>
 
 #include <algorithm>
 #include <cstring>
 #include <limits>
-#include <vector>
 
-#include "cuda/batch_copy.h"
+#include "cuda/batch_transfer.h"
 
 namespace torchgrabcut {
 namespace {
@@ -27,123 +20,205 @@ constexpr int64_t kAlign = 16;
 
 int64_t align_up(int64_t v) { return (v + kAlign - 1) / kAlign * kAlign; }
 
-at::Tensor pinned_bytes(int64_t n) {
-  return at::empty({n}, at::TensorOptions().dtype(at::kByte).pinned_memory(true));
+at::Tensor pinned_bytes(int64_t n) { return at::empty({n}, at::TensorOptions().dtype(at::kByte).pinned_memory(true)); }
+
+// The (B, *shape) tensor whose unbind(0) views these are, when they are that: on
+// `device`, of one shape, contiguous, in one storage, each right after the last.
+// Undefined otherwise.
+at::Tensor whole_batch(at::TensorList tensors, const at::Device& device) {
+  if (tensors.empty()) return {};
+  const at::Tensor& first = tensors[0];
+  if (first.device() != device || !first.is_contiguous()) return {};
+  const int64_t numel = first.numel();
+  for (size_t b = 1; b < tensors.size(); ++b) {
+    const at::Tensor& t = tensors[b];
+    if (t.device() != device || t.sizes() != first.sizes() || !t.is_contiguous() || !t.is_alias_of(first) ||
+        t.storage_offset() != first.storage_offset() + static_cast<int64_t>(b) * numel) {
+      return {};
+    }
+  }
+  std::vector<int64_t> sizes{static_cast<int64_t>(tensors.size())};
+  sizes.insert(sizes.end(), first.sizes().begin(), first.sizes().end());
+  return first.as_strided(sizes, c10::contiguous_strides(sizes), first.storage_offset());
 }
 
-// A (3, H, W) view of an (H, W, 3) array whose rows are each W * 3 bytes in a row:
-// copied row by row as it is (interleaved), without a transpose on the host.
+// The bytes of host tensor t ((3, H, W) image or (H, W) mask, any strides) at out,
+// in the form `entry` says: rows copied as they lie where they are in order
+// (numpy's (H, W, 3) rows, a crop of a larger array), else through a planar copy.
+void pack_host(const at::Tensor& t, const PackedImage& entry, uint8_t* out) {
+  const int64_t h = entry.image.height;
+  const int64_t w = entry.image.width;
+  if (h * w == 0) return;
+  const bool image = t.dim() == 3;
+  const int64_t row = (image ? 3 : 1) * w;
+  const int64_t row_stride = image ? t.stride(1) : t.stride(0);
+  if (entry.interleaved != 0 || (!image && t.stride(1) == 1)) {
+    const auto* src = t.data_ptr<uint8_t>();
+    for (int64_t y = 0; y < h; ++y) std::memcpy(out + y * row, src + y * row_stride, static_cast<size_t>(row));
+  } else {
+    const at::Tensor planar = t.contiguous();
+    std::memcpy(out, planar.data_ptr<uint8_t>(), static_cast<size_t>(planar.numel()));
+  }
+}
+
+// A (3, H, W) view of an (H, W, 3) array whose rows lie in order.
 bool rows_interleaved(const at::Tensor& im) {
   return im.stride(0) == 1 && im.stride(2) == 3 && im.stride(1) >= 3 * im.size(2);
 }
 
-// Copies the host images (uint8 (3, H, W) CPU tensors, any strides) into batch[b, :,
-// :H, :W] of the uint8 (B, 3, PH, PW) contiguous CUDA tensor `batch`, on the current
-// stream; the rest of `batch` is left as it is. Returns once the host buffers may
-// change (the images were copied to pinned memory).
-void upload_images_cuda(const at::Tensor& batch, at::TensorList images) {
-  TORCH_CHECK_VALUE(batch.is_cuda() && batch.scalar_type() == at::kByte && batch.dim() == 4 && batch.size(1) == 3 &&
-                        batch.is_contiguous(),
-                    "batch: expected a contiguous uint8 CUDA tensor of shape (B, 3, H, W), got ", batch.scalar_type(),
-                    " ", batch.sizes(), " on ", batch.device());
-  const int64_t count = batch.size(0);
-  TORCH_CHECK_VALUE(static_cast<int64_t>(images.size()) == count, "images: expected one image per batch entry (",
-                    count, "), got ", images.size());
-  TORCH_CHECK_VALUE(count <= std::numeric_limits<int32_t>::max(), "images: too many (", count, ")");
-  const int64_t ph = batch.size(2);
-  const int64_t pw = batch.size(3);
-  std::vector<PackedImage> table(static_cast<size_t>(count));
-  int64_t used = align_up(count * static_cast<int64_t>(sizeof(PackedImage)));
-  int64_t max_pixels = 0;
-  for (int64_t b = 0; b < count; ++b) {
-    const at::Tensor& im = images[static_cast<size_t>(b)];
-    TORCH_CHECK_VALUE(im.device().is_cpu() && im.scalar_type() == at::kByte && im.dim() == 3 && im.size(0) == 3 &&
-                          im.size(1) <= ph && im.size(2) <= pw,
-                      "images[", b, "]: expected a uint8 CPU tensor of shape (3, H, W) with H <= ", ph, " and W <= ",
-                      pw, ", got ", im.scalar_type(), " ", im.sizes(), " on ", im.device());
-    PackedImage& e = table[static_cast<size_t>(b)];
-    e.image.offset = used;
-    e.image.height = static_cast<int32_t>(im.size(1));
-    e.image.width = static_cast<int32_t>(im.size(2));
-    e.interleaved = rows_interleaved(im) ? 1 : 0;
-    max_pixels = std::max(max_pixels, e.image.pixels());
-    used += align_up(3 * e.image.pixels());
-  }
-  at::Tensor host = pinned_bytes(used);
-  auto* dst = host.data_ptr<uint8_t>();
-  std::memcpy(dst, table.data(), table.size() * sizeof(PackedImage));
-  for (int64_t b = 0; b < count; ++b) {
-    const at::Tensor& im = images[static_cast<size_t>(b)];
-    const PackedImage& e = table[static_cast<size_t>(b)];
-    if (e.image.pixels() == 0) continue;
-    uint8_t* out = dst + e.image.offset;
-    if (e.interleaved != 0) {
-      const auto* src = im.data_ptr<uint8_t>();
-      const int64_t row = 3 * int64_t{e.image.width};
-      for (int64_t y = 0; y < e.image.height; ++y) std::memcpy(out + y * row, src + y * im.stride(1), row);
-    } else {
-      const at::Tensor planar = im.contiguous();
-      std::memcpy(out, planar.data_ptr<uint8_t>(), 3 * static_cast<size_t>(e.image.pixels()));
-    }
-  }
-  const c10::cuda::CUDAGuard guard(batch.device());
-  at::Tensor device = at::empty({used}, batch.options());
-  device.copy_(host, /*non_blocking=*/true);  // the host allocator keeps `host` until the copy is done
-  const auto* base = device.data_ptr<uint8_t>();
-  grabcut::cuda::spread_packed_images(base, reinterpret_cast<const PackedImage*>(base), static_cast<int>(count),
-                                      max_pixels, static_cast<int>(ph), static_cast<int>(pw),
-                                      batch.data_ptr<uint8_t>(), at::cuda::getCurrentCUDAStream());
+// The host-side plan of one upload: tables of what is packed where.
+struct Upload {
+  std::vector<PackedImage> images;  // 0 x 0 where image b is not on the host
+  std::vector<PackedImage> masks;
+  int64_t image_table = 0;  // byte offsets in the buffer
+  int64_t mask_table = 0;
+  int64_t bytes = 0;
+  int64_t max_image_pixels = 0;
+  int64_t max_mask_pixels = 0;
+};
+
+PackedImage plan_entry(const at::Tensor& t, bool image, int64_t& bytes, int64_t& max_pixels) {
+  PackedImage e;
+  if (!t.device().is_cpu()) return e;
+  e.image.offset = bytes;
+  e.image.height = static_cast<int32_t>(image ? t.size(1) : t.size(0));
+  e.image.width = static_cast<int32_t>(image ? t.size(2) : t.size(1));
+  e.interleaved = image && rows_interleaved(t) ? 1 : 0;
+  max_pixels = std::max(max_pixels, e.image.pixels());
+  bytes += align_up((image ? 3 : 1) * e.image.pixels());
+  return e;
 }
 
-// Mask b of the uint8 (B, PH, PW) CUDA tensor `masks`, cut to sizes[2b] x sizes[2b+1],
-// for every b, end to end in a uint8 CPU tensor (ordinary memory). Synchronises the
-// current stream.
-at::Tensor download_masks_cuda(const at::Tensor& masks, at::IntArrayRef sizes) {
-  TORCH_CHECK_VALUE(masks.is_cuda() && masks.scalar_type() == at::kByte && masks.dim() == 3 && masks.is_contiguous(),
-                    "masks: expected a contiguous uint8 CUDA tensor of shape (B, H, W), got ", masks.scalar_type(),
-                    " ", masks.sizes(), " on ", masks.device());
-  const int64_t count = masks.size(0);
-  TORCH_CHECK_VALUE(static_cast<int64_t>(sizes.size()) == 2 * count, "sizes: expected 2 * B = ", 2 * count,
-                    " values (h, w per mask), got ", sizes.size());
-  TORCH_CHECK_VALUE(count <= std::numeric_limits<int32_t>::max(), "masks: too many (", count, ")");
-  // The masks end to end: the packed layout of the batch.
-  BatchLayout layout;
-  layout.pitch_height = static_cast<int32_t>(masks.size(1));
-  layout.pitch_width = static_cast<int32_t>(masks.size(2));
-  for (int64_t b = 0; b < count; ++b) {
-    const int64_t h = sizes[static_cast<size_t>(2 * b)];
-    const int64_t w = sizes[static_cast<size_t>(2 * b + 1)];
-    TORCH_CHECK_VALUE(h >= 0 && h <= masks.size(1) && w >= 0 && w <= masks.size(2), "sizes: mask ", b, " is ", h,
-                      " x ", w, ", outside the batch's ", masks.size(1), " x ", masks.size(2));
-    layout.add(static_cast<int32_t>(h), static_cast<int32_t>(w));
+// The buffer: layout.images (the gather table), the image table, the mask table, then the data.
+Upload plan_upload(at::TensorList images, at::TensorList masks) {
+  Upload up;
+  const auto count = static_cast<int64_t>(images.size());
+  up.image_table = align_up(count * static_cast<int64_t>(sizeof(BatchImage)));
+  up.mask_table = up.image_table + align_up(count * static_cast<int64_t>(sizeof(PackedImage)));
+  up.bytes = up.mask_table + align_up(count * static_cast<int64_t>(sizeof(PackedImage)));
+  for (size_t b = 0; b < images.size(); ++b)
+    up.images.push_back(plan_entry(images[b], true, up.bytes, up.max_image_pixels));
+  for (size_t b = 0; b < masks.size(); ++b)
+    up.masks.push_back(plan_entry(masks[b], false, up.bytes, up.max_mask_pixels));
+  return up;
+}
+
+// Device inputs not in one whole batch: copied one by one into their pitched slot.
+void copy_device_inputs(at::TensorList inputs, const at::Tensor& pitched, const BatchLayout& layout, bool image) {
+  for (size_t b = 0; b < inputs.size(); ++b) {
+    if (inputs[b].device().is_cpu()) continue;
+    const BatchImage& im = layout.images[b];
+    at::Tensor slot = pitched[static_cast<int64_t>(b)];
+    slot = image ? slot.narrow(1, 0, im.height).narrow(2, 0, im.width)
+                 : slot.narrow(0, 0, im.height).narrow(1, 0, im.width);
+    slot.copy_(inputs[b]);
   }
-  const std::vector<BatchImage>& table = layout.images;
-  const int64_t total = layout.total_pixels();
-  at::Tensor result = at::empty({total}, at::TensorOptions().dtype(at::kByte));
-  if (total == 0) return result;
-  const c10::cuda::CUDAGuard guard(masks.device());
-  const auto stream = at::cuda::getCurrentCUDAStream();
-  const auto table_bytes = static_cast<int64_t>(table.size() * sizeof(BatchImage));
-  at::Tensor table_host = pinned_bytes(table_bytes);
-  std::memcpy(table_host.data_ptr<uint8_t>(), table.data(), static_cast<size_t>(table_bytes));
-  at::Tensor table_dev = at::empty({table_bytes}, masks.options());
-  table_dev.copy_(table_host, /*non_blocking=*/true);
-  at::Tensor packed = at::empty({total}, masks.options());
-  grabcut::cuda::gather_masks(masks.data_ptr<uint8_t>(), reinterpret_cast<const BatchImage*>(table_dev.data_ptr()),
-                              static_cast<int>(count), layout.max_pixels(), static_cast<int>(masks.size(1)),
-                              static_cast<int>(masks.size(2)), packed.data_ptr<uint8_t>(), stream);
-  at::Tensor staging = pinned_bytes(total);
-  staging.copy_(packed, /*non_blocking=*/true);
-  stream.synchronize();
-  std::memcpy(result.data_ptr<uint8_t>(), staging.data_ptr<uint8_t>(), static_cast<size_t>(total));
-  return result;
 }
 
 }  // namespace
 
-TORCH_LIBRARY_IMPL(torchgrabcut, CUDA, m) {
-  m.impl("upload_images_", &upload_images_cuda);
-  m.impl("download_masks", &download_masks_cuda);
+BatchLayout batch_layout(const std::vector<int64_t>& heights, const std::vector<int64_t>& widths) {
+  TORCH_CHECK_VALUE(heights.size() <= static_cast<size_t>(std::numeric_limits<int32_t>::max()), "images: too many (",
+                    heights.size(), ")");
+  BatchLayout layout;
+  for (size_t b = 0; b < heights.size(); ++b) {
+    layout.pitch_height = std::max(layout.pitch_height, static_cast<int32_t>(heights[b]));
+    layout.pitch_width = std::max(layout.pitch_width, static_cast<int32_t>(widths[b]));
+    layout.add(static_cast<int32_t>(heights[b]), static_cast<int32_t>(widths[b]));
+  }
+  return layout;
+}
+
+DeviceBatch batch_to_device(BatchLayout layout, at::TensorList images, at::TensorList masks, const at::Device& device) {
+  const c10::cuda::CUDAGuard guard(device);
+  DeviceBatch batch;
+  batch.layout = std::move(layout);
+  const BatchLayout& lay = batch.layout;
+  const int64_t count = lay.batch();
+  const int64_t ph = lay.pitch_height;
+  const int64_t pw = lay.pitch_width;
+  bool ragged = false;
+  bool host_images = false;
+  bool host_masks = false;
+  for (int64_t b = 0; b < count; ++b) {
+    const BatchImage& im = lay.images[static_cast<size_t>(b)];
+    ragged = ragged || im.height != ph || im.width != pw;
+    host_images = host_images || images[static_cast<size_t>(b)].device().is_cpu();
+    host_masks = host_masks || masks[static_cast<size_t>(b)].device().is_cpu();
+  }
+  batch.packed_masks = ragged || host_images;
+  const auto options = at::TensorOptions().dtype(at::kByte).device(device);
+  // Padding is neither read nor written by the driver: zeroed only to hold no stale bytes.
+  const auto pitched = [&](std::vector<int64_t> sizes) {
+    return ragged ? at::zeros(sizes, options) : at::empty(sizes, options);
+  };
+  const at::Tensor whole_images = whole_batch(images, device);
+  batch.images = whole_images.defined() ? whole_images : pitched({count, 3, ph, pw});
+  const at::Tensor whole_masks = whole_batch(masks, device);
+  batch.masks = whole_masks.defined() ? whole_masks.clone() : pitched({count, ph, pw});
+  if (!whole_images.defined()) copy_device_inputs(images, batch.images, lay, true);
+  if (!whole_masks.defined()) copy_device_inputs(masks, batch.masks, lay, false);
+  if (!batch.packed_masks && !host_masks) return batch;
+
+  const Upload up = plan_upload(images, masks);
+  at::Tensor host = pinned_bytes(up.bytes);
+  auto* dst = host.data_ptr<uint8_t>();
+  std::memcpy(dst, lay.images.data(), lay.images.size() * sizeof(BatchImage));
+  std::memcpy(dst + up.image_table, up.images.data(), up.images.size() * sizeof(PackedImage));
+  std::memcpy(dst + up.mask_table, up.masks.data(), up.masks.size() * sizeof(PackedImage));
+  for (size_t b = 0; b < images.size(); ++b) {
+    if (images[b].device().is_cpu()) pack_host(images[b], up.images[b], dst + up.images[b].image.offset);
+    if (masks[b].device().is_cpu()) pack_host(masks[b], up.masks[b], dst + up.masks[b].image.offset);
+  }
+  batch.tables = at::empty({up.bytes}, options);
+  batch.tables.copy_(host, /*non_blocking=*/true);  // the host allocator keeps `host` until the copy is done
+  const auto* base = batch.tables.data_ptr<uint8_t>();
+  const auto stream = at::cuda::getCurrentCUDAStream();
+  const auto c = static_cast<int>(count);
+  if (!whole_images.defined() && host_images) {
+    grabcut::cuda::spread_packed(base, reinterpret_cast<const PackedImage*>(base + up.image_table), c,
+                                 up.max_image_pixels, 3, static_cast<int>(ph), static_cast<int>(pw),
+                                 batch.images.data_ptr<uint8_t>(), stream);
+  }
+  if (!whole_masks.defined() && host_masks) {
+    grabcut::cuda::spread_packed(base, reinterpret_cast<const PackedImage*>(base + up.mask_table), c,
+                                 up.max_mask_pixels, 1, static_cast<int>(ph), static_cast<int>(pw),
+                                 batch.masks.data_ptr<uint8_t>(), stream);
+  }
+  return batch;
+}
+
+std::vector<at::Tensor> masks_from_device(const DeviceBatch& batch, at::TensorList images) {
+  const BatchLayout& lay = batch.layout;
+  if (!batch.packed_masks) {
+    std::vector<at::Tensor> out;
+    for (const at::Tensor& m : batch.masks.unbind(0)) out.push_back(m);
+    return out;
+  }
+  const c10::cuda::CUDAGuard guard(batch.masks.device());
+  const auto stream = at::cuda::getCurrentCUDAStream();
+  const int64_t total = lay.total_pixels();
+  at::Tensor packed = at::empty({total}, batch.masks.options());
+  grabcut::cuda::gather_masks(batch.masks.data_ptr<uint8_t>(),
+                              reinterpret_cast<const BatchImage*>(batch.tables.data_ptr<uint8_t>()), lay.batch(),
+                              lay.max_pixels(), lay.pitch_height, lay.pitch_width, packed.data_ptr<uint8_t>(), stream);
+  at::Tensor flat;
+  if (std::any_of(images.begin(), images.end(), [](const at::Tensor& im) { return im.device().is_cpu(); })) {
+    // Through pinned memory into ordinary memory: pinned memory is scarce, and the
+    // caller keeps these masks.
+    at::Tensor staging = pinned_bytes(total);
+    staging.copy_(packed, /*non_blocking=*/true);
+    stream.synchronize();
+    flat = at::empty({total}, at::TensorOptions().dtype(at::kByte));
+    if (total > 0) std::memcpy(flat.data_ptr<uint8_t>(), staging.data_ptr<uint8_t>(), static_cast<size_t>(total));
+  }
+  std::vector<at::Tensor> out;
+  for (size_t b = 0; b < images.size(); ++b) {
+    const BatchImage& im = lay.images[b];
+    const at::Tensor& source = images[b].device().is_cpu() ? flat : packed;
+    out.push_back(source.narrow(0, im.offset, im.pixels()).view({im.height, im.width}));
+  }
+  return out;
 }
 
 }  // namespace torchgrabcut

@@ -1,7 +1,9 @@
 // torchgrabcut::grabcut on CUDA: the same checks and outputs as the CPU kernel
-// (grabcut_op.cpp, op_checks.h), one grabcut_cuda call for the whole batch on the
-// current stream of the input's device, with its scratch memory taken from
-// PyTorch's caching allocator.
+// (grabcut_op.cpp, op_checks.h), on the model's device: the images and masks, on
+// the host or there, into one pitched batch (batch_transfer_cuda.h), one
+// grabcut::cuda::grabcut call for the whole batch on the current stream with its
+// scratch memory taken from PyTorch's caching allocator, and each mask back to
+// its image's side.
 #include <ATen/cuda/CUDAContext.h>
 #include <c10/cuda/CUDAException.h>
 #include <c10/cuda/CUDAGuard.h>
@@ -12,9 +14,12 @@
 #include <stdexcept>
 #include <string>
 #include <tuple>
+#include <utility>
+#include <vector>
 
+#include "bindings/batch_transfer_cuda.h"
 #include "bindings/op_checks.h"
-#include "cuda/driver_cuda.h"
+#include "cuda/driver.h"
 
 namespace torchgrabcut {
 namespace {
@@ -51,36 +56,31 @@ at::Tensor grabcut_workspace(std::size_t bytes, const at::Tensor& like, const gr
   return {};  // not reached: fail throws
 }
 
-std::tuple<at::Tensor, at::Tensor> grabcut_cuda_kernel(const at::Tensor& image, const at::Tensor& mask,
-                                                       const at::Tensor& model, at::IntArrayRef sizes,
-                                                       int64_t max_iter, int64_t components, double gamma,
-                                                       int64_t seed, bool init_model, bool freeze_model) {
-  const GrabCutArgs args =
-      check_grabcut_args(image, mask, model, sizes, max_iter, components, gamma, seed, init_model, freeze_model);
-  const c10::cuda::CUDAGuard guard(image.device());
-  grabcut::cuda::BatchLayout layout;
-  layout.pitch_height = static_cast<int32_t>(image.size(2));
-  layout.pitch_width = static_cast<int32_t>(image.size(3));
-  for (size_t b = 0; b < args.heights.size(); ++b) {
-    layout.add(static_cast<int32_t>(args.heights[b]), static_cast<int32_t>(args.widths[b]));
-  }
-  if (layout.batch() == 0) return grabcut_outputs(mask, model);
+std::tuple<std::vector<at::Tensor>, at::Tensor> grabcut_cuda_kernel(at::TensorList images, at::TensorList masks,
+                                                                    const at::Tensor& model, int64_t max_iter,
+                                                                    int64_t components, double gamma, int64_t seed,
+                                                                    bool init_model, bool freeze_model) {
+  TORCH_CHECK_VALUE(model.is_cuda(), "model: expected a CUDA tensor (grabcut runs on the model's device; images ",
+                    "and masks may also lie on the CPU), got ", model.device());
+  const GrabCutArgs args = check_grabcut_args(images, masks, model, max_iter, components, gamma, seed, init_model,
+                                              freeze_model, InputsOn::kModelDeviceOrHost);
+  const c10::cuda::CUDAGuard guard(model.device());
+  at::Tensor model_out = model.detach().contiguous().clone();
+  grabcut::cuda::BatchLayout layout = batch_layout(args.heights, args.widths);
+  if (layout.batch() == 0) return {std::vector<at::Tensor>{}, model_out};
   // The scratch (tens of bytes per pixel) first: a batch too large for the device
   // fails before the copies below (a few bytes per pixel) are made.
   const std::size_t bytes = grabcut::cuda::grabcut_workspace_bytes(layout, args.options);
-  at::Tensor workspace = grabcut_workspace(bytes, image, layout);
-  const at::Tensor image_c = image.contiguous();
-  at::Tensor mask_out;
-  at::Tensor model_out;
-  std::tie(mask_out, model_out) = grabcut_outputs(mask, model);
+  at::Tensor workspace = grabcut_workspace(bytes, model, layout);
+  const DeviceBatch batch = batch_to_device(std::move(layout), images, masks, model.device());
   try {
-    grabcut::cuda::grabcut_cuda(layout, image_c.data_ptr<uint8_t>(), mask_out.data_ptr<uint8_t>(),
-                                model_out.data_ptr<double>(), workspace.data_ptr(), bytes, args.options,
-                                at::cuda::getCurrentCUDAStream());
+    grabcut::cuda::grabcut(batch.layout, batch.images.data_ptr<uint8_t>(), batch.masks.data_ptr<uint8_t>(),
+                           model_out.data_ptr<double>(), workspace.data_ptr(), bytes, args.options,
+                           at::cuda::getCurrentCUDAStream());
   } catch (const std::invalid_argument& e) {
     TORCH_CHECK_VALUE(false, e.what());
   }
-  return {mask_out, model_out};
+  return {masks_from_device(batch, images), model_out};
 }
 
 }  // namespace

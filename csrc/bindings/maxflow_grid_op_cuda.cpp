@@ -10,7 +10,7 @@
 #include <tuple>
 
 #include "bindings/op_checks.h"
-#include "cuda/maxflow_cuda.h"
+#include "cuda/maxflow.h"
 
 namespace torchgrabcut {
 namespace {

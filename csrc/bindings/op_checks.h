@@ -22,53 +22,59 @@ struct GrabCutArgs {
   grabcut::GrabCutOptions options;
 };
 
-inline GrabCutArgs check_grabcut_args(const at::Tensor& image, const at::Tensor& mask, const at::Tensor& model,
-                                      at::IntArrayRef sizes, int64_t max_iter, int64_t components, double gamma,
-                                      int64_t seed, bool init_model, bool freeze_model) {
-  TORCH_CHECK_TYPE(image.scalar_type() == at::kByte, "image: expected dtype uint8, got ", image.scalar_type());
-  TORCH_CHECK_VALUE(image.dim() == 4 && image.size(1) == 3, "image: expected shape (B, 3, H, W), got ",
-                    image.sizes());
-  TORCH_CHECK_TYPE(mask.scalar_type() == at::kByte, "mask: expected dtype uint8, got ", mask.scalar_type());
-  TORCH_CHECK_VALUE(mask.dim() == 3 && mask.size(0) == image.size(0) && mask.size(1) == image.size(2) &&
-                        mask.size(2) == image.size(3),
-                    "mask: expected shape (B, H, W) = (", image.size(0), ", ", image.size(2), ", ", image.size(3),
-                    "), got ", mask.sizes());
+// Where a kernel takes its images and masks: on the model's device only (the CPU
+// kernel), or there and on the host (the CUDA kernel, which copies host ones over).
+enum class InputsOn { kModelDevice, kModelDeviceOrHost };
+
+inline void check_input_device(const at::Tensor& t, const char* what, size_t b, const at::Device& device,
+                               InputsOn inputs_on) {
+  const bool ok = t.device() == device || (inputs_on == InputsOn::kModelDeviceOrHost && t.device().is_cpu());
+  TORCH_CHECK_VALUE(ok, what, "[", b, "]: expected a tensor on ", device,
+                    inputs_on == InputsOn::kModelDeviceOrHost ? " (the model's device) or the CPU" : " (the model's device)",
+                    ", got ", t.device());
+}
+
+// images[b]: uint8 (3, H, W); masks[b]: uint8 (H, W) of its image's size; model:
+// float64 (B, 2 * components, kParamsPerComponent) on the device the kernel runs on.
+inline GrabCutArgs check_grabcut_args(at::TensorList images, at::TensorList masks, const at::Tensor& model,
+                                      int64_t max_iter, int64_t components, double gamma, int64_t seed,
+                                      bool init_model, bool freeze_model, InputsOn inputs_on) {
+  const auto batch = static_cast<int64_t>(images.size());
+  TORCH_CHECK_VALUE(masks.size() == images.size(), "masks: expected one mask per image (", batch, "), got ",
+                    masks.size());
   TORCH_CHECK_VALUE(components >= 1 && components <= grabcut::kMaxComponents, "components: expected 1..",
                     grabcut::kMaxComponents, ", got ", components);
   TORCH_CHECK_TYPE(model.scalar_type() == at::kDouble, "model: expected dtype float64, got ", model.scalar_type());
-  TORCH_CHECK_VALUE(model.dim() == 3 && model.size(0) == image.size(0) && model.size(1) == 2 * components &&
+  TORCH_CHECK_VALUE(model.dim() == 3 && model.size(0) == batch && model.size(1) == 2 * components &&
                         model.size(2) == grabcut::kParamsPerComponent,
-                    "model: expected shape (B, 2 * components, ", grabcut::kParamsPerComponent, ") = (",
-                    image.size(0), ", ", 2 * components, ", ", grabcut::kParamsPerComponent, "), got ",
-                    model.sizes());
-  TORCH_CHECK_VALUE(mask.device() == image.device() && model.device() == image.device(),
-                    "image, mask and model: expected one device, got ", image.device(), ", ", mask.device(), ", ",
-                    model.device());
+                    "model: expected shape (B, 2 * components, ", grabcut::kParamsPerComponent, ") = (", batch,
+                    ", ", 2 * components, ", ", grabcut::kParamsPerComponent, "), got ", model.sizes());
+  GrabCutArgs args;
+  for (size_t b = 0; b < images.size(); ++b) {
+    const at::Tensor& image = images[b];
+    const at::Tensor& mask = masks[b];
+    TORCH_CHECK_TYPE(image.scalar_type() == at::kByte, "images[", b, "]: expected dtype uint8, got ",
+                     image.scalar_type());
+    TORCH_CHECK_VALUE(image.dim() == 3 && image.size(0) == 3, "images[", b, "]: expected shape (3, H, W), got ",
+                      image.sizes());
+    TORCH_CHECK_VALUE(image.size(1) <= INT32_MAX && image.size(2) <= INT32_MAX, "images[", b,
+                      "]: too large, got ", image.sizes());
+    TORCH_CHECK_TYPE(mask.scalar_type() == at::kByte, "masks[", b, "]: expected dtype uint8, got ",
+                     mask.scalar_type());
+    TORCH_CHECK_VALUE(mask.dim() == 2 && mask.size(0) == image.size(1) && mask.size(1) == image.size(2), "masks[",
+                      b, "]: expected its image's shape (", image.size(1), ", ", image.size(2), "), got ",
+                      mask.sizes());
+    check_input_device(image, "images", b, model.device(), inputs_on);
+    check_input_device(mask, "masks", b, model.device(), inputs_on);
+    args.heights.push_back(image.size(1));
+    args.widths.push_back(image.size(2));
+  }
   TORCH_CHECK_VALUE(max_iter >= 0 && max_iter <= grabcut::kMaxIterations, "max_iter: expected 0..",
                     grabcut::kMaxIterations, ", got ", max_iter);
   // A given model is read: NaN or inf would turn into meaningless capacities.
   if (!init_model && model.numel() > 0) {
     TORCH_CHECK_VALUE(at::isfinite(model).all().item<bool>(), "model: expected finite parameters, got NaN or inf");
   }
-  const int64_t batch = image.size(0);
-  GrabCutArgs args;
-  if (sizes.empty()) {
-    args.heights.assign(static_cast<size_t>(batch), image.size(2));
-    args.widths.assign(static_cast<size_t>(batch), image.size(3));
-  } else {
-    TORCH_CHECK_VALUE(static_cast<int64_t>(sizes.size()) == 2 * batch,
-                      "sizes: expected 2 * B = ", 2 * batch, " values (h, w per image), got ", sizes.size());
-    for (int64_t b = 0; b < batch; ++b) {
-      const int64_t h = sizes[2 * b];
-      const int64_t w = sizes[2 * b + 1];
-      TORCH_CHECK_VALUE(h >= 0 && h <= image.size(2) && w >= 0 && w <= image.size(3), "sizes: image ", b,
-                        " is ", h, "x", w, ", expected within the padded ", image.size(2), "x", image.size(3));
-      args.heights.push_back(h);
-      args.widths.push_back(w);
-    }
-  }
-  TORCH_CHECK_VALUE(image.size(2) <= INT32_MAX && image.size(3) <= INT32_MAX, "image: too large, got ",
-                    image.sizes());
   args.options.max_iter = static_cast<int>(max_iter);
   args.options.components = static_cast<int>(components);
   args.options.gamma = gamma;
@@ -81,12 +87,6 @@ inline GrabCutArgs check_grabcut_args(const at::Tensor& image, const at::Tensor&
     TORCH_CHECK_VALUE(false, e.what());
   }
   return args;
-}
-
-// grabcut's outputs before a kernel runs: contiguous copies of the mask and the
-// model, which the kernel updates in place and returns.
-inline std::tuple<at::Tensor, at::Tensor> grabcut_outputs(const at::Tensor& mask, const at::Tensor& model) {
-  return {mask.contiguous().clone(), model.detach().contiguous().clone()};
 }
 
 inline void check_maxflow_args(const at::Tensor& terminal, const at::Tensor& nlinks) {

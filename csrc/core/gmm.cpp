@@ -11,12 +11,16 @@
 namespace grabcut {
 namespace {
 
+#ifdef GRABCUT_COUNT_STAGE_THREADS
 std::atomic<int> max_stage_threads{0};
+#endif
 
-void note_stage_threads(int threads) {
+void note_stage_threads([[maybe_unused]] int threads) {
+#ifdef GRABCUT_COUNT_STAGE_THREADS
   int seen = max_stage_threads.load(std::memory_order_relaxed);
   while (threads > seen && !max_stage_threads.compare_exchange_weak(seen, threads, std::memory_order_relaxed)) {
   }
+#endif
 }
 
 const char* class_name(int cls) { return cls == 1 ? "foreground" : "background"; }
@@ -201,6 +205,8 @@ void learn_gmms_cpu(const std::uint8_t* image, const std::uint8_t* mask, std::in
   }
 }
 
+#ifdef GRABCUT_COUNT_STAGE_THREADS
 int take_max_stage_threads() { return max_stage_threads.exchange(0, std::memory_order_relaxed); }
+#endif
 
 }  // namespace grabcut

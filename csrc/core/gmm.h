@@ -258,9 +258,12 @@ void assign_components_cpu(const std::uint8_t* image, const std::uint8_t* mask, 
 void learn_gmms_cpu(const std::uint8_t* image, const std::uint8_t* mask, std::int64_t n, int k,
                     const std::uint8_t* component, double* model);
 
+#ifdef GRABCUT_COUNT_STAGE_THREADS
 // The largest OpenMP team learn_gmms_cpu ran with (in any thread) since the last
-// call, then reset to 0: lets tests check how many threads the CPU stages get
-// without timing anything.
+// call, then reset to 0: lets the C++ tests check how many threads the CPU stages
+// get without timing anything. Only the CMake build with GRABCUT_TESTS counts; the
+// extension is built without it.
 int take_max_stage_threads();
+#endif
 
 }  // namespace grabcut

@@ -20,7 +20,7 @@ struct ImageTableChunk {
   int count;
 };
 
-__global__ void upload_images_kernel(ImageTableChunk chunk, BatchImage* images) {
+__global__ void upload_table_kernel(ImageTableChunk chunk, BatchImage* images) {
   const int i = static_cast<int>(threadIdx.x);
   if (i < chunk.count) images[chunk.start + i] = chunk.items[i];
 }
@@ -63,8 +63,8 @@ StageBatch upload_batch(const BatchLayout& layout, BatchImage* table, cudaStream
     chunk.start = static_cast<int>(start);
     chunk.count = static_cast<int>(std::min<std::size_t>(kUploadChunk, images.size() - start));
     for (int i = 0; i < chunk.count; ++i) chunk.items[i] = images[start + static_cast<std::size_t>(i)];
-    upload_images_kernel<<<1, kUploadChunk, 0, stream>>>(chunk, table);
-    GRABCUT_CUDA_CHECK_LAUNCH("upload_images_kernel");
+    upload_table_kernel<<<1, kUploadChunk, 0, stream>>>(chunk, table);
+    GRABCUT_CUDA_CHECK_LAUNCH("upload_table_kernel");
   }
   return batch;
 }

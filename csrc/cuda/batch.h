@@ -7,7 +7,7 @@
 // pitch_height x pitch_width (BatchLayout). Every per-pixel work array (components,
 // terminals, n-links, cut) is packed: image b occupies entries offset_b ..
 // offset_b + h_b * w_b - 1, row-major, offset_b = the pixels of the images before it
-// (the layout of maxflow_cuda.h's BatchedGridGraph).
+// (the layout of cuda/maxflow.h's BatchedGridGraph).
 //
 // Kernels over a batch run on image_grid: blockIdx.y picks the image (striding by
 // gridDim.y, capped at kMaxGridY), blockIdx.x the block of its pixels; blocks past

@@ -5,7 +5,7 @@
 // caller's workspace; all work is queued on the caller's stream. There is no host
 // synchronisation anywhere in this file: the per-image stopping rule that
 // grabcut_cpu applies too (core/driver.h's stop_after_iteration) is kept on the
-// device as per-image `active` flags (cuda/iteration_cuda.h), which every stage
+// device as per-image `active` flags (cuda/iteration.h), which every stage
 // reads to skip stopped images. So the host queues all max_iter iterations without
 // reading anything back, and each image ends in exactly the state grabcut_cpu
 // leaves it in. (Whether the GPU max-flow synchronises internally is documented in
@@ -15,18 +15,18 @@
 
 #include "core/driver.h"
 #include "cuda/check.h"
-#include "cuda/driver_cuda.h"
-#include "cuda/energy_cuda.h"
-#include "cuda/gmm_cuda.h"
-#include "cuda/iteration_cuda.h"
-#include "cuda/maxflow_cuda.h"
+#include "cuda/driver.h"
+#include "cuda/energy.h"
+#include "cuda/gmm.h"
+#include "cuda/iteration.h"
+#include "cuda/maxflow.h"
 #include "cuda/scratch.h"
 
 namespace grabcut::cuda {
 namespace {
 
-// Everything grabcut_cuda carves from its workspace, in one place so that
-// grabcut_workspace_bytes and grabcut_cuda always agree.
+// Everything grabcut carves from its workspace, in one place so that
+// grabcut_workspace_bytes and grabcut always agree.
 struct DriverBuffers {
   StageScratch scratch;
   std::uint8_t* component = nullptr;
@@ -81,9 +81,9 @@ std::size_t grabcut_workspace_bytes(const BatchLayout& layout, const GrabCutOpti
   return counter.used();
 }
 
-void grabcut_cuda(const BatchLayout& layout, const std::uint8_t* images, std::uint8_t* masks, double* models,
-                  void* workspace, std::size_t workspace_bytes, const GrabCutOptions& options, cudaStream_t stream,
-                  const MaxflowSchedule& schedule) {
+void grabcut(const BatchLayout& layout, const std::uint8_t* images, std::uint8_t* masks, double* models,
+             void* workspace, std::size_t workspace_bytes, const GrabCutOptions& options, cudaStream_t stream,
+             const MaxflowSchedule& schedule) {
   validate_options(options);
   layout.check();
   if (layout.images.empty()) return;

@@ -5,8 +5,8 @@
 
 #include "core/energy.h"
 #include "cuda/check.h"
-#include "cuda/energy_cuda.h"
-#include "cuda/gmm_cuda.h"
+#include "cuda/energy.h"
+#include "cuda/gmm.h"
 
 namespace grabcut::cuda {
 namespace {

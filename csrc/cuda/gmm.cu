@@ -17,7 +17,7 @@
 
 #include "core/gmm.h"
 #include "cuda/check.h"
-#include "cuda/gmm_cuda.h"
+#include "cuda/gmm.h"
 
 namespace grabcut::cuda {
 namespace {

@@ -1,8 +1,8 @@
-// The loop's bookkeeping of cuda/iteration_cuda.h: one thread per image for the
+// The loop's bookkeeping of cuda/iteration.h: one thread per image for the
 // flags, one per pixel for the mask update.
 #include "core/driver.h"
 #include "cuda/check.h"
-#include "cuda/iteration_cuda.h"
+#include "cuda/iteration.h"
 
 namespace grabcut::cuda {
 namespace {

@@ -1,5 +1,5 @@
 // Exact max-flow and canonical minimum cut of a batch of 8-connected grid graphs on
-// the GPU (the CUDA twin of core/maxflow.cpp; interface in cuda/maxflow_cuda.h).
+// the GPU (the CUDA twin of core/maxflow.cpp; interface in cuda/maxflow.h).
 //
 // Algorithm: tiled push-relabel with global relabels, in ONE persistent cooperative
 // kernel per call (grid-wide barriers between phases, so no host synchronisation:
@@ -77,7 +77,7 @@
 #include <vector>
 
 #include "cuda/check.h"
-#include "cuda/maxflow_cuda.h"
+#include "cuda/maxflow.h"
 #include "cuda/maxflow_stats.h"
 #include "cuda/maxflow_tile.h"
 

@@ -1,7 +1,7 @@
 // The stage scratch of cuda/scratch.h.
 #include <algorithm>
 
-#include "cuda/gmm_cuda.h"
+#include "cuda/gmm.h"
 #include "cuda/scratch.h"
 
 namespace grabcut::cuda {

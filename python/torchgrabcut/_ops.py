@@ -52,17 +52,12 @@ __all__ = [
     "MAX_GAMMA",
     "MAX_ITER_LIMIT",
     "cuda_kernels_built",
-    "download_masks_op",
     "grabcut_op",
     "maxflow_grid_op",
-    "upload_images_op",
 ]
 
 grabcut_op = torch.ops.torchgrabcut.grabcut.default
 maxflow_grid_op = torch.ops.torchgrabcut.maxflow_grid.default
-# CUDA only: host images into a padded GPU batch, masks back; one transfer each.
-upload_images_op = torch.ops.torchgrabcut.upload_images_.default
-download_masks_op = torch.ops.torchgrabcut.download_masks.default
 
 # grabcut's argument limits, as the core enforces them (csrc/core/limits.h).
 _limits: tuple[int, int, float] = torch.ops.torchgrabcut.limits()
@@ -73,23 +68,25 @@ MAX_GAMMA: float = float(_limits[2])
 
 @torch.library.register_fake("torchgrabcut::grabcut")
 def _grabcut_fake(
-    image: torch.Tensor,
-    mask: torch.Tensor,
+    images: list[torch.Tensor],
+    masks: list[torch.Tensor],
     model: torch.Tensor,
-    sizes: list[int],
     max_iter: int,
     components: int,
     gamma: float,
     seed: int,
     init_model: bool,
     freeze_model: bool,
-) -> tuple[torch.Tensor, torch.Tensor]:
-    torch._check(image.dim() == 4 and image.shape[1] == 3)
-    torch._check(mask.dim() == 3)
-    torch._check(model.dim() == 3 and model.shape[1] == 2 * components)
-    return torch.empty_like(mask, memory_format=torch.contiguous_format), torch.empty_like(
-        model, memory_format=torch.contiguous_format
-    )
+) -> tuple[list[torch.Tensor], torch.Tensor]:
+    """Mask b: (H_b, W_b) uint8, contiguous, on images[b]'s device; the model as it came, contiguous."""
+    torch._check(len(masks) == len(images))
+    torch._check(model.dim() == 3 and model.shape[0] == len(images) and model.shape[1] == 2 * components)
+    out = []
+    for image, mask in zip(images, masks):
+        torch._check(image.dim() == 3 and image.shape[0] == 3)
+        torch._check(mask.dim() == 2 and mask.shape[0] == image.shape[1] and mask.shape[1] == image.shape[2])
+        out.append(mask.new_empty((image.shape[1], image.shape[2]), device=image.device))
+    return out, torch.empty_like(model, memory_format=torch.contiguous_format)
 
 
 @torch.library.register_fake("torchgrabcut::maxflow_grid")
@@ -98,25 +95,6 @@ def _maxflow_grid_fake(terminal: torch.Tensor, nlinks: torch.Tensor) -> tuple[to
     cut = terminal.new_empty(terminal.shape, dtype=torch.uint8)
     flows = terminal.new_empty((terminal.shape[0],), dtype=torch.int64)
     return cut, flows
-
-
-@torch.library.register_fake("torchgrabcut::upload_images_")
-def _upload_images_fake(batch: torch.Tensor, images: list[torch.Tensor]) -> None:
-    """Writes batch in place: nothing to allocate, only the shapes to check."""
-    torch._check(batch.dim() == 4 and batch.shape[1] == 3)
-    torch._check(len(images) == batch.shape[0])
-    for image in images:
-        torch._check(image.dim() == 3 and image.shape[0] == 3)
-        torch._check(image.shape[1] <= batch.shape[2] and image.shape[2] <= batch.shape[3])
-
-
-@torch.library.register_fake("torchgrabcut::download_masks")
-def _download_masks_fake(masks: torch.Tensor, sizes: list[int]) -> torch.Tensor:
-    """The masks cut to their sizes, end to end: one uint8 CPU tensor of sum(h * w) values."""
-    torch._check(masks.dim() == 3)
-    torch._check(len(sizes) == 2 * masks.shape[0])
-    total = sum(h * w for h, w in zip(sizes[0::2], sizes[1::2], strict=True))
-    return torch.empty((total,), dtype=torch.uint8, device="cpu")
 
 
 def cuda_kernels_built() -> bool:

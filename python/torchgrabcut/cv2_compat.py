@@ -327,9 +327,7 @@ def grabCut(
     mask_mat = _output_mat(mask, "mask")
     rect_values = _parse_rect(rect)
     iters = _c_int(iterCount, "iterCount", 0)
-    mode = _c_int(mode, "mode", GC_EVAL)
-    if mode not in (GC_INIT_WITH_RECT, GC_INIT_WITH_MASK, GC_EVAL, GC_EVAL_FREEZE_MODEL):
-        _fail(f"mode: expected GC_INIT_WITH_RECT, GC_INIT_WITH_MASK, GC_EVAL or GC_EVAL_FREEZE_MODEL, got {mode}")
+    mode = _check_mode(_c_int(mode, "mode", GC_EVAL))
     image = _check_image(img)
     bgd_values, bgd_in_place = _read_model(bgdModel, "bgdModel")
     fgd_values, fgd_in_place = _read_model(fgdModel, "fgdModel")
@@ -374,6 +372,12 @@ def grabCut(
     bgd_out = _store_model(bgdModel, bgd_values, bgd_in_place)
     fgd_out = _store_model(fgdModel, fgd_values, fgd_in_place)
     return mask_out, bgd_out, fgd_out
+
+
+def _check_mode(mode: int) -> int:
+    if mode not in (GC_INIT_WITH_RECT, GC_INIT_WITH_MASK, GC_EVAL, GC_EVAL_FREEZE_MODEL):
+        _fail(f"mode: expected GC_INIT_WITH_RECT, GC_INIT_WITH_MASK, GC_EVAL or GC_EVAL_FREEZE_MODEL, got {mode}")
+    return mode
 
 
 def _store_model(given: object, values: np.ndarray, in_place: bool) -> np.ndarray:

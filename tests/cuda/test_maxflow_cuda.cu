@@ -1,4 +1,4 @@
-// Tests of the GPU max-flow (csrc/cuda/maxflow_cuda.h) against the CPU solver
+// Tests of the GPU max-flow (csrc/cuda/maxflow.h) against the CPU solver
 // (csrc/core/maxflow.h): the canonical cut must be identical bit for bit, the flow
 // value equal, and the cut's capacity equal to the flow, on random, degenerate,
 // adversarial and GrabCut-like graphs, single and batched, cold and warm.
@@ -22,7 +22,7 @@
 #include "common/grid_graph.h"
 #include "core/maxflow.h"
 #include "cuda/check.h"
-#include "cuda/maxflow_cuda.h"
+#include "cuda/maxflow.h"
 #include "cuda/maxflow_stats.h"
 #include "test_schedule.h"
 

@@ -7,7 +7,7 @@
 
 #include <cstdlib>
 
-#include "cuda/maxflow_cuda.h"
+#include "cuda/maxflow.h"
 
 namespace grabcut::testing {
 

@@ -1,7 +1,7 @@
 // The CUDA stages and driver against their CPU twins, bit for bit: every GPU stage
 // (sum of squared differences, n-links, k-means, assignment, learning, t-links) on
 // random images and masks of awkward sizes and in mixed-size batches, then the whole
-// driver (grabcut_cuda vs grabcut_cpu per image: masks and models identical) in
+// driver (grabcut::cuda::grabcut vs grabcut_cpu per image: masks and models identical) in
 // init and eval modes, with a frozen model, several seeds, and twice for determinism.
 //
 // Built with GRABCUT_TEST_HOST_MAXFLOW, this file also provides maxflow_cuda itself
@@ -25,9 +25,9 @@
 #include "core/gmm.h"
 #include "core/maxflow.h"
 #include "cuda/check.h"
-#include "cuda/driver_cuda.h"
-#include "cuda/maxflow_cuda.h"
-#include "cuda/stages_cuda.h"
+#include "cuda/driver.h"
+#include "cuda/maxflow.h"
+#include "cuda/stages.h"
 #include "test_schedule.h"
 
 #if defined(GRABCUT_TEST_HOST_MAXFLOW)
@@ -517,7 +517,7 @@ struct DriverResult {
   std::vector<std::vector<double>> models;
 };
 
-// How check_driver runs grabcut_cuda.
+// How check_driver runs grabcut::cuda::grabcut.
 enum class Launch {
   kDirect,  // a plain call on a non-blocking stream
   kGraph,   // captured into a CUDA graph (global capture mode: any host synchronisation
@@ -527,7 +527,7 @@ enum class Launch {
 // The max-flow schedule of every driver test that names none (set before any test runs).
 const grabcut::cuda::MaxflowSchedule kSchedule = grabcut::testing::schedule_from_environment();
 
-// Runs grabcut_cuda on the batch and grabcut_cpu on each image from the same inputs;
+// Runs grabcut::cuda::grabcut on the batch and grabcut_cpu on each image from the same inputs;
 // expects identical masks and models. models_in: per-image initial models (eval mode).
 DriverResult check_driver(const std::vector<HostImage>& imgs, const GrabCutOptions& options,
                           const std::vector<std::vector<double>>& models_in, Launch launch = Launch::kDirect,
@@ -552,7 +552,7 @@ DriverResult check_driver(const std::vector<HostImage>& imgs, const GrabCutOptio
   const Stream owned_stream = make_stream();
   cudaStream_t stream = owned_stream.get();
   const auto run = [&] {
-    grabcut::cuda::grabcut_cuda(d->layout, d->images.get(), d->masks.get(), models.get(), workspace.get(), bytes,
+    grabcut::cuda::grabcut(d->layout, d->images.get(), d->masks.get(), models.get(), workspace.get(), bytes,
                                 options, stream, schedule);
   };
   if (launch == Launch::kDirect) {
@@ -801,7 +801,7 @@ TEST(Driver, WorkspaceTooSmallThrows) {
   const std::size_t bytes = grabcut::cuda::grabcut_workspace_bytes(d->layout, o);
   DeviceArray<unsigned char> workspace(bytes);
   DeviceArray<double> models(2 * o.components * kParamsPerComponent);
-  EXPECT_THROW(grabcut::cuda::grabcut_cuda(d->layout, d->images.get(), d->masks.get(), models.get(), workspace.get(),
+  EXPECT_THROW(grabcut::cuda::grabcut(d->layout, d->images.get(), d->masks.get(), models.get(), workspace.get(),
                                            bytes / 2, o, nullptr),
                std::invalid_argument);
 }

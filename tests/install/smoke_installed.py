@@ -62,7 +62,7 @@ def opcheck() -> None:
     mask = torch.zeros(1, 24, 32, dtype=torch.uint8)
     mask[:, 4:20, 4:28] = 3
     model = torch.zeros(1, 10, 13, dtype=torch.float64)
-    args = (image, mask, model, [], 3, 5, 50.0, 0, True, False)
+    args = (list(image.unbind(0)), list(mask.unbind(0)), model, 3, 5, 50.0, 0, True, False)
     torch.library.opcheck(torch.ops.torchgrabcut.grabcut.default, args)
 
 

@@ -9,7 +9,6 @@ import torch
 import torchgrabcut
 from conftest import object_image
 from torchgrabcut import GC_BGD, GC_FGD, GC_PR_BGD, GC_PR_FGD, GrabCutModel, grabcut
-from torchgrabcut.api import choose_device
 
 BOX = (15, 10, 60, 50)
 
@@ -255,43 +254,7 @@ def test_eval_with_no_pixel_of_an_empty_class_goes_on_as_cv2_does() -> None:
     assert np.array_equal(grabcut(img, ours, model=model, max_iter=2, device="cpu"), expected)
 
 
-# ---------------------------------------------------------------- the default device (item 1)
-
-
-@pytest.fixture
-def gpu(monkeypatch: pytest.MonkeyPatch):  # type: ignore[no-untyped-def]
-    """Makes "a GPU is usable" say what the test sets (gpu(True) / gpu(False))."""
-
-    def set_usable(usable: bool) -> None:
-        monkeypatch.setattr(torch.cuda, "is_available", lambda: usable)
-        monkeypatch.setattr(torchgrabcut._ops, "cuda_kernels_built", lambda: usable)
-        monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
-
-    return set_usable
-
-
-def test_numpy_images_default_to_the_gpu_when_one_is_usable(gpu) -> None:  # type: ignore[no-untyped-def]
-    img = np.zeros((4, 5, 3), np.uint8)
-    gpu(True)
-    assert choose_device([img]) == torch.device("cuda", 0)
-    assert choose_device([img, img.copy()]) == torch.device("cuda", 0)  # a list as one image
-    assert choose_device([img], "cpu") == torch.device("cpu")
-    gpu(False)
-    assert choose_device([img, img]) == torch.device("cpu")
-
-
-def test_tensors_compute_where_they_are_and_numpy_follows_them(gpu) -> None:  # type: ignore[no-untyped-def]
-    gpu(True)
-    img = np.zeros((4, 5, 3), np.uint8)
-    on_cpu = torch.zeros(3, 4, 5, dtype=torch.uint8)
-    elsewhere = torch.zeros(3, 4, 5, dtype=torch.uint8, device="meta")  # stands for a GPU tensor
-    assert choose_device([torch.zeros(2, 3, 4, 5, dtype=torch.uint8)]) == torch.device("cpu")  # a batch
-    assert choose_device([on_cpu]) == torch.device("cpu")
-    assert choose_device([img, on_cpu, img]) == torch.device("cpu")
-    assert choose_device([img, elsewhere]) == elsewhere.device
-    with pytest.raises(ValueError, match=r"one device, got cpu \(image\[1\]\) and meta \(image\[2\]\)"):
-        choose_device([img, on_cpu, elsewhere])
-    assert choose_device([on_cpu, elsewhere], "cpu") == torch.device("cpu")  # device= decides
+# ---------------------------------------------------------------- the device (torchgrabcut.device)
 
 
 def test_a_numpy_list_computes_where_a_single_numpy_image_does(

@@ -187,26 +187,30 @@ def test_bad_cv2_dropin_arguments() -> None:
 
 def test_direct_op_calls_are_checked() -> None:
     op = torch.ops.torchgrabcut.grabcut
-    img = torch.zeros(1, 3, 4, 4, dtype=torch.uint8)
-    mask = torch.zeros(1, 4, 4, dtype=torch.uint8)
+    img = torch.zeros(3, 4, 4, dtype=torch.uint8)
+    mask = torch.zeros(4, 4, dtype=torch.uint8)
     model = torch.zeros(1, 10, 13, dtype=torch.float64)
-    with pytest.raises(ValueError, match="mask: expected shape"):
-        op(img, mask[:, :3], model, [], 1, 5, 50.0, 0, True, False)
-    with pytest.raises(ValueError, match="sizes: image 0 is 5x4"):
-        op(img, mask, model, [5, 4], 1, 5, 50.0, 0, True, False)
+    with pytest.raises(ValueError, match=r"masks\[0\]: expected its image's shape \(4, 4\), got \[3, 4\]"):
+        op([img], [mask[:3]], model, 1, 5, 50.0, 0, True, False)
+    with pytest.raises(ValueError, match=r"masks: expected one mask per image \(1\), got 2"):
+        op([img], [mask, mask], model, 1, 5, 50.0, 0, True, False)
+    with pytest.raises(ValueError, match=r"images\[0\]: expected shape \(3, H, W\)"):
+        op([img[None]], [mask], model, 1, 5, 50.0, 0, True, False)
     with pytest.raises(ValueError, match="no foreground pixel"):
-        op(img, mask, model, [], 1, 5, 50.0, 0, True, False)
+        op([img], [mask], model, 1, 5, 50.0, 0, True, False)
     bad = mask.clone()
-    bad[0, 0, 0] = 9
+    bad[0, 0] = 9
     with pytest.raises(ValueError, match=r"mask: expected labels 0..3"):
-        op(img, bad, model, [], 1, 5, 50.0, 0, True, False)
+        op([img], [bad], model, 1, 5, 50.0, 0, True, False)
     m = mask.clone()
-    m[0, 1:3, 1:3] = GC_FGD
+    m[1:3, 1:3] = GC_FGD
     with pytest.raises(ValueError, match="model: the background mixture has no usable component"):
-        op(img, m, model, [], 1, 5, 50.0, 0, False, True)  # frozen: used as it is
-    out, learnt = op(img, m, model, [], 1, 5, 50.0, 0, False, False)  # not frozen: learnt from the mask
+        op([img], [m], model, 1, 5, 50.0, 0, False, True)  # frozen: used as it is
+    (out,), learnt = op([img], [m], model, 1, 5, 50.0, 0, False, False)  # not frozen: learnt from the mask
     assert torch.equal(out, m) and learnt[0, 0, 0] == 1.0 and learnt[0, 5, 0] == 1.0
     assert torch.all(mask == GC_BGD)
+    with pytest.raises(ValueError, match=r"image 1 of the batch: mask: expected labels 0..3"):
+        op([img, img], [m, bad], torch.zeros(2, 10, 13, dtype=torch.float64), 1, 5, 50.0, 0, True, False)
 
 
 HWC = torch.from_numpy(IMG)

@@ -12,7 +12,7 @@ import torch
 import torchgrabcut
 from conftest import has_cuda, object_image
 from graphs import KINDS, random_graph
-from torchgrabcut import GC_PR_FGD, GrabCutModel, grabcut
+from torchgrabcut import GC_BGD, GC_FGD, GC_PR_FGD, GrabCutModel, grabcut
 
 pytestmark = [pytest.mark.cuda, pytest.mark.skipif(not has_cuda(), reason="no CUDA GPU")]
 
@@ -129,63 +129,78 @@ def test_list_of_host_images_on_gpu_equals_cpu() -> None:
     assert all(np.array_equal(a, b) for a, b in zip([*arrays, big], before)), "inputs are never written"
 
 
-def test_upload_images_op_places_every_layout() -> None:
-    """The one-transfer upload against slicing: every pixel in place, the padding untouched."""
-    rng = np.random.default_rng(21)
-    images = []
-    for _ in range(300):
-        h, w = int(rng.integers(1, 70)), int(rng.integers(1, 70))
-        big = rng.integers(0, 256, (h + 9, w + 9, 3), dtype=np.uint8)
+def _op_case(rng: np.random.Generator, count: int) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
+    """Host images of every layout the operator packs (crop views of (H, W, 3) arrays, contiguous
+    (H, W, 3) and (3, H, W), every other column) with masks of both classes (crop views, contiguous)."""
+    images, masks = [], []
+    for _ in range(count):
+        h, w = int(rng.integers(2, 70)), int(rng.integers(2, 70))
+        big = rng.integers(0, 256, (h + 9, 2 * w + 9, 3), dtype=np.uint8)
         y, x = int(rng.integers(0, 10)), int(rng.integers(0, 10))
         layout = int(rng.integers(0, 4))
-        if layout == 0:  # a crop view of a larger (H, W, 3) array
-            images.append(torch.from_numpy(big[y : y + h, x : x + w]).permute(2, 0, 1))
-        elif layout == 1:  # contiguous (H, W, 3)
-            images.append(torch.from_numpy(big[y : y + h, x : x + w].copy()).permute(2, 0, 1))
-        elif layout == 2:  # contiguous (3, H, W)
-            images.append(torch.from_numpy(big[y : y + h, x : x + w]).permute(2, 0, 1).contiguous())
-        else:  # every other column: neither layout
-            images.append(torch.from_numpy(big[y : y + h, ::2][:, : max(1, min(w, (w + 9) // 2))]).permute(2, 0, 1))
-    ph, pw = max(im.shape[1] for im in images), max(im.shape[2] for im in images)
-    batch = torch.full((len(images), 3, ph, pw), 77, dtype=torch.uint8, device="cuda")
-    torchgrabcut._ops.upload_images_op(batch, images)
-    expected = torch.full((len(images), 3, ph, pw), 77, dtype=torch.uint8)
-    for b, im in enumerate(images):
-        expected[b, :, : im.shape[1], : im.shape[2]] = im
-    assert torch.equal(batch.cpu(), expected)
+        crop = big[y : y + h, x : x + w]
+        if layout == 0:
+            images.append(torch.from_numpy(crop).permute(2, 0, 1))
+        elif layout == 1:
+            images.append(torch.from_numpy(crop.copy()).permute(2, 0, 1))
+        elif layout == 2:
+            images.append(torch.from_numpy(crop).permute(2, 0, 1).contiguous())
+        else:
+            images.append(torch.from_numpy(big[y : y + h, : 2 * w : 2]).permute(2, 0, 1))
+        labels = rng.integers(0, 4, (h + 3, w + 3), dtype=np.uint8)
+        labels[0, 0], labels[h - 1, w - 1] = GC_BGD, GC_FGD
+        masks.append(torch.from_numpy(labels[:h, :w] if layout % 2 else labels[:h, :w].copy()))
+    return images, masks
 
 
-def test_download_masks_op_cuts_every_mask() -> None:
-    rng = np.random.default_rng(22)
-    masks = torch.from_numpy(rng.integers(0, 4, (257, 61, 45), dtype=np.uint8))
-    sizes = [(int(rng.integers(0, 62)), int(rng.integers(0, 46))) for _ in range(257)]
-    sizes[3] = (61, 45)
-    flat = torchgrabcut._ops.download_masks_op(masks.cuda(), [v for hw in sizes for v in hw])
-    assert flat.device.type == "cpu"
-    expected = torch.cat([masks[b, :h, :w].reshape(-1) for b, (h, w) in enumerate(sizes)])
-    assert torch.equal(flat, expected)
+def test_host_inputs_of_every_layout_cross_in_one_call_and_match_the_cpu() -> None:
+    """Host images and masks of every layout, some moved to the GPU first: masks and models equal
+    the CPU's; each mask comes back on its image's side, contiguous; no input is written."""
+    rng = np.random.default_rng(21)
+    images, masks = _op_case(rng, 120)
+    before = [t.clone() for t in images + masks]
+    model = torch.zeros(len(images), 10, 13, dtype=torch.float64)
+    op = torch.ops.torchgrabcut.grabcut
+    want_masks, want_model = op(images, masks, model, 1, 5, 50.0, 0, True, False)
+    on_gpu = [im.cuda() if b % 3 == 0 else im for b, im in enumerate(images)]
+    gpu_masks = [m.cuda() if b % 5 == 0 else m for b, m in enumerate(masks)]
+    got_masks, got_model = op(on_gpu, gpu_masks, model.cuda(), 1, 5, 50.0, 0, True, False)
+    assert torch.equal(got_model.cpu(), want_model)
+    for b, (got, want) in enumerate(zip(got_masks, want_masks)):
+        assert got.device == on_gpu[b].device and got.is_contiguous(), b
+        assert torch.equal(got.cpu(), want), b
+    assert all(torch.equal(t, u) for t, u in zip(images + masks, before)), "inputs are never written"
 
 
-def test_transfer_ops_reject_bad_arguments() -> None:
-    ops = torchgrabcut._ops
-    batch = torch.zeros((2, 3, 8, 8), dtype=torch.uint8, device="cuda")
-    ok = torch.zeros((3, 4, 4), dtype=torch.uint8)
-    with pytest.raises(ValueError, match="one image per batch entry"):
-        ops.upload_images_op(batch, [ok])
-    with pytest.raises(ValueError, match=r"images\[1\]: expected a uint8 CPU tensor"):
-        ops.upload_images_op(batch, [ok, torch.zeros((3, 9, 4), dtype=torch.uint8)])
-    with pytest.raises(ValueError, match=r"images\[0\]: expected a uint8 CPU tensor"):
-        ops.upload_images_op(batch, [ok.cuda(), ok])
-    with pytest.raises(ValueError, match="batch: expected a contiguous uint8 CUDA tensor"):
-        ops.upload_images_op(batch.permute(0, 1, 3, 2), [ok, ok])
-    with pytest.raises(NotImplementedError):  # CUDA-only operators: nothing runs them on the CPU
-        ops.upload_images_op(batch.cpu(), [ok, ok])
-    masks = torch.zeros((2, 8, 8), dtype=torch.uint8, device="cuda")
-    with pytest.raises(ValueError, match="sizes: expected 2 \\* B = 4"):
-        ops.download_masks_op(masks, [8, 8])
-    with pytest.raises(ValueError, match="sizes: mask 1 is 9 x 8"):
-        ops.download_masks_op(masks, [8, 8, 9, 8])
-    assert torch.equal(batch, torch.zeros_like(batch)), "a rejected call writes nothing"
+def test_a_gpu_batch_goes_in_without_a_copy_and_equals_the_cpu() -> None:
+    rng = np.random.default_rng(23)
+    boxes = [(4, 4, 50, 40), (10, 2, 60, 44), (0, 0, 64, 48)]
+    batch = torch.from_numpy(np.stack([object_image(rng, 48, 64, b) for b in boxes])).permute(0, 3, 1, 2)
+    masks = torch.zeros(3, 48, 64, dtype=torch.uint8)
+    for m, (x0, y0, x1, y1) in zip(masks, boxes):
+        m[y0:y1, x0:x1] = GC_PR_FGD
+    m[0] = m[-1] = m[:, 0] = m[:, -1] = GC_BGD
+    model = torch.zeros(3, 10, 13, dtype=torch.float64)
+    op = torch.ops.torchgrabcut.grabcut
+    want, _ = op(list(batch.contiguous().unbind(0)), list(masks.unbind(0)), model, 3, 5, 50.0, 0, True, False)
+    gpu_batch, gpu_masks = batch.contiguous().cuda(), masks.cuda()
+    got, _ = op(list(gpu_batch.unbind(0)), list(gpu_masks.unbind(0)), model.cuda(), 3, 5, 50.0, 0, True, False)
+    assert all(torch.equal(g.cpu(), w) for g, w in zip(got, want))
+    assert torch.equal(gpu_masks.cpu(), masks), "the masks given are never written"
+
+
+def test_the_cuda_kernel_rejects_bad_arguments() -> None:
+    op = torch.ops.torchgrabcut.grabcut
+    image = torch.zeros((3, 8, 8), dtype=torch.uint8, device="cuda")
+    mask = torch.zeros((8, 8), dtype=torch.uint8, device="cuda")
+    model = torch.zeros((2, 10, 13), dtype=torch.float64, device="cuda")
+    with pytest.raises(ValueError, match=r"masks: expected one mask per image \(2\), got 1"):
+        op([image, image], [mask], model, 1, 5, 50.0, 0, True, False)
+    with pytest.raises(ValueError, match=r"masks\[1\]: expected its image's shape \(8, 8\), got \[9, 8\]"):
+        op([image, image], [mask, torch.zeros((9, 8), dtype=torch.uint8)], model, 1, 5, 50.0, 0, True, False)
+    with pytest.raises(ValueError, match="model: expected a CUDA tensor"):
+        op([image, image], [mask, mask], model.cpu(), 1, 5, 50.0, 0, True, False)
+    assert torch.equal(mask, torch.zeros_like(mask)), "a rejected call writes nothing"
 
 
 def test_batch_tensor_on_gpu_equals_cpu() -> None:

@@ -95,12 +95,12 @@ def test_nan_and_inf_in_models_are_rejected(bad: float, where: tuple[int, int]) 
         grabcut(IMG, mask, model=GrabCutModel(params), device="cpu")
     # The operator checks too, for callers that skip the Python layer.
     op = torch.ops.torchgrabcut.grabcut
-    img_t = torch.from_numpy(IMG).permute(2, 0, 1)[None]
-    mask_t = torch.from_numpy(mask)[None]
+    img_t = [torch.from_numpy(IMG).permute(2, 0, 1)]
+    mask_t = [torch.from_numpy(mask)]
     with pytest.raises(ValueError, match="model: expected finite parameters"):
-        op(img_t, mask_t, params[None], [], 2, 5, 50.0, 0, False, False)
+        op(img_t, mask_t, params[None], 2, 5, 50.0, 0, False, False)
     # With init_model the model is only written: whatever it held does not matter.
-    _, out_model = op(img_t, mask_t, params[None], [], 2, 5, 50.0, 0, True, False)
+    _, out_model = op(img_t, mask_t, params[None], 2, 5, 50.0, 0, True, False)
     assert bool(torch.isfinite(out_model).all())
     assert torch.isnan(params).any() or torch.isinf(params).any()  # the input is untouched
 
@@ -234,10 +234,9 @@ def check_batch_larger_than_the_free_gpu_memory() -> None:
     try:
         with pytest.raises(torch.OutOfMemoryError) as info:
             torch.ops.torchgrabcut.grabcut(
-                images,
-                torch.zeros(1, side, side, dtype=torch.uint8, device="cuda").expand(batch, -1, -1),
+                list(images.unbind(0)),
+                list(torch.zeros(1, side, side, dtype=torch.uint8, device="cuda").expand(batch, -1, -1).unbind(0)),
                 torch.zeros(batch, 10, 13, dtype=torch.float64, device="cuda"),
-                [],
                 2,
                 5,
                 50.0,
@@ -258,8 +257,48 @@ def check_batch_larger_than_the_free_gpu_memory() -> None:
 
 
 # ---------------------------------------------------------------- CPU threads
-# torch.ops.torchgrabcut._max_stage_threads() gives the largest OpenMP team the CPU
-# stages ran with since it was last read: team sizes, not timings.
+# Which team runs which image is the core's schedule, tested in C++ (tests/core/test_batch.cpp,
+# which counts the stages' team sizes). Here, from outside: the threads a call starts, in a
+# fresh process (OpenMP keeps its workers, so a process's count only grows), read from /proc.
+
+THREADS_SCRIPT = """
+import os, sys
+import numpy as np
+import torch
+sys.path.insert(0, sys.argv[1])
+from conftest import object_image
+from torchgrabcut import grabcut
+
+img = object_image(np.random.default_rng(0), 75, 100, (20, 15, 80, 60))
+torch.set_num_threads(int(sys.argv[2]))
+images = [img] * int(sys.argv[3])
+
+def measure():
+    start = len(os.listdir("/proc/self/task"))
+    grabcut(images if len(images) > 1 else img, box=(20, 15, 80, 60), device="cpu", max_iter=2)
+    print(len(os.listdir("/proc/self/task")) - start)
+
+if sys.argv[4] == "worker":  # a Python thread of its own, which takes torch's setting too
+    import threading
+    worker = threading.Thread(target=measure)
+    worker.start()
+    worker.join()
+else:
+    measure()
+"""
+
+
+def _threads_started(threads: int, images: int, caller: str = "main", **env: str) -> int:
+    """The threads one call (``images`` copies of one image, as a list when more than one) starts."""
+    out = subprocess.run(
+        [sys.executable, "-c", THREADS_SCRIPT, str(HERE), str(threads), str(images), caller],
+        env=dict(os.environ, **env),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert out.returncode == 0, out.stderr
+    return int(out.stdout.split()[-1])
 
 
 @pytest.fixture
@@ -269,88 +308,35 @@ def torch_threads():  # type: ignore[no-untyped-def]
     torch.set_num_threads(before)
 
 
-def _stage_threads_of(call) -> int:  # type: ignore[no-untyped-def]
-    torch.ops.torchgrabcut._max_stage_threads()
-    call()
-    return int(torch.ops.torchgrabcut._max_stage_threads())
-
-
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="counts threads in /proc")
 @pytest.mark.parametrize("threads", [1, 2, 3])
-def test_one_image_uses_torch_get_num_threads(threads: int, torch_threads: None) -> None:
-    torch.set_num_threads(threads)
-    used = _stage_threads_of(lambda: grabcut(IMG, box=BOX, device="cpu"))
-    assert used == threads == torch.get_num_threads()
+def test_one_image_runs_on_torch_get_num_threads(threads: int) -> None:
+    assert _threads_started(threads, 1) == threads - 1  # the calling thread and threads - 1 workers
 
 
-def test_a_cpu_batch_runs_its_images_in_parallel_one_thread_each(torch_threads: None) -> None:
-    torch.set_num_threads(2)
-    assert _stage_threads_of(lambda: grabcut([IMG, IMG, IMG], box=BOX, device="cpu")) == 1
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="counts threads in /proc")
+def test_one_level_of_parallelism_even_where_openmp_nests() -> None:
+    """With nested OpenMP enabled (OMP_NESTED=true), a batch's images, already run in parallel,
+    must not each start a team of their own (2 x 2 threads here)."""
+    assert _threads_started(2, 3, OMP_NESTED="true", OMP_MAX_ACTIVE_LEVELS="4") == 1
 
 
-@pytest.mark.parametrize("threads", [2, 3])
-def test_an_image_with_more_than_a_threads_share_of_a_batchs_work_runs_on_every_thread(
-    threads: int, torch_threads: None
+def test_an_image_with_more_than_a_threads_share_of_a_batchs_work_gives_its_own_result(
+    torch_threads: None,
 ) -> None:
-    # One image with most of a list's pixels would otherwise run on one thread while
-    # the others idle: it runs first, alone, on every thread; the rest one per thread.
+    # Such an image runs first, alone, on every thread (the schedule: tests/core/test_batch.cpp);
+    # every image's mask is the one it gets alone.
     rng = np.random.default_rng(7)
     big = object_image(rng, 150, 200, (40, 30, 160, 120))
-    torch.set_num_threads(threads)
+    torch.set_num_threads(2)
     images = [IMG, big, IMG]
     boxes = [BOX, (40, 30, 160, 120), BOX]
     singles = [grabcut(im, box=b, device="cpu") for im, b in zip(images, boxes)]
-    results: list[list[np.ndarray]] = []
-    used = _stage_threads_of(lambda: results.append(grabcut(images, box=boxes, device="cpu")))
-    assert used == threads
-    for got, want in zip(results[0], singles):
+    for got, want in zip(grabcut(images, box=boxes, device="cpu"), singles):
         np.testing.assert_array_equal(got, want)
-    # Images of equal work stay one per thread.
-    assert _stage_threads_of(lambda: grabcut([big, big, big], box=boxes[1], device="cpu")) == 1
-    # The work is measured by the probable pixels (what the max-flow solves), not the size:
-    # a large image with a small box is not, a small one with a large box is.
-    tiny, wide = (20, 15, 30, 25), (2, 2, 98, 73)
-    assert _stage_threads_of(lambda: grabcut([big, *[IMG] * 4], box=[tiny, *[BOX] * 4], device="cpu")) == 1
-    assert _stage_threads_of(lambda: grabcut([IMG] * 3, box=[tiny, wide, tiny], device="cpu")) == threads
 
 
-def test_a_worker_thread_follows_torch_set_num_threads(torch_threads: None) -> None:
-    import threading
-
-    torch.set_num_threads(1)
-    used: list[int] = []
-    worker = threading.Thread(
-        target=lambda: used.append(_stage_threads_of(lambda: grabcut(IMG, box=BOX, device="cpu")))
-    )
-    worker.start()
-    worker.join()
-    assert used == [1]
-
-
-NESTED_SCRIPT = """
-import sys
-import numpy as np
-import torch
-sys.path.insert(0, sys.argv[1])
-from conftest import object_image
-from torchgrabcut import grabcut
-
-img = object_image(np.random.default_rng(0), 75, 100, (20, 15, 80, 60))
-torch.set_num_threads(2)
-seen = torch.ops.torchgrabcut._max_stage_threads
-seen()
-grabcut([img, img, img], box=(20, 15, 80, 60), device="cpu")
-batch = seen()
-grabcut(img, box=(20, 15, 80, 60), device="cpu")
-print(batch, seen())
-"""
-
-
-def test_one_level_of_parallelism_even_where_openmp_nests() -> None:
-    """With nested OpenMP enabled (OMP_NESTED=true), a batch's images, already run in
-    parallel by torch, must not each start a team of their own (2 x 2 threads here)."""
-    env = dict(os.environ, OMP_NESTED="true", OMP_MAX_ACTIVE_LEVELS="4")
-    out = subprocess.run(
-        [sys.executable, "-c", NESTED_SCRIPT, str(HERE)], env=env, capture_output=True, text=True, timeout=300
-    )
-    assert out.returncode == 0, out.stderr
-    assert out.stdout.split() == ["1", "2"], out.stdout
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="counts threads in /proc")
+def test_a_worker_thread_follows_torch_set_num_threads() -> None:
+    assert _threads_started(1, 1, "worker") == 0
+    assert _threads_started(2, 1, "worker") == 1

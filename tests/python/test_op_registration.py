@@ -13,18 +13,43 @@ from torchgrabcut import GC_PR_FGD
 DEVICES = ["cpu"] + (["cuda"] if has_cuda() else [])
 
 
-def op_inputs(device: str) -> tuple:
-    img = object_image(np.random.default_rng(0), 24, 32, (4, 4, 28, 20))
-    image = torch.from_numpy(img).permute(2, 0, 1)[None].contiguous().to(device)
-    mask = torch.zeros(1, 24, 32, dtype=torch.uint8, device=device)
-    mask[:, 4:20, 4:28] = GC_PR_FGD
-    model = torch.zeros(1, 10, 13, dtype=torch.float64, device=device)
-    return image, mask, model, [], 3, 5, 50.0, 0, True, False
+def op_inputs(device: str, sizes: tuple[tuple[int, int], ...] = ((24, 32),)) -> tuple:
+    """The operator's arguments for images of these sizes on ``device``, box masks, 3 iterations."""
+    rng = np.random.default_rng(0)
+    images, masks = [], []
+    for h, w in sizes:
+        box = (w // 8, h // 6, w - w // 8, h - h // 6)
+        images.append(torch.from_numpy(object_image(rng, h, w, box)).permute(2, 0, 1).contiguous().to(device))
+        mask = torch.zeros(h, w, dtype=torch.uint8, device=device)
+        mask[box[1] : box[3], box[0] : box[2]] = GC_PR_FGD
+        masks.append(mask)
+    model = torch.zeros(len(sizes), 10, 13, dtype=torch.float64, device=device)
+    return images, masks, model, 3, 5, 50.0, 0, True, False
+
+
+MIXED = ((24, 32), (17, 40), (30, 21))
 
 
 @pytest.mark.parametrize("device", DEVICES)
-def test_opcheck_grabcut(device: str) -> None:
-    torch.library.opcheck(torch.ops.torchgrabcut.grabcut.default, op_inputs(device))
+@pytest.mark.parametrize("sizes", [((24, 32),), MIXED])
+def test_opcheck_grabcut(device: str, sizes: tuple[tuple[int, int], ...]) -> None:
+    torch.library.opcheck(torch.ops.torchgrabcut.grabcut.default, op_inputs(device, sizes))
+
+
+@requires_cuda
+def test_opcheck_grabcut_with_host_inputs_on_the_gpu() -> None:
+    """On a GPU, images and masks may stay on the host (copied over in one transfer); each mask
+    comes back on its image's side."""
+    images, masks, model, *rest = op_inputs("cpu", MIXED)
+    images[1] = images[1].cuda()
+    masks[2] = masks[2].cuda()
+    args = (images, masks, model.cuda(), *rest)
+    torch.library.opcheck(torch.ops.torchgrabcut.grabcut.default, args)
+    out, _ = torch.ops.torchgrabcut.grabcut(*args)
+    assert [m.device.type for m in out] == ["cpu", "cuda", "cpu"]
+    cpu_out, _ = torch.ops.torchgrabcut.grabcut(*op_inputs("cpu", MIXED))
+    for got, want in zip(out, cpu_out):
+        assert got.is_contiguous() and torch.equal(got.cpu(), want)
 
 
 @pytest.mark.parametrize("device", DEVICES)
@@ -37,11 +62,11 @@ def test_opcheck_maxflow(device: str) -> None:
 
 @pytest.mark.parametrize("device", DEVICES)
 def test_torch_compile_fullgraph(device: str) -> None:
-    args = op_inputs(device)
+    args = op_inputs(device, MIXED)
 
-    def segment(image: torch.Tensor, mask: torch.Tensor, model: torch.Tensor) -> torch.Tensor:
-        out, _ = torch.ops.torchgrabcut.grabcut(image, mask, model, [], 3, 5, 50.0, 0, True, False)
-        return (out & 1).sum()
+    def segment(image: list[torch.Tensor], mask: list[torch.Tensor], model: torch.Tensor) -> torch.Tensor:
+        out, _ = torch.ops.torchgrabcut.grabcut(image, mask, model, 3, 5, 50.0, 0, True, False)
+        return sum((m & 1).sum() for m in out)
 
     compiled = torch.compile(segment, fullgraph=True, backend="aot_eager")
     assert int(compiled(*args[:3])) == int(segment(*args[:3]))
@@ -50,51 +75,37 @@ def test_torch_compile_fullgraph(device: str) -> None:
 def test_outputs_never_require_grad() -> None:
     image, mask, model, *rest = op_inputs("cpu")
     model = model.requires_grad_(True)
-    out_mask, out_model = torch.ops.torchgrabcut.grabcut(image, mask, model, *rest)
+    out_masks, out_model = torch.ops.torchgrabcut.grabcut(image, mask, model, *rest)
     assert not out_model.requires_grad
-    assert not out_mask.requires_grad
-    assert out_mask.dtype == torch.uint8
+    assert not out_masks[0].requires_grad
+    assert out_masks[0].dtype == torch.uint8
 
 
-# ---------------------------------------------------------------- the CUDA-only batch transfer ops
+# ---------------------------------------------------------------- the fake kernel
 
 
-def transfer_inputs(device: str) -> tuple[torch.Tensor, list[torch.Tensor], list[int]]:
-    """A (2, 3, 6, 7) batch, two host images of other sizes, their (h, w) sizes."""
-    rng = np.random.default_rng(2)
-    batch = torch.zeros(2, 3, 6, 7, dtype=torch.uint8, device=device)
-    images = [torch.from_numpy(rng.integers(0, 256, (3, h, w), dtype=np.uint8)) for h, w in ((6, 5), (4, 7))]
-    return batch, images, [6, 5, 4, 7]
-
-
-@requires_cuda
-def test_opcheck_upload_images() -> None:
-    batch, images, _ = transfer_inputs("cuda")
-    torch.library.opcheck(torch.ops.torchgrabcut.upload_images_.default, (batch, images))
-
-
-@requires_cuda
-def test_opcheck_download_masks() -> None:
-    masks = torch.from_numpy(np.random.default_rng(3).integers(0, 4, (2, 6, 7), dtype=np.uint8)).cuda()
-    torch.library.opcheck(torch.ops.torchgrabcut.download_masks.default, (masks, [6, 5, 4, 7]))
-
-
-def test_fake_kernels_of_the_transfer_ops_give_the_kernels_shapes() -> None:
-    """Under FakeTensorMode the ops run their fake kernels (their CUDA kernels cannot run here)."""
+def test_the_fake_kernel_gives_each_mask_its_images_size_and_device() -> None:
+    """Under FakeTensorMode the operator runs its fake kernel: a mask per image, (H, W) uint8 on the
+    image's device (a GPU batch's host images get host masks), contiguous; checks the batch."""
     from torch._subclasses.fake_tensor import FakeTensorMode
 
+    images, masks, model, *rest = op_inputs("cpu", MIXED)
     with FakeTensorMode(allow_non_fake_inputs=True) as mode:
-        batch, images, sizes = transfer_inputs("cpu")
-        batch = mode.from_tensor(batch)
-        assert torch.ops.torchgrabcut.upload_images_(batch, images) is None
-        assert batch.shape == (2, 3, 6, 7)
-        flat = torch.ops.torchgrabcut.download_masks(torch.empty(2, 6, 7, dtype=torch.uint8), sizes)
-        # The CUDA kernel's result: masks cut to 6x5 and 4x7, end to end, on the host.
-        assert flat.shape == (6 * 5 + 4 * 7,) and flat.dtype == torch.uint8 and flat.device.type == "cpu"
+        fake_images = [mode.from_tensor(im) for im in images]
+        fake_masks = [mode.from_tensor(m) for m in masks]
+        out, fake_model = torch.ops.torchgrabcut.grabcut(fake_images, fake_masks, mode.from_tensor(model), *rest)
+        assert [tuple(m.shape) for m in out] == list(MIXED)
+        assert all(m.dtype == torch.uint8 and m.is_contiguous() and m.device.type == "cpu" for m in out)
+        assert fake_model.shape == model.shape
         with pytest.raises(RuntimeError):
-            torch.ops.torchgrabcut.download_masks(torch.empty(2, 6, 7, dtype=torch.uint8), sizes[:2])
-        with pytest.raises(RuntimeError):
-            torch.ops.torchgrabcut.upload_images_(batch, images[:1])
+            torch.ops.torchgrabcut.grabcut(fake_images, fake_masks[:2], mode.from_tensor(model), *rest)
+
+
+def test_no_test_only_operator_is_registered() -> None:
+    """The package registers the operators it uses; tests reach the core's internals through the C++ tests."""
+    names = {s.name for s in torch._C._jit_get_all_schemas() if s.name.startswith("torchgrabcut::")}
+    assert {"torchgrabcut::grabcut", "torchgrabcut::maxflow_grid", "torchgrabcut::limits"} <= names
+    assert "torchgrabcut::_max_stage_threads" not in names  # its counter is compiled into the C++ tests only
 
 
 # ---------------------------------------------------------------- limits: one definition, in the core
@@ -106,15 +117,15 @@ def test_limits_come_from_the_extension_and_every_layer_applies_them() -> None:
     max_iter, components, gamma = torch.ops.torchgrabcut.limits()
     assert (max_iter, components, gamma) == (1_000_000, 16, 1e4)  # the documented limits
     assert api.MAX_ITER_LIMIT == max_iter
-    image, mask, model, sizes, _, k, _, seed, init, frozen = op_inputs("cpu")
+    image, mask, model, _, k, _, seed, init, frozen = op_inputs("cpu")
     op = torch.ops.torchgrabcut.grabcut
     with pytest.raises(ValueError, match=f"max_iter: expected 0..{max_iter}, got {max_iter + 1}"):
-        op(image, mask, model, sizes, max_iter + 1, k, 50.0, seed, init, frozen)
+        op(image, mask, model, max_iter + 1, k, 50.0, seed, init, frozen)
     big = torch.zeros(1, 2 * (components + 1), 13, dtype=torch.float64)
     with pytest.raises(ValueError, match=f"components: expected 1..{components}, got {components + 1}"):
-        op(image, mask, big, sizes, 1, components + 1, 50.0, seed, init, frozen)
+        op(image, mask, big, 1, components + 1, 50.0, seed, init, frozen)
     with pytest.raises(ValueError, match=r"gamma: expected a finite value in \(0, 10000\]"):
-        op(image, mask, model, sizes, 1, k, gamma * 1.01, seed, init, frozen)
+        op(image, mask, model, 1, k, gamma * 1.01, seed, init, frozen)
     img = image[0].permute(1, 2, 0).numpy()
     with pytest.raises(ValueError, match=f"max_iter: expected 0..{max_iter}, got {max_iter + 1}"):
         torchgrabcut.grabcut(img, box=(4, 4, 28, 20), max_iter=max_iter + 1, device="cpu")

@@ -1,7 +1,7 @@
 """Out of host memory anywhere on a call's way in or out: torch.OutOfMemoryError naming the image.
 
 The core's own scratch already failed so; the conversions before it (numpy copies, the
-padded batch, the masks of the boxes, the operator's copies of its inputs) gave numpy's
+model's parameters, the masks of the boxes, the operator's copies of its inputs) gave numpy's
 MemoryError or the allocator's raw ``[enforce fail at alloc_cpu.cpp]`` RuntimeError.
 Allocations are made to fail by patching them, and once for real under an address-space
 limit in a child process.
@@ -20,7 +20,7 @@ import pytest
 import torch
 
 import torchgrabcut
-from torchgrabcut import _ops
+from torchgrabcut import _arguments, _ops
 
 ALLOC_FAILURE = (
     "[enforce fail at alloc_cpu.cpp:127] err == 0. DefaultCPUAllocator: can't allocate memory: "
@@ -45,11 +45,10 @@ def _failing(error: BaseException) -> Callable[..., Any]:
 
 # Each allocation of a call, made to fail as it fails for real: (what to patch, its error).
 ALLOCATIONS: dict[str, tuple[Any, str, BaseException]] = {
-    "numpy copy of a read-only image": (torchgrabcut.api, "_from_numpy", MemoryError(NUMPY_FAILURE)),
-    "padded batch": (torch, "zeros", RuntimeError(ALLOC_FAILURE)),
+    "numpy copy of a read-only image": (_arguments, "_from_numpy", MemoryError(NUMPY_FAILURE)),
+    "model parameters": (torch, "zeros", RuntimeError(ALLOC_FAILURE)),
     "masks of the boxes": (torch, "arange", RuntimeError(ALLOC_FAILURE)),
     "operator's copies of its inputs": (_ops, "grabcut_op", RuntimeError(ALLOC_FAILURE)),
-    "numpy mask out": (np, "ascontiguousarray", MemoryError(NUMPY_FAILURE)),
 }
 
 
@@ -61,7 +60,6 @@ def test_every_allocation_of_a_call_fails_as_out_of_memory_naming_the_image(
     img = _image()
     img.flags.writeable = False  # a read-only array is copied on the way in
     monkeypatch.setattr(owner, name, _failing(error))
-    # A list of one image: its masks come back through np.ascontiguousarray.
     with pytest.raises(torch.OutOfMemoryError) as caught:
         torchgrabcut.grabcut([img], box=(10, 5, 40, 35), device="cpu")
     message = str(caught.value)
@@ -70,9 +68,9 @@ def test_every_allocation_of_a_call_fails_as_out_of_memory_naming_the_image(
     assert ("3.00 GiB" if isinstance(error, RuntimeError) else "2.68 GiB") in message, message
 
 
-def test_a_batch_is_named_with_its_padded_size(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_batch_is_named_with_its_pixels(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(torch, "zeros", _failing(RuntimeError(ALLOC_FAILURE)))
-    with pytest.raises(torch.OutOfMemoryError, match=r"a batch of 2 images \(padded to 40x60, 4800 pixels\)"):
+    with pytest.raises(torch.OutOfMemoryError, match=r"a batch of 2 images \(3800 pixels\)"):
         torchgrabcut.grabcut([_image(), _image(30, 60)], box=(10, 5, 20, 25), device="cpu")
 
 
@@ -80,14 +78,14 @@ def test_a_mask_copy_is_named(monkeypatch: pytest.MonkeyPatch) -> None:
     mask = np.zeros((40, 50), np.uint8)
     mask[5:35, 10:40] = 3
     mask = mask[::-1]  # a negative stride: copied on the way in
-    from_numpy = torchgrabcut.api._from_numpy
+    from_numpy = _arguments._from_numpy
 
     def fail_for_masks(array: np.ndarray) -> torch.Tensor:
         if array.ndim == 2:
             raise MemoryError(NUMPY_FAILURE)
         return from_numpy(array)
 
-    monkeypatch.setattr(torchgrabcut.api, "_from_numpy", fail_for_masks)
+    monkeypatch.setattr(_arguments, "_from_numpy", fail_for_masks)
     with pytest.raises(torch.OutOfMemoryError, match=r"out of host memory for mask \(40x50, 2000 pixels\)"):
         torchgrabcut.grabcut(_image(), mask, device="cpu")
 
@@ -101,7 +99,7 @@ def test_other_runtime_errors_pass_unchanged(monkeypatch: pytest.MonkeyPatch) ->
 
 # A real failure: the child limits its address space to what it has mapped plus a little,
 # then asks for an image that needs more (a broadcast view, copied on the way in; a
-# writeable one, whose padded batch and masks are allocated).
+# writeable one, whose planar copy and masks are allocated).
 _CHILD = textwrap.dedent(
     """
     import resource, sys

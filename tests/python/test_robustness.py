@@ -422,10 +422,10 @@ def test_calls_from_torch_cpp_threads_work() -> None:
     masks[:, y0:y1, x0:x1] = 3
     params = torch.zeros(3, 10, 13, dtype=torch.float64)
 
-    def call(image: torch.Tensor, mask: torch.Tensor, model: torch.Tensor) -> torch.Tensor:
-        return torch.ops.torchgrabcut.grabcut(image, mask, model, [], 5, 5, 50.0, 0, True, False)[0]
+    def call(images: list[torch.Tensor], masks: list[torch.Tensor], model: torch.Tensor) -> list[torch.Tensor]:
+        return torch.ops.torchgrabcut.grabcut(images, masks, model, 5, 5, 50.0, 0, True, False)[0]
 
     scripted = torch.jit.script(call)
-    future = torch.jit.fork(scripted, t, masks, params)
+    future = torch.jit.fork(scripted, list(t.unbind(0)), list(masks.unbind(0)), params)
     out = torch.jit.wait(future)
     assert np.array_equal(out[1].numpy(), grabcut(img, box=box, device="cpu"))

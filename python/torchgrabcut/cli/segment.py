@@ -98,7 +98,7 @@ def run(args: argparse.Namespace) -> int:
 def segment_and_write(image: np.ndarray, out_mask: Path, out_overlay: Path | None, **kwargs: object) -> float:
     """GrabCut on ``image``, the mask (and the overlay) written, one line each; the call's seconds."""
     t = time.perf_counter()
-    mask = api.grabcut(image, **kwargs)  # type: ignore[arg-type]
+    mask = api.grabcut(image, **kwargs)  # type: ignore[call-overload]
     seconds = time.perf_counter() - t
     imageio.write_image(out_mask, mask)
     print(f"mask: {out_mask} (labels 0..3; foreground = 1 or 3)")

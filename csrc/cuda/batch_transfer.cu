@@ -1,10 +1,12 @@
-// The kernels of cuda/batch_copy.h: a grid of (blocks per image, images) blocks,
+// The kernels of cuda/batch_transfer.h: a grid of (blocks per image, images) blocks,
 // each block striding over one image's pixels; enough blocks per image for the
 // largest to take ~8 pixels a thread, within a cap on the whole grid (blocks of
 // smaller images find nothing to do and end at once).
 #include <algorithm>
+#include <stdexcept>
+#include <string>
 
-#include "cuda/batch_copy.h"
+#include "cuda/batch_transfer.h"
 #include "cuda/check.h"
 
 namespace grabcut::cuda {
@@ -14,6 +16,7 @@ using detail::kThreads;
 constexpr long long kPixelsPerBlock = kThreads * 8;
 constexpr long long kMaxBlocks = 1 << 16;
 
+template <int kChannels>
 __global__ void spread_kernel(const std::uint8_t* packed, const PackedImage* images, int batch, int pitch_h,
                               int pitch_w, std::uint8_t* out) {
   detail::for_each_block_image(batch, [&](int b) {
@@ -22,22 +25,22 @@ __global__ void spread_kernel(const std::uint8_t* packed, const PackedImage* ima
     const long long n = im.pixels();
     const std::uint8_t* src = packed + im.offset;
     const long long plane = static_cast<long long>(pitch_h) * pitch_w;
-    std::uint8_t* dst = out + static_cast<long long>(b) * 3 * plane;
+    std::uint8_t* dst = out + static_cast<long long>(b) * kChannels * plane;
     for (long long i = static_cast<long long>(blockIdx.x) * kThreads + threadIdx.x; i < n;
          i += static_cast<long long>(gridDim.x) * kThreads) {
       const long long y = i / im.width;
       const long long x = i - y * im.width;
       const long long at = y * pitch_w + x;
 #pragma unroll
-      for (int c = 0; c < 3; ++c) {
-        dst[c * plane + at] = packed_image.interleaved != 0 ? src[3 * i + c] : src[c * n + i];
+      for (int c = 0; c < kChannels; ++c) {
+        dst[c * plane + at] = packed_image.interleaved != 0 ? src[kChannels * i + c] : src[c * n + i];
       }
     }
   });
 }
 
-__global__ void gather_kernel(const std::uint8_t* masks, const BatchImage* images, int batch, int pitch_h,
-                              int pitch_w, std::uint8_t* out) {
+__global__ void gather_kernel(const std::uint8_t* masks, const BatchImage* images, int batch, int pitch_h, int pitch_w,
+                              std::uint8_t* out) {
   detail::for_each_block_image(batch, [&](int b) {
     const BatchImage im = images[b];
     const long long n = im.pixels();
@@ -61,10 +64,17 @@ dim3 copy_grid(int batch, long long max_pixels) {
 
 }  // namespace
 
-void spread_packed_images(const std::uint8_t* packed, const PackedImage* images, int batch, long long max_pixels,
-                          int pitch_h, int pitch_w, std::uint8_t* out, cudaStream_t stream) {
-  if (batch <= 0) return;
-  spread_kernel<<<copy_grid(batch, max_pixels), kThreads, 0, stream>>>(packed, images, batch, pitch_h, pitch_w, out);
+void spread_packed(const std::uint8_t* packed, const PackedImage* images, int batch, long long max_pixels, int channels,
+                   int pitch_h, int pitch_w, std::uint8_t* out, cudaStream_t stream) {
+  if (batch <= 0 || max_pixels <= 0) return;
+  const dim3 grid = copy_grid(batch, max_pixels);
+  if (channels == 3) {
+    spread_kernel<3><<<grid, kThreads, 0, stream>>>(packed, images, batch, pitch_h, pitch_w, out);
+  } else if (channels == 1) {
+    spread_kernel<1><<<grid, kThreads, 0, stream>>>(packed, images, batch, pitch_h, pitch_w, out);
+  } else {
+    throw std::invalid_argument("spread_packed: expected 1 or 3 channels, got " + std::to_string(channels));
+  }
   GRABCUT_CUDA_CHECK_LAUNCH("spread_kernel");
 }
 

@@ -9,11 +9,11 @@
 
 #include "core/driver.h"
 #include "cuda/batch.h"
-#include "cuda/maxflow_cuda.h"
+#include "cuda/maxflow.h"
 
 namespace grabcut::cuda {
 
-// Device scratch bytes grabcut_cuda needs for this batch and these options.
+// Device scratch bytes grabcut needs for this batch and these options.
 std::size_t grabcut_workspace_bytes(const BatchLayout& layout, const GrabCutOptions& options);
 
 // Runs GrabCut on every image of the batch on `stream`, like grabcut_cpu on each.
@@ -24,8 +24,8 @@ std::size_t grabcut_workspace_bytes(const BatchLayout& layout, const GrabCutOpti
 // functions throw std::invalid_argument on bad options or a bad layout
 // (BatchLayout::check). `schedule` is the max-flow's (the masks do not depend on it;
 // benchmarks compare schedules through it).
-void grabcut_cuda(const BatchLayout& layout, const std::uint8_t* images, std::uint8_t* masks, double* models,
-                  void* workspace, std::size_t workspace_bytes, const GrabCutOptions& options, cudaStream_t stream,
-                  const MaxflowSchedule& schedule = {});
+void grabcut(const BatchLayout& layout, const std::uint8_t* images, std::uint8_t* masks, double* models,
+             void* workspace, std::size_t workspace_bytes, const GrabCutOptions& options, cudaStream_t stream,
+             const MaxflowSchedule& schedule = {});
 
 }  // namespace grabcut::cuda

@@ -2,14 +2,14 @@
 // CPU function of core/gmm.h, core/energy.h or core/driver.h with bit-identical
 // results:
 //
-//   sum_squared_differences_cuda   sum_squared_differences_cpu   (energy_cuda.h)
-//   nlinks_cuda                    beta_from_sum + nlinks_cpu    (energy_cuda.h)
-//   kmeans_init_cuda               kmeans_init_cpu               (gmm_cuda.h)
-//   assign_components_cuda         assign_components_cpu         (gmm_cuda.h)
-//   learn_gmms_cuda                learn_gmms_cpu                (gmm_cuda.h)
-//   tlinks_cuda                    tlinks_cpu                    (energy_cuda.h)
-//   update_masks_cuda              relabel_from_cut              (iteration_cuda.h)
-//   end_iteration_cuda             stop_after_iteration          (iteration_cuda.h)
+//   sum_squared_differences_cuda   sum_squared_differences_cpu   (energy.h)
+//   nlinks_cuda                    beta_from_sum + nlinks_cpu    (energy.h)
+//   kmeans_init_cuda               kmeans_init_cpu               (gmm.h)
+//   assign_components_cuda         assign_components_cpu         (gmm.h)
+//   learn_gmms_cuda                learn_gmms_cpu                (gmm.h)
+//   tlinks_cuda                    tlinks_cpu                    (energy.h)
+//   update_masks_cuda              relabel_from_cut              (iteration.h)
+//   end_iteration_cuda             stop_after_iteration          (iteration.h)
 //
 // Every launcher runs one launch (or a fixed short sequence of launches) over all
 // images of the batch (cuda/batch.h) on the given stream and never synchronises
@@ -22,7 +22,7 @@
 #pragma once
 
 #include "cuda/batch.h"
-#include "cuda/energy_cuda.h"
-#include "cuda/gmm_cuda.h"
-#include "cuda/iteration_cuda.h"
+#include "cuda/energy.h"
+#include "cuda/gmm.h"
+#include "cuda/iteration.h"
 #include "cuda/scratch.h"
