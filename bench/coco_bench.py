@@ -40,10 +40,10 @@ import torch
 
 import torchgrabcut.api
 from torchgrabcut import grabcut
-from torchgrabcut.api import resolve_device
 from torchgrabcut.dataset.job import DatasetOptions, run_dataset
 from torchgrabcut.dataset.parts import parts_dir
 from torchgrabcut.dataset.timing import time_covered
+from torchgrabcut.device import resolve_device
 
 # The set is the tests' generator (tests/python/synthetic_coco.py): the benchmark runs on what the tests check.
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "python"))

@@ -8,7 +8,8 @@ from collections.abc import Callable
 
 import torch
 
-from torchgrabcut.api import MAX_ITER_LIMIT, resolve_device
+from torchgrabcut.api import MAX_ITER_LIMIT
+from torchgrabcut.device import resolve_device
 
 __all__ = ["add_device", "add_max_iter", "device", "float_list", "int_range"]
 

@@ -18,8 +18,8 @@ from typing import Any, TypeVar
 import torch
 import torch.distributed as dist
 
-from torchgrabcut.api import resolve_device
 from torchgrabcut.dataset.parts import OutputShare
+from torchgrabcut.device import resolve_device
 
 __all__ = [
     "GROUP_TIMEOUT",

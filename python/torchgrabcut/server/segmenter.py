@@ -8,7 +8,8 @@ from typing import Any
 import numpy as np
 import torch
 
-from torchgrabcut.api import grabcut, resolve_device
+from torchgrabcut.api import grabcut
+from torchgrabcut.device import resolve_device
 from torchgrabcut.model import GrabCutModel
 
 __all__ = ["Segmenter"]
