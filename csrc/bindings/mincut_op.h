@@ -130,20 +130,24 @@ struct MincutError {
   int what = 0;  // 0 source, 1 sink, 2 edges, 3 reverse_edges, 4 node sum
   int k = 0;
   int64_t value = 0;
+  int64_t z = -1;  // a voxel's z in 3D; -1 in 2D
 };
 
 [[noreturn]] inline void throw_mincut_error(const MincutError& e) {
   static const char* const kNeighbour[4] = {"right", "down", "down-right", "down-left"};
+  static const char* const kNeighbour3d[3] = {"x + 1", "y + 1", "z + 1"};
   static const char* const kName[4] = {"source", "sink", "edges", "reverse_edges"};
-  const std::string where = "graph " + std::to_string(e.b) + ", pixel (y=" + std::to_string(e.y) +
-                            ", x=" + std::to_string(e.x) + ")";
+  const std::string where = "graph " + std::to_string(e.b) +
+                            (e.z >= 0 ? ", voxel (z=" + std::to_string(e.z) + ", " : std::string(", pixel (")) +
+                            "y=" + std::to_string(e.y) + ", x=" + std::to_string(e.x) + ")";
   if (e.what == 4) {
     TORCH_CHECK_VALUE(false, "the capacities at ", where, " add up to ", e.value,
                       " (source + sink + its edges), over the bound 2^30 - 1 = ", kMincutMaxNodeSum,
                       " on every pixel's sum");
   }
-  const std::string edge = e.what >= 2 ? std::string(", edge ") + std::to_string(e.k) + " (" + kNeighbour[e.k] + ")"
-                                       : std::string();
+  const std::string edge =
+      e.what >= 2 ? std::string(", edge ") + std::to_string(e.k) + " (" + (e.z >= 0 ? kNeighbour3d : kNeighbour)[e.k] + ")"
+                  : std::string();
   TORCH_CHECK_VALUE(false, kName[e.what], ": expected capacities in [0, 2^30 - 1 = ", kMincutMaxNodeSum, "], got ",
                     e.value, " at ", where, edge);
 }
@@ -423,6 +427,163 @@ inline std::tuple<at::Tensor, at::Tensor> mincut_result(const MincutGraph& g, co
   at::Tensor flow = flows + g.offset.to(flows.device());
   if (g.divisor != 1) flow = at::div(flow, g.divisor, "floor");
   return {cut.view(at::kBool), flow};
+}
+
+// 3D, 6-connected: the public neighbours of a voxel (z, y, x) are (z, y, x + 1),
+// (z, y + 1, x), (z + 1, y, x). The same bound, reduction and messages as in 2D.
+struct Mincut3dShape {
+  int64_t batch = 0, depth = 0, height = 0, width = 0;
+  bool asymmetric = false;
+};
+
+inline Mincut3dShape check_mincut3d_args(const at::Tensor& source, const at::Tensor& sink, const at::Tensor& edges,
+                                         const std::optional<at::Tensor>& reverse) {
+  TORCH_CHECK_TYPE(source.scalar_type() == at::kInt || source.scalar_type() == at::kLong,
+                   "source: expected dtype int32 or int64, got ", source.scalar_type());
+  TORCH_CHECK_TYPE(sink.scalar_type() == source.scalar_type() && edges.scalar_type() == source.scalar_type() &&
+                       (!reverse.has_value() || reverse->scalar_type() == source.scalar_type()),
+                   "sink, edges and reverse_edges: expected the dtype of source (", source.scalar_type(), ")");
+  TORCH_CHECK_VALUE(source.dim() == 4, "source: expected shape (B, D, H, W), got ", source.sizes());
+  TORCH_CHECK_VALUE(sink.sizes() == source.sizes(), "sink: expected the shape of source ", source.sizes(), ", got ",
+                    sink.sizes());
+  TORCH_CHECK_VALUE(edges.dim() == 5 && edges.size(0) == source.size(0) && edges.size(1) == 3 &&
+                        edges.size(2) == source.size(1) && edges.size(3) == source.size(2) &&
+                        edges.size(4) == source.size(3),
+                    "edges: expected shape (B, 3, D, H, W) with B, D, H, W = ", source.sizes(), ", got ",
+                    edges.sizes());
+  TORCH_CHECK_VALUE(!reverse.has_value() || reverse->sizes() == edges.sizes(),
+                    "reverse_edges: expected the shape of edges ", edges.sizes());
+  TORCH_CHECK_VALUE(source.device().is_cpu() && sink.device().is_cpu() && edges.device().is_cpu() &&
+                        (!reverse.has_value() || reverse->device().is_cpu()),
+                    "3D grids: expected tensors on the CPU");
+  Mincut3dShape s;
+  s.batch = source.size(0);
+  s.depth = source.size(1);
+  s.height = source.size(2);
+  s.width = source.size(3);
+  s.asymmetric = reverse.has_value();
+  TORCH_CHECK_VALUE(s.depth == 0 || s.height == 0 || s.width == 0 ||
+                        (s.depth + 2) * (s.height + 2) * (s.width + 2) <= kMincutMaxPadded,
+                    "a grid of ", s.depth, " x ", s.height, " x ", s.width,
+                    " voxels is too large: expected (D + 2) * (H + 2) * (W + 2) <= 2^28 - 1 = ", kMincutMaxPadded);
+  return s;
+}
+
+namespace detail {
+
+// One voxel: checks (ok), and with `write` its net terminal, its forward n-links
+// (nl, 3 planes of the graph) and its share of the offset. Returns the error found.
+template <typename T>
+inline int reduce_voxel(const Mincut3dShape& s, const T* src, const T* snk, const T* edg, const T* rev, int64_t b,
+                        int64_t z, int64_t y, int64_t x, int32_t* net, int32_t* nl, int64_t& offset,
+                        MincutError* error) {
+  const int64_t hw = s.height * s.width, n = s.depth * hw;
+  const int64_t v = z * hw + y * s.width + x;
+  const int64_t coord[3] = {x, y, z};
+  const int64_t size[3] = {s.width, s.height, s.depth};
+  const int64_t stride[3] = {1, s.width, hw};
+  const auto fail = [&](int what, int k, int64_t value) {
+    if (error != nullptr) *error = MincutError{b, y, x, what, k, value, z};
+    return 1;
+  };
+  const int64_t sv = src[b * n + v], tv = snk[b * n + v];
+  if (!in_range(sv)) return fail(0, 0, sv);
+  if (!in_range(tv)) return fail(1, 0, tv);
+  int64_t sum = sv + tv, s2 = 2 * sv, t2 = 2 * tv, both = 0;
+  for (int k = 0; k < 3; ++k) {
+    const T* e = edg + (b * 3 + k) * n;
+    const T* r = rev != nullptr ? rev + (b * 3 + k) * n : nullptr;
+    int64_t a = 0, ra = 0;
+    if (coord[k] + 1 < size[k]) {
+      a = e[v];
+      ra = r != nullptr ? r[v] : 0;
+      if (!in_range(a)) return fail(2, k, a);
+      if (!in_range(ra)) return fail(3, k, ra);
+    }
+    int64_t ia = 0, ir = 0;
+    if (coord[k] >= 1) {
+      // An earlier voxel's edge, checked there first.
+      ia = std::clamp<int64_t>(e[v - stride[k]], 0, kMincutMaxNodeSum + 1);
+      ir = r != nullptr ? std::clamp<int64_t>(r[v - stride[k]], 0, kMincutMaxNodeSum + 1) : 0;
+    }
+    sum += a + ra + ia + ir;
+    s2 += ra + ia;
+    t2 += a + ir;
+    both += a + ra;
+    if (nl != nullptr) nl[(b * 3 + k) * n + v] = static_cast<int32_t>(a + ra);
+  }
+  if (sum > kMincutMaxNodeSum) return fail(4, 0, sum);
+  if (rev == nullptr) {
+    net[b * n + v] = static_cast<int32_t>(sv - tv);
+    offset += std::min(sv, tv);
+  } else {
+    net[b * n + v] = static_cast<int32_t>(s2 - t2);
+    offset += std::min(s2, t2) - both;
+  }
+  return 0;
+}
+
+}  // namespace detail
+
+// The CPU form of a 3D batch: net terminals, n-links (the input where it is
+// symmetric int32), offsets; one pass, slices in parallel, then the first error in
+// (graph, z, y, x) order if there was one.
+inline MincutGraph mincut3d_graph_cpu(const Mincut3dShape& s, const at::Tensor& source, const at::Tensor& sink,
+                                      const at::Tensor& edges, const std::optional<at::Tensor>& reverse) {
+  MincutGraph g;
+  const at::Tensor src = source.contiguous(), snk = sink.contiguous(), edg = edges.contiguous();
+  const at::Tensor rev = reverse.has_value() ? reverse->contiguous() : at::Tensor();
+  const int64_t n = s.depth * s.height * s.width;
+  g.net = at::empty({s.batch, s.depth, s.height, s.width}, source.options().dtype(at::kInt));
+  const bool borrow = !s.asymmetric && source.scalar_type() == at::kInt;
+  if (!borrow) g.nlinks = at::empty({s.batch, 3, s.depth, s.height, s.width}, source.options().dtype(at::kInt));
+  at::Tensor slices = at::empty({s.batch * s.depth}, source.options().dtype(at::kLong));
+  AT_DISPATCH_INDEX_TYPES(source.scalar_type(), "mincut_grid3d", [&] {
+    const index_t* r = rev.defined() ? rev.data_ptr<index_t>() : nullptr;
+    int32_t* nl = borrow ? nullptr : g.nlinks.data_ptr<int32_t>();
+    std::atomic<bool> ok{true};
+    at::parallel_for(0, s.batch * s.depth, 1, [&](int64_t begin, int64_t end) {
+      for (int64_t slice = begin; slice < end; ++slice) {
+        const int64_t b = slice / s.depth, z = slice % s.depth;
+        int64_t offset = 0;
+        int bad = 0;
+        for (int64_t y = 0; y < s.height; ++y) {
+          for (int64_t x = 0; x < s.width; ++x) {
+            bad |= detail::reduce_voxel<index_t>(s, src.data_ptr<index_t>(), snk.data_ptr<index_t>(),
+                                                 edg.data_ptr<index_t>(), r, b, z, y, x, g.net.data_ptr<int32_t>(),
+                                                 nl, offset, nullptr);
+          }
+        }
+        slices.data_ptr<int64_t>()[slice] = offset;
+        if (bad) ok.store(false, std::memory_order_relaxed);
+      }
+    });
+    if (!ok.load()) {
+      for (int64_t b = 0; b < s.batch; ++b) {
+        for (int64_t z = 0; z < s.depth; ++z) {
+          for (int64_t y = 0; y < s.height; ++y) {
+            for (int64_t x = 0; x < s.width; ++x) {
+              detail::MincutError e;
+              int64_t unused = 0;
+              if (detail::reduce_voxel<index_t>(s, src.data_ptr<index_t>(), snk.data_ptr<index_t>(),
+                                                edg.data_ptr<index_t>(), r, b, z, y, x, g.net.data_ptr<int32_t>(),
+                                                nullptr, unused, &e)) {
+                detail::throw_mincut_error(e);
+              }
+            }
+          }
+        }
+      }
+      TORCH_INTERNAL_ASSERT(false, "mincut_grid3d: the check found an error it cannot locate");
+    }
+  });
+  g.offset = slices.view({s.batch, s.depth}).sum(1);
+  g.divisor = s.asymmetric ? 2 : 1;
+  g.keep = borrow ? edg : g.nlinks;
+  const int32_t* base = g.keep.data_ptr<int32_t>();
+  g.nlink_ptr.resize(static_cast<size_t>(3 * s.batch));
+  for (int64_t b = 0; b < 3 * s.batch; ++b) g.nlink_ptr[static_cast<size_t>(b)] = base + b * n;
+  return g;
 }
 
 // mincut_grid through tensor operations and maxflow_grid, on any device: the CUDA

@@ -1,8 +1,8 @@
-"""torchgrabcut.mincut: the exact s-t minimum cut of a batch of 2D grid graphs, on the CPU or a CUDA GPU.
+"""torchgrabcut.mincut: the exact s-t minimum cut of a batch of grid graphs, on the CPU or a CUDA GPU.
 
 A grid graph has one node per pixel, an edge from the source and one to the sink at
-every pixel, and edges between neighbouring pixels: 4-connected (right, down) or
-8-connected (right, down, down-right, down-left). The cut returned is the canonical
+every pixel, and edges between neighbouring pixels: 2D 4-connected (right, down) or
+8-connected (right, down, down-right, down-left), or 3D 6-connected (CPU only). The cut returned is the canonical
 minimum cut: a pixel is on the source side (True) iff it cannot reach the sink in
 the residual graph of a maximum flow. It is the largest source set of all minimum
 cuts, unique for a graph, and the same bit for bit on both backends.
@@ -22,7 +22,7 @@ import torch
 
 from torchgrabcut import _ops
 
-__all__ = ["MAX_NODE_SUM", "MAX_PADDED_PIXELS", "NEIGHBOURS", "MinCut", "mincut", "segment"]
+__all__ = ["MAX_NODE_SUM", "MAX_PADDED_PIXELS", "NEIGHBOURS", "NEIGHBOURS_3D", "MinCut", "mincut", "segment"]
 
 # The bound on every pixel's sum of capacities (csrc/bindings/mincut_op.h, kMincutMaxNodeSum).
 MAX_NODE_SUM = 2**30 - 1
@@ -33,10 +33,13 @@ NEIGHBOURS: dict[int, tuple[tuple[int, int], ...]] = {
     2: ((0, 1), (1, 0)),
     4: ((0, 1), (1, 0), (1, 1), (1, -1)),
 }
+# (dz, dy, dx) of the forward neighbour of a 3D grid's edges[:, k] (6-connected, K = 3).
+NEIGHBOURS_3D: tuple[tuple[int, int, int], ...] = ((0, 0, 1), (0, 1, 0), (1, 0, 0))
 _CONNECTIVITY = {2: 4, 4: 8}
 _INT_DTYPES = (torch.int8, torch.int16, torch.int32, torch.int64, torch.uint8, torch.uint16, torch.uint32)
 
 mincut_grid_op = torch.ops.torchgrabcut.mincut_grid.default
+mincut_grid3d_op = torch.ops.torchgrabcut.mincut_grid3d.default
 
 
 @torch.library.register_fake("torchgrabcut::mincut_grid")
@@ -45,6 +48,17 @@ def _mincut_grid_fake(
 ) -> tuple[torch.Tensor, torch.Tensor]:
     torch._check(source.dim() == 3)
     torch._check(edges.dim() == 4)
+    cut = source.new_empty(source.shape, dtype=torch.bool)
+    flow = source.new_empty((source.shape[0],), dtype=torch.int64)
+    return cut, flow
+
+
+@torch.library.register_fake("torchgrabcut::mincut_grid3d")
+def _mincut_grid3d_fake(
+    source: torch.Tensor, sink: torch.Tensor, edges: torch.Tensor, reverse_edges: torch.Tensor | None = None
+) -> tuple[torch.Tensor, torch.Tensor]:
+    torch._check(source.dim() == 4)
+    torch._check(edges.dim() == 5)
     cut = source.new_empty(source.shape, dtype=torch.bool)
     flow = source.new_empty((source.shape[0],), dtype=torch.int64)
     return cut, flow
@@ -82,7 +96,10 @@ def mincut(
             between pixel (y, x) and its neighbour (y + dy, x + dx), ``(dy, dx) = NEIGHBOURS[K][k]``:
             K = 2 is 4-connected (right, down), K = 4 is 8-connected (right, down, down-right,
             down-left). Symmetric (the same capacity both ways) unless ``reverse_edges`` is given.
-            Edges that leave the grid are ignored, whatever their value.
+            Edges that leave the grid are ignored, whatever their value. A 3D grid (CPU only):
+            ``source`` ``(B, D, H, W)`` (or ``(D, H, W)``) and ``edges`` ``(B, 3, D, H, W)`` (or
+            ``(3, D, H, W)``) to the 6-connected forward neighbours ``NEIGHBOURS_3D`` (x + 1, y + 1,
+            z + 1); K = 3 is what makes a grid 3D.
         reverse_edges: the asymmetric form: ``edges`` then holds the capacities from each pixel to
             its neighbour and ``reverse_edges`` (same shape) those from the neighbour back.
         scale: floating-point capacities only: the integer graph solved is round(c * scale), one
@@ -120,24 +137,34 @@ def mincut(
             raise TypeError(
                 f"{name}: expected an integer (int8..int64, uint8..uint32) or floating-point dtype, got {t.dtype}"
             )
-    unbatched = source.dim() == 2
-    want = 2 if unbatched else 3
-    if source.dim() not in (2, 3):
-        raise ValueError(f"source: expected shape (B, H, W) or (H, W), got {tuple(source.shape)}")
+    # 3D (6-connected) when edges has K = 3 edges per voxel, a K that 2D grids never have.
+    three_d = source.dim() == 4 or (
+        source.dim() == 3 and edges.dim() == 4 and edges.shape[0] == 3 and tuple(edges.shape[1:]) == tuple(source.shape)
+    )
+    spatial = 3 if three_d else 2
+    unbatched = source.dim() == spatial
+    grid_names = "(D, H, W)" if three_d else "(H, W)"
+    if source.dim() not in (2, 3, 4):
+        raise ValueError(
+            f"source: expected shape (B, H, W) or (H, W), or (B, D, H, W) or (D, H, W), got {tuple(source.shape)}"
+        )
     if sink.shape != source.shape:
         raise ValueError(f"sink: expected the shape of source {tuple(source.shape)}, got {tuple(sink.shape)}")
-    grid = tuple(source.shape[-2:])
-    k = edges.shape[-3] if edges.dim() == want + 1 else -1
+    grid = tuple(source.shape[-spatial:])
+    want = source.dim() + 1
+    k = edges.shape[-spatial - 1] if edges.dim() == want else -1
+    valid_k = (3,) if three_d else tuple(NEIGHBOURS)
     if (
-        edges.dim() != want + 1
-        or tuple(edges.shape[-2:]) != grid
-        or k not in NEIGHBOURS
+        edges.dim() != want
+        or tuple(edges.shape[-spatial:]) != grid
+        or k not in valid_k
         or (not unbatched and edges.shape[0] != source.shape[0])
     ):
-        expected = "(K, H, W)" if unbatched else "(B, K, H, W)"
+        expected = ("" if unbatched else "(B, ") + ("K, " if not unbatched else "(K, ") + grid_names[1:]
+        kinds = "K = 3 (6-connected)" if three_d else "K = 2 (4-connected) or 4 (8-connected)"
         raise ValueError(
-            f"edges: expected shape {expected} with K = 2 (4-connected) or 4 (8-connected) and "
-            f"{'(H, W)' if unbatched else '(B, H, W)'} = {tuple(source.shape)} of source, got {tuple(edges.shape)}"
+            f"edges: expected shape {expected} with {kinds} and the grid of source {tuple(source.shape)}, "
+            f"got {tuple(edges.shape)}"
         )
     if reverse_edges is not None and reverse_edges.shape != edges.shape:
         raise ValueError(
@@ -155,13 +182,20 @@ def mincut(
         raise ValueError(f"device: expected tensors on the CPU or a CUDA GPU, got {device}")
     if device.type == "cuda" and not _ops.cuda_kernels_built():
         raise ValueError("device: the tensors are on a CUDA GPU, but the extension was built without CUDA")
-    h, w = grid
+    if device.type == "cuda" and three_d:
+        raise ValueError("device: 3D grids are solved on the CPU only (so far); move the tensors there with .cpu()")
     batch = 1 if unbatched else source.shape[0]
-    if batch == 0 or h == 0 or w == 0:
+    if batch == 0 or 0 in grid:
         raise ValueError(f"source: expected at least one graph of at least one pixel, got shape {tuple(source.shape)}")
-    if (h + 2) * (w + 2) > MAX_PADDED_PIXELS:
+    padded = 1
+    for n in grid:  # a loop, not a generator: torch.compile traces this function
+        padded *= n + 2
+    if padded > MAX_PADDED_PIXELS:
+        sizes = " x ".join(str(n) for n in grid)
+        bound = " * ".join(f"({c} + 2)" for c in grid_names[1:-1].split(", "))
         raise ValueError(
-            f"a grid of {h} x {w} pixels is too large: expected (H + 2) * (W + 2) <= 2^28 - 1 = {MAX_PADDED_PIXELS}"
+            f"a grid of {sizes} {'voxels' if three_d else 'pixels'} is too large: "
+            f"expected {bound} <= 2^28 - 1 = {MAX_PADDED_PIXELS}"
         )
     if unbatched:
         tensors = {name: t.unsqueeze(0) for name, t in tensors.items()}
@@ -175,7 +209,8 @@ def mincut(
             ints = _as_int(tensors)
             scales = torch.ones(batch, dtype=torch.float64, device=device)
         try:
-            cut, flow = mincut_grid_op(ints["source"], ints["sink"], ints["edges"], ints.get("reverse_edges"))
+            op = mincut_grid3d_op if three_d else mincut_grid_op
+            cut, flow = op(ints["source"], ints["sink"], ints["edges"], ints.get("reverse_edges"))
         except ValueError as err:
             if floating:
                 scaled = f"after scaling the capacities by scale (per graph {scales.tolist()})"
@@ -195,41 +230,52 @@ def _as_int(tensors: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
     return {name: t.to(torch.int64) for name, t in tensors.items()}
 
 
+def _offsets(edges: torch.Tensor) -> tuple[tuple[int, ...], ...]:
+    """The forward neighbour offsets of (B, K, *grid) edges: 2D by K, 3D when the grid has 3 axes."""
+    return NEIGHBOURS_3D if edges.dim() == 5 else NEIGHBOURS[edges.shape[1]]
+
+
+def _shifted(offset: tuple[int, ...], sizes: tuple[int, ...]) -> tuple[tuple[slice, ...], tuple[slice, ...]]:
+    """Slices (of the pixels p, of p + offset) over the pixels whose neighbour p + offset is on the grid."""
+    here = tuple(slice(max(0, -o), n - max(0, o)) for o, n in zip(offset, sizes, strict=True))
+    there = tuple(slice(max(0, o), n - max(0, -o)) for o, n in zip(offset, sizes, strict=True))
+    return here, there
+
+
 def _off_grid_zeroed(edges: torch.Tensor) -> torch.Tensor:
-    """A float64 copy of (B, K, H, W) edges with the edges that leave the grid set to 0."""
-    out = edges.to(torch.float64, copy=True)
-    for k, (dy, dx) in enumerate(NEIGHBOURS[out.shape[1]]):
-        if dy == 1:
-            out[:, k, -1, :] = 0
-        if dx == 1:
-            out[:, k, :, -1] = 0
-        if dx == -1:
-            out[:, k, :, 0] = 0
+    """A float64 copy of (B, K, *grid) edges with the edges that leave the grid set to 0."""
+    out = torch.zeros(edges.shape, dtype=torch.float64, device=edges.device)
+    sizes = tuple(edges.shape[2:])
+    for k, offset in enumerate(_offsets(edges)):
+        here, _ = _shifted(offset, sizes)
+        out[:, k][(slice(None), *here)] = edges[:, k][(slice(None), *here)]
     return out
 
 
 def _node_sums(tensors: dict[str, torch.Tensor]) -> torch.Tensor:
-    """(B, H, W) float64: source + sink + every edge of each pixel inside the grid (both directions)."""
+    """(B, *grid) float64: source + sink + every edge of each pixel inside the grid (both directions)."""
     total = tensors["source"] + tensors["sink"]
     for name in ("edges", "reverse_edges"):
         if name not in tensors:
             continue
         e = tensors[name]
-        h, w = e.shape[-2:]
+        sizes = tuple(e.shape[2:])
         total = total + e.sum(1)
-        for k, (dy, dx) in enumerate(NEIGHBOURS[e.shape[1]]):
-            lo, hi = max(0, dx), w + min(0, dx)
-            # The edge into (y, x) from (y - dy, x - dx).
-            total[:, dy:, lo:hi] += e[:, k, : h - dy, lo - dx : hi - dx]
+        for k, offset in enumerate(_offsets(e)):
+            here, there = _shifted(offset, sizes)
+            # The edge into p + offset from p.
+            total[(slice(None), *there)] += e[:, k][(slice(None), *here)]
     return total
 
 
-def _first_bad(t: torch.Tensor, bad: torch.Tensor) -> str:
-    """'value at graph b, (y=.., x=..)' of the first True of bad (B, [K,] H, W), in index order."""
+def _first_bad(t: torch.Tensor, bad: torch.Tensor, spatial: int) -> str:
+    """'value at graph b, pixel (y=.., x=..)' (or voxel (z, y, x)) of the first True of bad, in index order."""
     index = [int(i) for i in bad.nonzero()[0].tolist()]
     value = float(t[tuple(index)])
-    where = f"graph {index[0]}, pixel (y={index[-2]}, x={index[-1]})"
-    if t.dim() == 4:
+    names = ("z", "y", "x")[-spatial:]
+    coords = ", ".join(f"{n}={i}" for n, i in zip(names, index[-spatial:], strict=True))
+    where = f"graph {index[0]}, {'voxel' if spatial == 3 else 'pixel'} ({coords})"
+    if t.dim() == spatial + 2:
         where += f", edge {index[1]}"
     return f"{value!r} at {where}"
 
@@ -239,18 +285,20 @@ def _scaled(
 ) -> tuple[dict[str, torch.Tensor], torch.Tensor]:
     """Floating-point capacities as int32 round(c * scale), and the scales (B,) float64."""
     device = tensors["source"].device
+    spatial = tensors["source"].dim() - 1
     values = {
-        name: (_off_grid_zeroed(t) if t.dim() == 4 else t.to(torch.float64, copy=True)) for name, t in tensors.items()
+        name: (_off_grid_zeroed(t) if t.dim() == spatial + 2 else t.to(torch.float64, copy=True))
+        for name, t in tensors.items()
     }
     for name, t in values.items():
         finite = torch.isfinite(t)
         if not bool(finite.all()):
-            raise ValueError(f"{name}: expected finite capacities, got {_first_bad(t, ~finite)}")
+            raise ValueError(f"{name}: expected finite capacities, got {_first_bad(t, ~finite, spatial)}")
         negative = t < 0
         if bool(negative.any()):
-            raise ValueError(f"{name}: expected non-negative capacities, got {_first_bad(t, negative)}")
+            raise ValueError(f"{name}: expected non-negative capacities, got {_first_bad(t, negative, spatial)}")
     if scale is None:
-        most = _node_sums(values).amax((1, 2))
+        most = _node_sums(values).flatten(1).amax(1)
         if not bool(torch.isfinite(most).all()):
             raise ValueError("the capacities at a pixel add up to more than float64 holds: scale them down first")
         room = float(MAX_NODE_SUM - 16)  # rounding adds at most 1/2 per capacity, 18 at most per pixel
@@ -270,14 +318,13 @@ def _scaled(
         if not bool((torch.isfinite(scales) & (scales > 0)).all()):
             raise ValueError(f"scale: expected finite positive numbers, got {scales.tolist()}")
     ints: dict[str, torch.Tensor] = {}
-    shape = (-1, 1, 1, 1)
     for name, t in values.items():
-        scaled = torch.round(t * scales.view(shape[: t.dim()]))
+        scaled = torch.round(t * scales.view((-1,) + (1,) * (t.dim() - 1)))
         over = scaled > MAX_NODE_SUM
         if bool(over.any()):
             raise ValueError(
                 f"{name}: a capacity times scale is over the bound 2^30 - 1 = {MAX_NODE_SUM}: "
-                f"{_first_bad(t, over)} (times {scales.tolist()}); use a smaller scale, or None to choose one"
+                f"{_first_bad(t, over, spatial)} (times {scales.tolist()}); use a smaller scale, or None to choose one"
             )
         ints[name] = scaled.to(torch.int32)
     return ints, scales

@@ -35,6 +35,21 @@ Graph = dict[str, np.ndarray]  # source, sink (H, W); edges, [reverse] (K, H, W)
 # ---------------------------------------------------------------- graphs
 
 
+OFFSETS_3D: list[tuple[int, ...]] = [(0, 0, 1), (0, 1, 0), (1, 0, 0)]
+
+
+def offsets_of(g: Graph) -> list[tuple[int, ...]]:
+    """The forward neighbours of the graph's edges[k]: 3D (K = 3) or 2D by K."""
+    return OFFSETS_3D if g["source"].ndim == 3 else list(NEIGHBOURS[len(g["edges"])])
+
+
+def pairs(offset: tuple[int, ...], sizes: tuple[int, ...]) -> tuple[tuple[slice, ...], tuple[slice, ...]]:
+    """Slices of the pixels p whose neighbour p + offset is on the grid, and of those neighbours."""
+    here = tuple(slice(max(0, -o), n - max(0, o)) for o, n in zip(offset, sizes, strict=True))
+    there = tuple(slice(max(0, o), n - max(0, -o)) for o, n in zip(offset, sizes, strict=True))
+    return here, there
+
+
 def edge_mask(kk: int, h: int, w: int) -> np.ndarray:
     """(K, h, w) bool: where each edge stays inside the grid."""
     yy, xx = np.mgrid[0:h, 0:w]
@@ -44,15 +59,14 @@ def edge_mask(kk: int, h: int, w: int) -> np.ndarray:
 def node_sums(g: Graph) -> np.ndarray:
     """Each pixel's source + sink + its edges inside the grid, both directions."""
     total = g["source"] + g["sink"]
-    h, w = total.shape
+    sizes = total.shape
     for name in ("edges", "reverse"):
         if name not in g:
             continue
-        e = g[name] * edge_mask(len(g[name]), h, w)
-        total = total + e.sum(0)
-        for k, (dy, dx) in enumerate(NEIGHBOURS[len(e)]):
-            lo, hi = max(0, dx), w + min(0, dx)
-            total[dy:, lo:hi] += e[k, : h - dy, lo - dx : hi - dx]
+        for k, offset in enumerate(offsets_of(g)):
+            here, there = pairs(offset, sizes)
+            total[here] += g[name][k][here]
+            total[there] += g[name][k][here]
     return total
 
 
@@ -135,38 +149,36 @@ def call(gs: list[Graph], device: str = "cpu", dtype: torch.dtype = torch.int32)
 
 def cut_capacity(g: Graph, cut: np.ndarray) -> int:
     """Capacity of the cut (True = source side) in the graph as given, in Python integers."""
-    h, w = cut.shape
     total = int(g["sink"][cut].sum()) + int(g["source"][~cut].sum())
     rev = g.get("reverse", g["edges"])
-    for k, (dy, dx) in enumerate(NEIGHBOURS[len(g["edges"])]):
-        lo, hi = max(0, -dx), w - max(0, dx)  # pixels whose neighbour k is inside the grid
-        p = cut[: h - dy, lo:hi]
-        q = cut[dy:, lo + dx : hi + dx]
-        a, r = g["edges"][k, : h - dy, lo:hi], rev[k, : h - dy, lo:hi]
+    for k, offset in enumerate(offsets_of(g)):
+        here, there = pairs(offset, cut.shape)
+        p, q = cut[here], cut[there]
+        a, r = g["edges"][k][here], rev[k][here]
         total += int(a[p & ~q].sum()) + int(r[~p & q].sum())
     return total
 
 
 def arcs(g: Graph) -> list[tuple[int, int, int]]:
-    """(u, v, capacity) of every arc; pixels 0..N-1, source N, sink N + 1."""
-    h, w = g["source"].shape
-    n = h * w
-    out = []
-    for y in range(h):
-        for x in range(w):
-            p = y * w + x
-            out += [(n, p, int(g["source"][y, x])), (p, n + 1, int(g["sink"][y, x]))]
-            for k, (dy, dx) in enumerate(NEIGHBOURS[len(g["edges"])]):
-                if y + dy < h and 0 <= x + dx < w:
-                    q = (y + dy) * w + x + dx
-                    out += [(p, q, int(g["edges"][k, y, x])), (q, p, int(g.get("reverse", g["edges"])[k, y, x]))]
+    """(u, v, capacity) of every arc; pixels 0..N-1 in raster order, source N, sink N + 1."""
+    shape = g["source"].shape
+    n = g["source"].size
+    ids = np.arange(n).reshape(shape)
+    out = [(n, int(i), int(c)) for i, c in zip(ids.ravel(), g["source"].ravel(), strict=True)]
+    out += [(int(i), n + 1, int(c)) for i, c in zip(ids.ravel(), g["sink"].ravel(), strict=True)]
+    rev = g.get("reverse", g["edges"])
+    for k, offset in enumerate(offsets_of(g)):
+        here, there = pairs(offset, shape)
+        for i, j, a, r in zip(
+            ids[here].ravel(), ids[there].ravel(), g["edges"][k][here].ravel(), rev[k][here].ravel(), strict=True
+        ):
+            out += [(int(i), int(j), int(a)), (int(j), int(i), int(r))]
     return out
 
 
 def edmonds_karp(g: Graph) -> tuple[int, np.ndarray]:
     """Maximum flow value and canonical cut (not reaching the sink in the residual graph)."""
-    h, w = g["source"].shape
-    n = h * w
+    n = g["source"].size
     s, t = n, n + 1
     residual: dict[int, dict[int, int]] = collections.defaultdict(lambda: collections.defaultdict(int))
     for u, v, c in arcs(g):
@@ -201,24 +213,21 @@ def edmonds_karp(g: Graph) -> tuple[int, np.ndarray]:
             if u not in reaches_sink and residual[u][v] > 0:
                 reaches_sink.add(u)
                 queue.append(u)
-    cut = np.array([p not in reaches_sink for p in range(n)]).reshape(h, w)
+    cut = np.array([p not in reaches_sink for p in range(n)]).reshape(g["source"].shape)
     return flow, cut
 
 
 def pymaxflow(g: Graph, factor: int = 1, source_bonus: int = 0) -> tuple[float, np.ndarray]:
     """PyMaxflow's flow value and its cut (True = source side) of the graph, capacities * factor."""
     maxflow = pytest.importorskip("maxflow")
-    h, w = g["source"].shape
     graph = maxflow.Graph[float]()
-    ids = graph.add_grid_nodes((h, w))
+    ids = graph.add_grid_nodes(g["source"].shape)
     rev = g.get("reverse", g["edges"])
-    for k, (dy, dx) in enumerate(NEIGHBOURS[len(g["edges"])]):
-        lo, hi = max(0, -dx), w - max(0, dx)
-        i = ids[: h - dy, lo:hi].ravel()
-        j = ids[dy:, lo + dx : hi + dx].ravel()
-        a = g["edges"][k, : h - dy, lo:hi].ravel().astype(np.float64) * factor
-        r = rev[k, : h - dy, lo:hi].ravel().astype(np.float64) * factor
-        graph.add_edges(i, j, a, r)
+    for k, offset in enumerate(offsets_of(g)):
+        here, there = pairs(offset, g["source"].shape)
+        a = g["edges"][k][here].ravel().astype(np.float64) * factor
+        r = rev[k][here].ravel().astype(np.float64) * factor
+        graph.add_edges(ids[here].ravel(), ids[there].ravel(), a, r)
     graph.add_grid_tedges(
         ids, g["source"].astype(np.float64) * factor + source_bonus, g["sink"].astype(np.float64) * factor
     )
@@ -675,3 +684,110 @@ def test_segment_cuda_equals_cpu() -> None:
     a = torchgrabcut.segment(image, prob, lamda=3.0, sigma=0.3, foreground_seeds=fg)
     b = torchgrabcut.segment(image.cuda(), prob.cuda(), lamda=3.0, sigma=0.3, foreground_seeds=fg.cuda())
     assert torch.equal(a.cut, b.cut.cpu()) and torch.equal(a.flow, b.flow.cpu()) and torch.equal(a.scale, b.scale.cpu())
+
+
+# ---------------------------------------------------------------- 3D, 6-connected (CPU)
+
+KINDS_3D = ["random", "tiny", "huge", "zero", "all_source", "all_sink", "checkerboard", "ties", "smooth"]
+
+
+def make_graph3d(rng: np.random.Generator, shape: tuple[int, int, int], kind: str, asymmetric: bool = False) -> Graph:
+    """A 6-connected graph of one kind, within the node-sum bound."""
+    big = MAX_NODE_SUM // (2 + (12 if asymmetric else 6))
+    eshape = (3, *shape)
+    if kind == "random":
+        e, s, t = rng.integers(0, 100, eshape), rng.integers(0, 300, shape), rng.integers(0, 300, shape)
+    elif kind == "tiny":
+        e, s, t = rng.integers(0, 3, eshape), rng.integers(0, 3, shape), rng.integers(0, 3, shape)
+    elif kind == "huge":
+        e, s, t = (
+            rng.integers(big // 2, big + 1, eshape),
+            rng.integers(0, big + 1, shape),
+            rng.integers(0, big + 1, shape),
+        )
+    elif kind == "zero":
+        e, s, t = np.zeros(eshape, np.int64), np.zeros(shape, np.int64), np.zeros(shape, np.int64)
+    elif kind == "all_source":
+        e, s, t = rng.integers(0, 50, eshape), rng.integers(100, 200, shape), rng.integers(0, 5, shape)
+    elif kind == "all_sink":
+        e, s, t = rng.integers(0, 50, eshape), rng.integers(0, 5, shape), rng.integers(100, 200, shape)
+    elif kind == "checkerboard":
+        black = np.indices(shape).sum(0) % 2 == 0
+        e, s, t = rng.integers(20, 60, eshape), np.where(black, 90, 0), np.where(black, 0, 90)
+    elif kind == "ties":
+        e, s, t = np.full(eshape, 2), np.full(shape, 6), np.full(shape, 6)
+    elif kind == "smooth":
+        zz, yy, xx = np.indices(shape)
+        d = (zz - shape[0] / 2) ** 2 + (yy - shape[1] / 2) ** 2 + (xx - shape[2] / 2) ** 2
+        p = np.clip(np.where(d < (min(shape) / 3) ** 2, 0.7, 0.3) + rng.normal(0, 0.2, shape), 0.01, 0.99)
+        s, t = np.rint(-np.log(1 - p) * 50), np.rint(-np.log(p) * 50)
+        e = rng.integers(20, 30, eshape)
+    else:
+        raise AssertionError(kind)
+    g: Graph = {"source": np.asarray(s, np.int64), "sink": np.asarray(t, np.int64), "edges": np.asarray(e, np.int64)}
+    if asymmetric:
+        g["reverse"] = rng.integers(0, int(g["edges"].max()) + 1, eshape)
+    assert node_sums(g).max(initial=0) <= MAX_NODE_SUM, kind
+    return g
+
+
+@pytest.mark.parametrize("asymmetric", [False, True])
+@pytest.mark.parametrize("kind", KINDS_3D)
+def test_3d_graphs_match_edmonds_karp_and_pymaxflow(kind: str, asymmetric: bool) -> None:
+    rng = np.random.default_rng([KINDS_3D.index(kind), asymmetric, 3])
+    for shape in [(1, 1, 1), (1, 1, 6), (5, 1, 1), (2, 3, 4), (3, 4, 3)]:
+        g = make_graph3d(rng, shape, kind, asymmetric)
+        cut, flow, _ = call([g])
+        check(g, cut[0], flow[0], edmonds_karp(g))
+    # Huge capacities on many voxels would leave the perturbed reference's float64 range.
+    for shape in [(7, 9, 11)] + ([] if kind == "huge" else [(16, 20, 24)]):
+        g = make_graph3d(rng, shape, kind, asymmetric)
+        cut, flow, _ = call([g], dtype=torch.int64)
+        check(g, cut[0], flow[0])
+
+
+def test_a_64_cubed_volume_and_a_batch_match_pymaxflow() -> None:
+    rng = np.random.default_rng(31)
+    g = make_graph3d(rng, (64, 64, 64), "smooth")
+    cut, flow, _ = call([g])
+    check(g, cut[0], flow[0])
+    graphs = [make_graph3d(rng, (10, 12, 14), kind) for kind in KINDS_3D]
+    cut, flow, _ = call(graphs)
+    for b, gb in enumerate(graphs):
+        check(gb, cut[b], flow[b])
+    again = call(graphs)
+    assert torch.equal(again.cut, cut) and torch.equal(again.flow, flow)
+
+
+def test_3d_forms_bounds_and_errors() -> None:
+    rng = np.random.default_rng(32)
+    g = make_graph3d(rng, (4, 5, 6), "random")
+    one = torchgrabcut.mincut(*(torch.from_numpy(g[n]) for n in ("source", "sink", "edges")))
+    assert one.cut.shape == (4, 5, 6) and one.flow.shape == ()
+    check(g, one.cut, one.flow)
+    f = torchgrabcut.mincut(*(torch.from_numpy(g[n]).double() / 7 for n in ("source", "sink", "edges")))
+    gi = {n: np.rint(g[n] / 7 * float(f.scale)).astype(np.int64) for n in ("source", "sink", "edges")}
+    check(gi, f.cut, f.flow)
+    s, t, e = (torch.from_numpy(g[n])[None] for n in ("source", "sink", "edges"))
+    bad = e.clone()
+    bad[0, 2, 1, 2, 3] = -3
+    with pytest.raises(ValueError, match=r"^edges: .* got -3 at graph 0, voxel \(z=1, y=2, x=3\), edge 2 \(z \+ 1\)$"):
+        torchgrabcut.mincut(s, t, bad)
+    with pytest.raises(ValueError, match=r"graph 0, voxel \(z=0, y=0, x=0\) add up to"):
+        torchgrabcut.mincut(s + MAX_NODE_SUM // 2, t + MAX_NODE_SUM // 2, e)
+    negative = r"^source: expected non-negative capacities, got -\d+\.0 at graph 0, voxel \(z=0, y=0, x=0\)$"
+    with pytest.raises(ValueError, match=negative):
+        torchgrabcut.mincut(s.double() - 1000, t.double(), e.double())
+    big = torch.zeros(1, 1, 1, 1, dtype=torch.int32).expand(1, 700, 700, 700)
+    with pytest.raises(ValueError, match=r"a grid of 700 x 700 x 700 voxels is too large"):
+        torchgrabcut.mincut(big, big, torch.zeros(1, 1, 1, 1, 1, dtype=torch.int32).expand(1, 3, 700, 700, 700))
+    with pytest.raises(ValueError, match=r"edges: expected shape \(B, K, D, H, W\) with K = 3"):
+        torchgrabcut.mincut(s, t, e[:, :2])
+    torch.library.opcheck(torch.ops.torchgrabcut.mincut_grid3d.default, (s.int(), t.int(), e.int(), None))
+
+
+@pytest.mark.skipif(not has_cuda(), reason="no CUDA GPU")
+def test_3d_on_cuda_is_refused() -> None:
+    s = torch.zeros(1, 2, 3, 4, dtype=torch.int32, device="cuda")
+    with pytest.raises(ValueError, match="3D grids are solved on the CPU only"):
+        torchgrabcut.mincut(s, s, torch.zeros(1, 3, 2, 3, 4, dtype=torch.int32, device="cuda"))

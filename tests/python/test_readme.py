@@ -29,10 +29,11 @@ def _python_blocks() -> list[str]:
 
 def test_the_readme_has_the_examples_this_file_runs() -> None:
     blocks = _python_blocks()
-    assert len(blocks) == 3, f"README has {len(blocks)} python blocks; give each new one a test here"
+    assert len(blocks) == 4, f"README has {len(blocks)} python blocks; give each new one a test here"
     assert "torchgrabcut.grabcut(img, box=" in blocks[0]
     assert "gc.grabCut(img, mask, (x, y, w, h)" in blocks[1]
     assert "torchgrabcut.mincut(source, sink, edges)" in blocks[2]
+    assert "torchgrabcut.mincut(volume_source, volume_sink, volume_edges)" in blocks[3]
 
 
 def test_quick_start(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -102,3 +103,12 @@ def test_graph_cuts_on_grids() -> None:
     direct = torchgrabcut.mincut(-torch.log1p(-p), -torch.log(p), torch.full((4, 4, 128, 128), 0.5))
     assert ns["foreground"].shape == (4, 128, 128) and ns["foreground"].dtype == torch.bool
     assert torch.equal(ns["foreground"], direct.cut) and torch.equal(ns["result"].flow, direct.flow)
+
+
+def test_graph_cuts_on_3d_grids() -> None:
+    ns: dict[str, Any] = {"torch": torch, "torchgrabcut": torchgrabcut}
+    exec(compile(_python_blocks()[3], "README.md (3D grids)", "exec"), ns)
+    volume = ns["volume"]
+    assert volume.cut.shape == (32, 32, 32) and volume.cut.dtype == torch.bool and volume.flow.shape == ()
+    direct = torchgrabcut.mincut(ns["volume_source"], ns["volume_sink"], ns["volume_edges"])
+    assert torch.equal(volume.cut, direct.cut) and torch.equal(volume.flow, direct.flow)
