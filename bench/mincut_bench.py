@@ -2,6 +2,7 @@
 
     python bench/mincut_bench.py [--images 6] [--size 1024] [--connectivity 4,8] [--threads 1]
     python bench/mincut_bench.py --device cuda [--batch 512 --size 256]
+    python bench/mincut_bench.py --volume 128 [--repeats 3]
 
 The graphs are those of torchmaxflow's formulation, built from the first GrabCut-50
 photos (read from ../shared/data/grabcut50) resized to size x size: a foreground
@@ -21,7 +22,9 @@ sides solve the same integer graph. For every graph the same run times, on the C
 and checks that the flow values are equal. Each time is the best of --repeats. With
 --device cuda it times the call on the GPU (synchronised) and, with --batch, a batch of
 that many graphs (the images cycled) in one call, and PyMaxflow's solve of each graph
-on one CPU core of the same machine where PyMaxflow is installed.
+on one CPU core of the same machine where PyMaxflow is installed. With --volume N it
+times a 3D 6-connected N^3 volume on the CPU instead: a noisy ellipsoid, unary from
+its noisy probability, contrast-sensitive weights on the noisy intensity.
 """
 
 from __future__ import annotations
@@ -184,6 +187,54 @@ def bench_cuda(items: list[Item], args: argparse.Namespace) -> None:
             print(f"  {k * 2}-conn batch of {args.batch}: {t_batch * 1e3:.1f} ms, {args.batch / t_batch:,.0f} graphs/s")
 
 
+def volume_graph(n: int, seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(source, sink, edges (3, n, n, n)) int32 of a noisy ellipsoid, 6-connected."""
+    rng = np.random.default_rng(seed)
+    zz, yy, xx = np.indices((n, n, n)) / n
+    inside = ((zz - 0.5) / 0.35) ** 2 + ((yy - 0.5) / 0.3) ** 2 + ((xx - 0.5) / 0.25) ** 2 < 1
+    intensity = np.where(inside, 0.7, 0.3) + rng.normal(0, 0.1, inside.shape)
+    p = np.clip(np.where(inside, 0.8, 0.2) + rng.normal(0, 0.2, inside.shape), 1e-3, 1 - 1e-3)
+    source = np.rint(-np.log(1 - p) * 100).astype(np.int32)
+    sink = np.rint(-np.log(p) * 100).astype(np.int32)
+    edges = np.zeros((3, n, n, n), np.int32)
+    sigma = intensity.std() / 2
+    for k, axis in enumerate((2, 1, 0)):  # x + 1, y + 1, z + 1
+        diff = np.diff(intensity, axis=axis)
+        weight = np.rint(500 * np.exp(-(diff**2) / (2 * sigma**2))).astype(np.int32)
+        index = [slice(None)] * 3
+        index[axis] = slice(0, n - 1)
+        edges[(k, *index)] = weight
+    return source, sink, edges
+
+
+def pymaxflow_volume(source: np.ndarray, sink: np.ndarray, edges: np.ndarray) -> tuple[int, float]:
+    import maxflow
+
+    g = maxflow.Graph[int]()
+    ids = g.add_grid_nodes(source.shape)
+    for k, (dz, dy, dx) in enumerate(((0, 0, 1), (0, 1, 0), (1, 0, 0))):
+        structure = np.zeros((3, 3, 3), dtype=int)
+        structure[1 + dz, 1 + dy, 1 + dx] = 1
+        g.add_grid_edges(ids, weights=edges[k].astype(np.int64), structure=structure, symmetric=True)
+    g.add_grid_tedges(ids, source.astype(np.int64), sink.astype(np.int64))
+    t = time.perf_counter()
+    flow = g.maxflow()
+    return int(flow), time.perf_counter() - t
+
+
+def bench_volume(args: argparse.Namespace) -> None:
+    torch.set_num_threads(args.threads)
+    print(f"CPU, {torch.get_num_threads()} thread(s), {args.volume}^3 6-connected, best of {args.repeats}; ms")
+    for seed in range(args.images):
+        s, t, e = volume_graph(args.volume, seed)
+        ref_flow, t_ref = pymaxflow_volume(s, t, e)
+        st, tt, et = (torch.from_numpy(x) for x in (s, t, e))
+        r, t_call = best(partial(torchgrabcut.mincut, st, tt, et), args.repeats)
+        if int(r.flow) != ref_flow:
+            raise AssertionError(f"volume {seed}: flow {int(r.flow)} differs from PyMaxflow's {ref_flow}")
+        print(f"  volume {seed}: call {t_call * 1e3:8.1f}  pymaxflow {t_ref * 1e3:8.1f}  ({t_ref / t_call:4.2f}x)")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--images", type=int, default=6)
@@ -200,7 +251,11 @@ def main() -> None:
     parser.add_argument("--sigma-fraction", type=float, default=0.25)
     parser.add_argument("--scale", type=float, default=100.0)
     parser.add_argument("--grabcut50", type=Path, default=DEFAULT_GRABCUT50)
+    parser.add_argument("--volume", type=int, default=0, help="a 3D N^3 volume on the CPU instead (--images of them)")
     args = parser.parse_args()
+    if args.volume:
+        bench_volume(args)
+        return
     if not (args.grabcut50 / "boxes.csv").is_file():
         sys.exit(f"GrabCut-50 not found at {args.grabcut50} (--grabcut50 DIR)")
     args.ks = [{4: 2, 8: 4}[int(c)] for c in args.connectivity.split(",")]
