@@ -203,7 +203,7 @@ def volume_graph(n: int, seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]
         weight = np.rint(500 * np.exp(-(diff**2) / (2 * sigma**2))).astype(np.int32)
         index = [slice(None)] * 3
         index[axis] = slice(0, n - 1)
-        edges[(k, *index)] = weight
+        edges[k][tuple(index)] = weight
     return source, sink, edges
 
 
