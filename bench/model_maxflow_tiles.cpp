@@ -20,6 +20,8 @@
 //   model_maxflow_tiles crops [N]                    the first N (512) crop-sized graphs of
 //                        bench_maxflow_cuda as one batch, one cold solve
 //   options: --variants a,b,...  (default: all; see kVariants) --blocks B (264)
+//            --push-round US (1.4): the cost of a push-relabel round, to compare
+//            with model_region_discharge --cost-round
 //            --trace: each global relabel's sweeps, before its solve's row
 //
 // What the model leaves out: memory traffic beyond the per-visit costs, and the order
@@ -878,6 +880,8 @@ Options parse_options(int argc, char** argv) {
       variants = argv[++i];
     } else if (a == "--blocks" && i + 1 < argc) {
       o.costs.blocks = std::max(1, std::atoi(argv[++i]));
+    } else if (a == "--push-round" && i + 1 < argc) {
+      o.costs.push_round = std::stod(argv[++i]);
     } else if (a == "--trace") {
       o.costs.trace = true;
     } else if (a == "--read-delay" || a == "--scan-pass" || a == "--line-step" || a == "--line-pass") {

@@ -48,6 +48,9 @@
 //            --warm-labels zero|bfs (bfs)  --global-every S (0: never; an exact
 //            tile-level relabel every S sweeps)  --cost-round US  --cost-step US
 //            --cost-load US  --cost-barrier US  --blocks B
+//            --parallel 0|1 (0: the 2 x 2 colouring above; 1: every active tile in one
+//            phase, halo flows added after it, exact labels to confirm the end)
+//            --inner jacobi|gs (jacobi: synchronous rounds; gs: line passes)  --cost-pass US
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
@@ -89,6 +92,20 @@ struct Options {
   // Jacobi BFS step, a tile's load and write-back, a grid barrier; blocks in the grid.
   double cost_round = 1.4, cost_step = 0.3, cost_load = 2.0, cost_barrier = 3.0;
   int blocks = 264;
+  // The tile's inner steps: synchronous Jacobi rounds (every pixel at once, one pixel
+  // of progress per round), or Gauss-Seidel line passes (--inner gs): a warp's lanes
+  // each walk one line of the tile (a row, column or diagonal) in one of the 8
+  // directions, carrying excess (push) or distances (relabel) along the whole line in
+  // one pass; a round is 8 passes then a synchronous relabel. --cost-pass is the time
+  // of one pass (a lane's chain of dependent shared-memory steps along a line).
+  bool inner_gs = false;
+  double cost_pass = 0.6;
+  // --parallel 1: every active tile discharges in one phase per sweep (Shekhovtsov and
+  // Hlavac's P-ARD) against the labels and flows of the sweep's start; tiles write
+  // their own pixels, then add what they pushed into their halos. A tile's label may
+  // then rest on a neighbour's stale label, so when no tile is active the labels are
+  // recomputed exactly and the sweeps go on if any excess can still reach a sink.
+  bool parallel = false;
 };
 
 struct Counts {
@@ -132,6 +149,10 @@ class RegionDischarge {
       }
     }
     if (!warm && o_.init_bfs) exact_labels(c);
+    if (o_.parallel) {
+      parallel_sweeps(c);
+      return canonical_cut(c);
+    }
     int since_global = 0;
     for (;;) {
       bool any = false;
@@ -211,6 +232,42 @@ class RegionDischarge {
     std::vector<double> block(static_cast<std::size_t>(o_.blocks), 0.0);
     for (const double x : cost) *std::min_element(block.begin(), block.end()) += x;
     return *std::max_element(block.begin(), block.end());
+  }
+
+  std::vector<int> active_tiles() const {
+    std::vector<int> tiles;
+    for (int t = 0; t < tiles_x_ * tiles_y_; ++t) {
+      if (tile_active(t)) tiles.push_back(t);
+    }
+    return tiles;
+  }
+
+  void parallel_sweeps(Counts& c) {
+    int since_global = 0;
+    for (;;) {
+      std::vector<int> tiles = active_tiles();
+      if (tiles.empty()) {
+        exact_labels(c);
+        tiles = active_tiles();
+        if (tiles.empty()) return;
+      }
+      std::vector<Tile> loaded;
+      loaded.reserve(tiles.size());
+      for (const int t : tiles) loaded.push_back(load(t));
+      std::vector<double> cost;
+      cost.reserve(tiles.size());
+      for (Tile& s : loaded) cost.push_back(discharge_loaded(s, c));
+      for (const Tile& s : loaded) store_own(s, c);
+      for (const Tile& s : loaded) store_halo(s);
+      c.time_us += phase_time(cost) + o_.cost_barrier;
+      ++c.barriers;
+      ++c.sweeps;
+      if (o_.gap) apply_gap(c);
+      if (o_.global_every > 0 && ++since_global == o_.global_every) {
+        exact_labels(c);
+        since_global = 0;
+      }
+    }
   }
 
   // ---------------------------------------------------------------- one tile
@@ -324,7 +381,15 @@ class RegionDischarge {
   // Discharges tile t and writes it back; returns its cost (us).
   double discharge(int t, Counts& c) {
     Tile s = load(t);
-    int steps = relax(s);
+    const double cost = discharge_loaded(s, c);
+    store_own(s, c);
+    store_halo(s);
+    return cost;
+  }
+
+  // Discharges a loaded tile in its frame; returns its cost (us).
+  double discharge_loaded(Tile& s, Counts& c) const {
+    int steps = o_.inner_gs ? relax_lines(s) : relax(s);
     int runs = 1;
     int rounds = 0;
     for (;;) {
@@ -336,50 +401,133 @@ class RegionDischarge {
         break;
       }
       ++rounds;
-      const bool pushed = round(s);
+      const bool pushed = o_.inner_gs ? round_lines(s) : round(s);
       if (!pushed || (o_.relax_every > 0 && rounds % o_.relax_every == 0)) {
-        steps += relax(s);
+        steps += o_.inner_gs ? relax_lines(s) : relax(s);
         ++runs;
       }
     }
-    store(s, c);
     ++c.discharges;
     c.rounds += rounds;
     c.bfs_runs += runs;
     c.bfs_steps += steps;
     c.max_rounds = std::max(c.max_rounds, rounds);
+    if (o_.inner_gs) return o_.cost_load + o_.cost_pass * (8.0 * rounds + steps) + o_.cost_step * rounds;
     return o_.cost_load + o_.cost_round * rounds + o_.cost_step * steps;
   }
 
-  void store(const Tile& s, Counts& c) {
-    for (int ly = -1; ly <= o_.tile_h; ++ly) {
-      for (int lx = -1; lx <= o_.tile_w; ++lx) {
+  // The tile's pixels in the order of a line pass in direction k: a pixel comes before
+  // its neighbour in direction k (forward) or after it (backward).
+  std::vector<std::size_t> line_order(const Tile& s, int k, bool forward) const {
+    const bool y_up = (kDy[k] >= 0) == forward;
+    const bool x_up = (kDx[k] >= 0) == forward;
+    std::vector<std::size_t> order;
+    order.reserve(static_cast<std::size_t>(o_.tile_w * o_.tile_h));
+    for (int a = 0; a < o_.tile_h; ++a) {
+      const int ly = y_up ? a : o_.tile_h - 1 - a;
+      for (int b = 0; b < o_.tile_w; ++b) {
+        const int lx = x_up ? b : o_.tile_w - 1 - b;
+        const auto i = static_cast<std::size_t>(s.at(ly, lx));
+        if (s.inside[i] != 0U) order.push_back(i);
+      }
+    }
+    return order;
+  }
+
+  std::size_t neighbour(const Tile& s, std::size_t i, int k) const {
+    return static_cast<std::size_t>(static_cast<int>(i) + kDy[k] * s.pw + kDx[k]);
+  }
+
+  // Exact heights by line passes: each pass takes, along direction k, the distance of
+  // the neighbour that the pass has already updated. Returns the passes (8 per sweep,
+  // until a sweep changes nothing).
+  int relax_lines(Tile& s) const {
+    for (std::size_t i = 0; i < s.height.size(); ++i) {
+      if (s.inside[i] != 0U) s.height[i] = s.excess[i] < 0 ? 0 : kHInf;
+    }
+    int passes = 0;
+    for (bool changed = true; changed;) {
+      changed = false;
+      for (int k = 0; k < 8; ++k) {
+        ++passes;
+        for (const std::size_t i : line_order(s, k, false)) {
+          const std::size_t j = neighbour(s, i, k);
+          if (s.residual[i * 8 + static_cast<std::size_t>(k)] == 0 || s.height[j] >= kHInf) continue;
+          if (s.height[j] + 1 < s.height[i]) {
+            s.height[i] = s.height[j] + 1;
+            changed = true;
+          }
+        }
+      }
+    }
+    return passes;
+  }
+
+  // One round of line passes: in each of the 8 directions, every pixel in order pushes
+  // its excess (including what the pass brought it) to its lower neighbour that way;
+  // then the pixels with excess and no lower residual neighbour relabel.
+  bool round_lines(Tile& s) const {
+    bool pushed = false;
+    for (int k = 0; k < 8; ++k) {
+      for (const std::size_t i : line_order(s, k, true)) {
+        if (!active(s, i)) continue;
+        std::int64_t& r = s.residual[i * 8 + static_cast<std::size_t>(k)];
+        const std::size_t j = neighbour(s, i, k);
+        if (r == 0 || s.height[j] >= s.height[i]) continue;
+        const std::int64_t amount = std::min(r, s.excess[i]);
+        r -= amount;
+        s.residual[j * 8 + static_cast<std::size_t>(k ^ 4)] += amount;
+        s.excess[i] -= amount;
+        s.excess[j] += amount;
+        pushed = true;
+      }
+    }
+    std::vector<int> relabelled = s.height;
+    for (std::size_t i = 0; i < s.height.size(); ++i) {
+      if (!active(s, i)) continue;
+      int m = kHInf;
+      for (int k = 0; k < 8; ++k) {
+        if (s.residual[i * 8 + static_cast<std::size_t>(k)] == 0) continue;
+        m = std::min(m, s.height[neighbour(s, i, k)]);
+      }
+      if (m >= s.height[i]) relabelled[i] = m >= kHInf ? kHInf : m + 1;
+    }
+    s.height = std::move(relabelled);
+    return pushed;
+  }
+
+  // Writes the tile's own pixels back (excess, labels, residuals).
+  void store_own(const Tile& s, Counts& c) {
+    for (int ly = 0; ly < o_.tile_h; ++ly) {
+      for (int lx = 0; lx < o_.tile_w; ++lx) {
         const int y = s.y0 + ly;
         const int x = s.x0 + lx;
         if (!in_grid(y, x)) continue;
         const auto i = static_cast<std::size_t>(s.at(ly, lx));
         const std::size_t p = pix(y, x);
-        if (s.inside[i] == 0U) {
-          excess_[p] += s.excess[i];  // flow pushed into the halo
-          continue;
-        }
         excess_[p] = s.excess[i];
         const int label = s.height[i] >= kHInf ? kDInf : s.height[i] / s.b;
         if (label < label_[p]) ++c.label_drops;
         label_[p] = label;
-        for (int k = 0; k < 8; ++k) {
-          const std::int64_t r = s.residual[i * 8 + static_cast<std::size_t>(k)];
-          residual_[p * 8 + static_cast<std::size_t>(k)] = r;
-          const int ny = y + kDy[k];
-          const int nx = x + kDx[k];
-          const bool halo = in_grid(ny, nx) && tile_of(ny, nx) != tile_of(y, x);
-          // The reverse residual of an arc into the halo lives at the halo pixel; the
-          // halo's cell of the frame holds what the tile pushed through it.
-          if (halo) {
-            const auto j = static_cast<std::size_t>(static_cast<int>(i) + kDy[k] * s.pw + kDx[k]);
-            residual_[pix(ny, nx) * 8 + static_cast<std::size_t>(k ^ 4)] += s.residual[j * 8 + static_cast<std::size_t>(k ^ 4)];
-          }
-        }
+        for (int k = 0; k < 8; ++k) residual_[p * 8 + static_cast<std::size_t>(k)] = s.residual[i * 8 + static_cast<std::size_t>(k)];
+      }
+    }
+  }
+
+  // Adds what the tile pushed into its halo: the excess, and the reverse residual of
+  // each arc it pushed along (which lives at the halo pixel). Only additions, so the
+  // halos of tiles discharged side by side (--parallel) can be added in any order
+  // after every tile has written its own pixels.
+  void store_halo(const Tile& s) {
+    for (int ly = -1; ly <= o_.tile_h; ++ly) {
+      for (int lx = -1; lx <= o_.tile_w; ++lx) {
+        const int y = s.y0 + ly;
+        const int x = s.x0 + lx;
+        const auto i = static_cast<std::size_t>(s.at(ly, lx));
+        if (!in_grid(y, x) || s.inside[i] != 0U) continue;
+        const std::size_t q = pix(y, x);
+        excess_[q] += s.excess[i];
+        for (int k = 0; k < 8; ++k) residual_[q * 8 + static_cast<std::size_t>(k)] += s.residual[i * 8 + static_cast<std::size_t>(k)];
       }
     }
   }
@@ -539,6 +687,13 @@ bool parse_option(const std::string& a, const char* value, Options& o) {
     o.cost_load = std::stod(v);
   } else if (a == "--cost-barrier") {
     o.cost_barrier = std::stod(v);
+  } else if (a == "--inner") {
+    if (v != "gs" && v != "jacobi") throw std::invalid_argument("--inner: jacobi or gs");
+    o.inner_gs = v == "gs";
+  } else if (a == "--cost-pass") {
+    o.cost_pass = std::stod(v);
+  } else if (a == "--parallel") {
+    o.parallel = v != "0";
   } else if (a == "--blocks") {
     o.blocks = std::stoi(v);
   } else {
