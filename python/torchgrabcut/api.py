@@ -48,6 +48,8 @@ from torchgrabcut._host_memory import host_memory
 from torchgrabcut.device import choose_device, gpu_usable, resolve_device
 from torchgrabcut.model import PARAMS_PER_COMPONENT, GrabCutModel
 
+# choose_device, gpu_usable and resolve_device live in torchgrabcut.device (the CLI, the
+# server and the dataset job decide by them too); they stay importable from here.
 __all__ = [
     "GC_BGD",
     "GC_FGD",
