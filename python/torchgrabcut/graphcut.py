@@ -125,6 +125,36 @@ def mincut(
     tensors = {"source": source, "sink": sink, "edges": edges}
     if reverse_edges is not None:
         tensors["reverse_edges"] = reverse_edges
+    _check_dtypes(tensors)
+    three_d, unbatched = _check_shapes(source, sink, edges, reverse_edges)
+    device = _check_device(tensors, three_d)
+    batch = 1 if unbatched else source.shape[0]
+    if unbatched:
+        tensors = {name: t.unsqueeze(0) for name, t in tensors.items()}
+    floating = any(t.dtype.is_floating_point for t in tensors.values())
+    if not floating and scale is not None:
+        raise ValueError("scale: applies to floating-point capacities only; these are integers")
+    with torch.no_grad():
+        if floating:
+            ints, scales = _scaled(tensors, scale, batch)
+        else:
+            ints = _as_int(tensors)
+            scales = torch.ones(batch, dtype=torch.float64, device=device)
+        try:
+            op = mincut_grid3d_op if three_d else mincut_grid_op
+            cut, flow = op(ints["source"], ints["sink"], ints["edges"], ints.get("reverse_edges"))
+        except ValueError as err:
+            if floating:
+                scaled = f"after scaling the capacities by scale (per graph {scales.tolist()})"
+                raise ValueError(f"{scaled}: {err}") from None
+            raise
+    if unbatched:
+        return MinCut(cut[0], flow[0], scales[0])
+    return MinCut(cut, flow, scales)
+
+
+def _check_dtypes(tensors: dict[str, torch.Tensor]) -> None:
+    """Every input a dense tensor of an integer or floating-point dtype."""
     for name, t in tensors.items():
         if not isinstance(t, torch.Tensor):
             raise TypeError(
@@ -137,6 +167,12 @@ def mincut(
             raise TypeError(
                 f"{name}: expected an integer (int8..int64, uint8..uint32) or floating-point dtype, got {t.dtype}"
             )
+
+
+def _check_shapes(
+    source: torch.Tensor, sink: torch.Tensor, edges: torch.Tensor, reverse_edges: torch.Tensor | None
+) -> tuple[bool, bool]:
+    """Whether the grid is 3D and whether it is one unbatched graph; ValueError for shapes that disagree."""
     # 3D (6-connected) when edges has K = 3 edges per voxel, a K that 2D grids never have.
     three_d = source.dim() == 4 or (
         source.dim() == 3 and edges.dim() == 4 and edges.shape[0] == 3 and tuple(edges.shape[1:]) == tuple(source.shape)
@@ -170,20 +206,6 @@ def mincut(
         raise ValueError(
             f"reverse_edges: expected the shape of edges {tuple(edges.shape)}, got {tuple(reverse_edges.shape)}"
         )
-    devices = {t.device for t in tensors.values()}
-    if len(devices) > 1:
-        raise ValueError(
-            "source, sink, edges"
-            + (", reverse_edges" if reverse_edges is not None else "")
-            + f": expected one device, got {', '.join(str(t.device) for t in tensors.values())}"
-        )
-    device = source.device
-    if device.type not in ("cpu", "cuda"):
-        raise ValueError(f"device: expected tensors on the CPU or a CUDA GPU, got {device}")
-    if device.type == "cuda" and not _ops.cuda_kernels_built():
-        raise ValueError("device: the tensors are on a CUDA GPU, but the extension was built without CUDA")
-    if device.type == "cuda" and three_d:
-        raise ValueError("device: 3D grids are solved on the CPU only (so far); move the tensors there with .cpu()")
     batch = 1 if unbatched else source.shape[0]
     if batch == 0 or 0 in grid:
         raise ValueError(f"source: expected at least one graph of at least one pixel, got shape {tuple(source.shape)}")
@@ -197,28 +219,24 @@ def mincut(
             f"a grid of {sizes} {'voxels' if three_d else 'pixels'} is too large: "
             f"expected {bound} <= 2^28 - 1 = {MAX_PADDED_PIXELS}"
         )
-    if unbatched:
-        tensors = {name: t.unsqueeze(0) for name, t in tensors.items()}
-    floating = any(t.dtype.is_floating_point for t in tensors.values())
-    if not floating and scale is not None:
-        raise ValueError("scale: applies to floating-point capacities only; these are integers")
-    with torch.no_grad():
-        if floating:
-            ints, scales = _scaled(tensors, scale, batch)
-        else:
-            ints = _as_int(tensors)
-            scales = torch.ones(batch, dtype=torch.float64, device=device)
-        try:
-            op = mincut_grid3d_op if three_d else mincut_grid_op
-            cut, flow = op(ints["source"], ints["sink"], ints["edges"], ints.get("reverse_edges"))
-        except ValueError as err:
-            if floating:
-                scaled = f"after scaling the capacities by scale (per graph {scales.tolist()})"
-                raise ValueError(f"{scaled}: {err}") from None
-            raise
-    if unbatched:
-        return MinCut(cut[0], flow[0], scales[0])
-    return MinCut(cut, flow, scales)
+    return three_d, unbatched
+
+
+def _check_device(tensors: dict[str, torch.Tensor], three_d: bool) -> torch.device:
+    """The one device of the inputs, where the cut is computed."""
+    devices = {t.device for t in tensors.values()}
+    if len(devices) > 1:
+        raise ValueError(
+            ", ".join(tensors) + f": expected one device, got {', '.join(str(t.device) for t in tensors.values())}"
+        )
+    device = tensors["source"].device
+    if device.type not in ("cpu", "cuda"):
+        raise ValueError(f"device: expected tensors on the CPU or a CUDA GPU, got {device}")
+    if device.type == "cuda" and not _ops.cuda_kernels_built():
+        raise ValueError("device: the tensors are on a CUDA GPU, but the extension was built without CUDA")
+    if device.type == "cuda" and three_d:
+        raise ValueError("device: 3D grids are solved on the CPU only (so far); move the tensors there with .cpu()")
+    return device
 
 
 def _as_int(tensors: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
@@ -372,6 +390,41 @@ def segment(
         if not isinstance(t, torch.Tensor) or not t.dtype.is_floating_point:
             raise TypeError(f"{name}: expected a floating-point torch.Tensor, got {getattr(t, 'dtype', type(t))}")
     unbatched = image.dim() == 3
+    img, p_bg, p_fg = _read_prob(image, prob, unbatched)
+    _check_potts(connectivity, lamda, sigma, spacing)
+    batch, _, h, w = img.shape
+    with torch.no_grad():
+        eps = torch.tensor(_PROB_EPS, dtype=torch.float64, device=img.device)
+        source = -torch.log(torch.maximum(p_bg.to(torch.float64), eps))
+        sink = -torch.log(torch.maximum(p_fg.to(torch.float64), eps))
+        edges = _potts_edges(img.to(torch.float64), 2 if connectivity == 4 else 4, spacing, lamda, sigma)
+        seeds = {"foreground_seeds": foreground_seeds, "background_seeds": background_seeds}
+        masks = {}
+        for name, s in seeds.items():
+            if s is None:
+                continue
+            s = s[None] if unbatched else s
+            if not isinstance(s, torch.Tensor) or s.dtype != torch.bool or s.shape != (batch, h, w):
+                raise ValueError(f"{name}: expected a bool tensor of shape {(batch, h, w)}, got {s!r:.80}")
+            masks[name] = s.to(img.device)
+        if masks:
+            source, sink = _hard_seeds(masks, source, sink, edges)
+    result = mincut(source, sink, edges, scale=scale)
+    if masks:
+        wrong = ("foreground_seeds" in masks and not bool(result.cut[masks["foreground_seeds"]].all())) or (
+            "background_seeds" in masks and bool(result.cut[masks["background_seeds"]].any())
+        )
+        if wrong:
+            raise ValueError(f"scale: {result.scale.tolist()} is too coarse to keep the seeds hard; use a larger one")
+    if unbatched:
+        return MinCut(result.cut[0], result.flow[0], result.scale[0])
+    return result
+
+
+def _read_prob(
+    image: torch.Tensor, prob: torch.Tensor, unbatched: bool
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """The batched image and the background and foreground probabilities of each pixel."""
     if image.dim() not in (3, 4):
         raise ValueError(f"image: expected shape (B, C, H, W) or (C, H, W), got {tuple(image.shape)}")
     img = image[None] if unbatched else image
@@ -387,6 +440,12 @@ def segment(
             f"prob: expected shape {(batch, h, w) if not unbatched else (h, w)} or with a 2-channel axis "
             f"(background, foreground) after B, for image {tuple(image.shape)}, got {tuple(prob.shape)}"
         )
+    if img.device != p.device:
+        raise ValueError(f"image and prob: expected one device, got {img.device} and {p.device}")
+    return img, p_bg, p_fg
+
+
+def _check_potts(connectivity: int, lamda: float, sigma: float, spacing: tuple[float, float]) -> None:
     if connectivity not in (4, 8):
         raise ValueError(f"connectivity: expected 4 or 8, got {connectivity!r}")
     if not (_finite(lamda) and lamda >= 0):
@@ -395,48 +454,32 @@ def segment(
         raise ValueError(f"sigma: expected a finite value > 0, got {sigma!r}")
     if len(spacing) != 2 or not all(_finite(s) and s > 0 for s in spacing):
         raise ValueError(f"spacing: expected two finite values > 0 (dy, dx), got {spacing!r}")
-    if img.device != p.device:
-        raise ValueError(f"image and prob: expected one device, got {img.device} and {p.device}")
-    with torch.no_grad():
-        img64 = img.to(torch.float64)
-        eps = torch.tensor(_PROB_EPS, dtype=torch.float64, device=img.device)
-        source = -torch.log(torch.maximum(p_bg.to(torch.float64), eps))
-        sink = -torch.log(torch.maximum(p_fg.to(torch.float64), eps))
-        k = 2 if connectivity == 4 else 4
-        edges = torch.zeros((batch, k, h, w), dtype=torch.float64, device=img.device)
-        for i, (dy, dx) in enumerate(NEIGHBOURS[k]):
-            lo, hi = max(0, -dx), w - max(0, dx)
-            diff = img64[:, :, : h - dy, lo:hi] - img64[:, :, dy:, lo + dx : hi + dx]
-            d = diff.pow(2).sum(1).sqrt() / float(np.hypot(dy * spacing[0], dx * spacing[1]))
-            edges[:, i, : h - dy, lo:hi] = lamda * torch.exp(-(d * d) / (2 * sigma * sigma))
-        seeds = {"foreground_seeds": foreground_seeds, "background_seeds": background_seeds}
-        masks = {}
-        for name, s in seeds.items():
-            if s is None:
-                continue
-            s = s[None] if unbatched else s
-            if not isinstance(s, torch.Tensor) or s.dtype != torch.bool or s.shape != (batch, h, w):
-                raise ValueError(f"{name}: expected a bool tensor of shape {(batch, h, w)}, got {s!r:.80}")
-            masks[name] = s.to(img.device)
-        if masks:
-            # 1 + the sum of a seed's edges: more than any cut through its edges saves.
-            hard = 1 + _node_sums({"source": torch.zeros_like(source), "sink": torch.zeros_like(sink), "edges": edges})
-            if "foreground_seeds" in masks:
-                fg = masks["foreground_seeds"]
-                source, sink = torch.where(fg, hard, source), torch.where(fg, 0.0, sink)
-            if "background_seeds" in masks:
-                bg = masks["background_seeds"]
-                source, sink = torch.where(bg, 0.0, source), torch.where(bg, hard, sink)
-    result = mincut(source, sink, edges, scale=scale)
-    if masks:
-        wrong = ("foreground_seeds" in masks and not bool(result.cut[masks["foreground_seeds"]].all())) or (
-            "background_seeds" in masks and bool(result.cut[masks["background_seeds"]].any())
-        )
-        if wrong:
-            raise ValueError(f"scale: {result.scale.tolist()} is too coarse to keep the seeds hard; use a larger one")
-    if unbatched:
-        return MinCut(result.cut[0], result.flow[0], result.scale[0])
-    return result
+
+
+def _potts_edges(img64: torch.Tensor, k: int, spacing: tuple[float, float], lamda: float, sigma: float) -> torch.Tensor:
+    """The contrast-sensitive Potts weights to the K forward neighbours: lamda exp(-d^2 / 2 sigma^2)."""
+    batch, _, h, w = img64.shape
+    edges = torch.zeros((batch, k, h, w), dtype=torch.float64, device=img64.device)
+    for i, (dy, dx) in enumerate(NEIGHBOURS[k]):
+        lo, hi = max(0, -dx), w - max(0, dx)
+        diff = img64[:, :, : h - dy, lo:hi] - img64[:, :, dy:, lo + dx : hi + dx]
+        d = diff.pow(2).sum(1).sqrt() / float(np.hypot(dy * spacing[0], dx * spacing[1]))
+        edges[:, i, : h - dy, lo:hi] = lamda * torch.exp(-(d * d) / (2 * sigma * sigma))
+    return edges
+
+
+def _hard_seeds(
+    masks: dict[str, torch.Tensor], source: torch.Tensor, sink: torch.Tensor, edges: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Terminals that tie the seeds to their side: 1 + the sum of a seed's edges, more than a cut through them saves."""
+    hard = 1 + _node_sums({"source": torch.zeros_like(source), "sink": torch.zeros_like(sink), "edges": edges})
+    if "foreground_seeds" in masks:
+        fg = masks["foreground_seeds"]
+        source, sink = torch.where(fg, hard, source), torch.where(fg, 0.0, sink)
+    if "background_seeds" in masks:
+        bg = masks["background_seeds"]
+        source, sink = torch.where(bg, 0.0, source), torch.where(bg, hard, sink)
+    return source, sink
 
 
 def _finite(x: float) -> bool:
