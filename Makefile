@@ -37,7 +37,7 @@ $(VENV)/.installed: requirements-dev.txt
 # The extension, built in place (python/torchgrabcut/_C*.so) and installed editable.
 build: setup
 	@echo "torchgrabcut: TORCHGRABCUT_CUDA=$(TORCHGRABCUT_CUDA) (nvcc: $(or $(NVCC),none))"
-	CUDA_HOME=$(if $(NVCC),$(patsubst %/bin/nvcc,%,$(NVCC)),) TORCHGRABCUT_CUDA=$(TORCHGRABCUT_CUDA) MAX_JOBS=$(JOBS) \
+	CUDA_HOME=$(if $(NVCC),$(patsubst %/bin/nvcc,%,$(NVCC)),) TORCHGRABCUT_CUDA=$(TORCHGRABCUT_CUDA) TORCHGRABCUT_TEST_HOOKS=1 MAX_JOBS=$(JOBS) \
 	  $(PY) setup.py -q build_ext --inplace > build-ext.log 2>&1 || { tail -50 build-ext.log; exit 1; }
 	@grep -E "^torchgrabcut:" build-ext.log
 	@test -f $(VENV)/.editable || { TORCHGRABCUT_SKIP_EXT=1 $(PY) -m pip install -q --no-build-isolation --no-deps -e . \

@@ -14,6 +14,8 @@ to be visible at build time:
 TORCH_CUDA_ARCH_LIST defaults to "9.0" (Hopper) when unset; a wheel for other GPUs
 sets it (README, "Install"). TORCHGRABCUT_DEBUG_INFO=1 keeps debug information in
 the library (22 MB of a 23 MB build; the Makefile's development build keeps it).
+TORCHGRABCUT_TEST_HOOKS=1 (set by the Makefile's development build, never by a wheel)
+also registers the ops that only the tests call.
 
 Checked before anything is compiled, each with a message that says what to change:
 torch is importable; the C++ compiler compiles C++20 (torch 2.14 and later require it;
@@ -181,6 +183,9 @@ def extension():  # type: ignore[no-untyped-def]
     check_cxx_compiler()
     sources = rel("csrc/core/*.cpp") + [p for p in rel("csrc/bindings/*.cpp") if not p.endswith("_cuda.cpp")]
     debug = ["-g"] if os.environ.get("TORCHGRABCUT_DEBUG_INFO") == "1" else ["-g0"]
+    # The development build (make build) also registers the ops that only tests call;
+    # a wheel or a pip install never does.
+    hooks = ["-DTORCHGRABCUT_TEST_HOOKS"] if os.environ.get("TORCHGRABCUT_TEST_HOOKS") == "1" else []
     # Our own code builds warning-free; -Wno-unused-parameter keeps torch's headers quiet.
     host = host_flags()
     cxx = [
@@ -193,6 +198,7 @@ def extension():  # type: ignore[no-untyped-def]
         "-Wno-unused-parameter",
         *host,
         *debug,
+        *hooks,
     ]
     include_dirs = [os.path.join(ROOT, "csrc")]
     # A libstdc++ linked statically into _C (some toolchains do) must keep its symbols

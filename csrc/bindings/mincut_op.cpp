@@ -97,22 +97,29 @@ std::tuple<at::Tensor, at::Tensor> mincut_grid_tensor_ops(const at::Tensor& sour
 TORCH_LIBRARY_FRAGMENT(torchgrabcut, m) {
   m.def("mincut_grid(Tensor source, Tensor sink, Tensor edges, Tensor? reverse_edges=None) -> (Tensor, Tensor)");
   m.def("mincut_grid3d(Tensor source, Tensor sink, Tensor edges, Tensor? reverse_edges=None) -> (Tensor, Tensor)");
+#ifdef TORCHGRABCUT_TEST_HOOKS
+  // Only in the development build (TORCHGRABCUT_TEST_HOOKS=1, set by make build): the
+  // CUDA kernel's path (tensor operations, then maxflow_grid) run on the CPU by the tests.
   m.def("_mincut_grid_tensor_ops(Tensor source, Tensor sink, Tensor edges, Tensor? reverse_edges=None) -> "
         "(Tensor, Tensor)");
+#endif
 }
 
 TORCH_LIBRARY_IMPL(torchgrabcut, CPU, m) {
   m.impl("mincut_grid", &mincut_grid_cpu);
   m.impl("mincut_grid3d", &mincut_grid3d_cpu);
-  // Test hook: the CUDA kernel's path (tensor operations, then maxflow_grid) on the CPU.
+#ifdef TORCHGRABCUT_TEST_HOOKS
   m.impl("_mincut_grid_tensor_ops", &mincut_grid_tensor_ops);
+#endif
 }
 
 // Not differentiable: a bool cut and an integer flow value.
 TORCH_LIBRARY_IMPL(torchgrabcut, Autograd, m) {
   m.impl("mincut_grid", torch::CppFunction::makeFallthrough());
   m.impl("mincut_grid3d", torch::CppFunction::makeFallthrough());
+#ifdef TORCHGRABCUT_TEST_HOOKS
   m.impl("_mincut_grid_tensor_ops", torch::CppFunction::makeFallthrough());
+#endif
 }
 
 }  // namespace torchgrabcut
