@@ -32,6 +32,7 @@
 
 #include "bench_schedules.h"
 #include "common/grabcut_iterations.h"
+#include "common/percentile.h"
 #include "common/ppm_image.h"
 #include "core/driver.h"
 #include "core/energy.h"
@@ -44,6 +45,7 @@ namespace {
 
 using grabcut::GrabCutOptions;
 using grabcut::kParamsPerComponent;
+using grabcut::testing::percentile;
 using grabcut::cuda::BatchLayout;
 
 struct CudaFree {
@@ -420,12 +422,6 @@ bool equals_reference(Problem& pr, const std::vector<std::vector<std::uint8_t>>&
     }
   }
   return ok;
-}
-
-double percentile(std::vector<double> v, double q) {
-  std::sort(v.begin(), v.end());
-  const auto i = static_cast<std::size_t>(q * static_cast<double>(v.size() - 1) + 0.5);
-  return v[std::min(i, v.size() - 1)];
 }
 
 // The list form (see the usage at the top).

@@ -53,6 +53,7 @@
 #include "common/grabcut_graph.h"
 #include "common/grabcut_iterations.h"
 #include "common/grid_graph.h"
+#include "common/percentile.h"
 #include "common/ppm_image.h"
 #include "core/common.h"
 #include "core/driver.h"
@@ -61,6 +62,7 @@
 namespace {
 
 using grabcut::testing::HostGridGraph;
+using grabcut::testing::percentile;
 
 constexpr const char* kEarlierModel = "git show b16a252:bench/model_maxflow_tiles.cpp";
 
@@ -955,13 +957,6 @@ void print_solve(const Sequence& seq, const Variant& v, std::size_t i, const Cou
               c.bfs_sweeps, c.push_sweeps, c.barriers, c.bfs_visits, c.push_visits, c.push_rounds, c.capped_visits,
               c.time_us / 1000.0, c.bfs_us / 1000.0, c.check_us / 1000.0, c.push_us / 1000.0);
   std::fflush(stdout);
-}
-
-double percentile(std::vector<double> v, double q) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const auto i = static_cast<std::size_t>(q * static_cast<double>(v.size() - 1) + 0.5);
-  return v[std::min(i, v.size() - 1)];
 }
 
 void print_summary(const std::vector<const Variant*>& variants, const std::vector<Tally>& tallies, std::size_t count) {

@@ -64,6 +64,7 @@
 #include "common/grabcut_graph.h"
 #include "common/grabcut_iterations.h"
 #include "common/grid_graph.h"
+#include "common/percentile.h"
 #include "common/ppm_image.h"
 #include "core/driver.h"
 #include "core/maxflow.h"
@@ -71,6 +72,7 @@
 namespace {
 
 using grabcut::testing::HostGridGraph;
+using grabcut::testing::percentile;
 
 constexpr int kHInf = 0x3fffffff;  // height of a pixel that reaches no sink
 constexpr int kDInf = 0x3fffffff;  // its region label
@@ -650,13 +652,6 @@ std::optional<Sequence> from_image(const grabcut::testing::ListedImage& item) {
     std::printf("%-14s skipped: %s\n", item.name.c_str(), e.what());
     return std::nullopt;
   }
-}
-
-double percentile(std::vector<double> v, double q) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const auto i = static_cast<std::size_t>(q * static_cast<double>(v.size() - 1) + 0.5);
-  return v[std::min(i, v.size() - 1)];
 }
 
 bool parse_option(const std::string& a, const char* value, Options& o) {
