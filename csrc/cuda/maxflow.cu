@@ -190,7 +190,7 @@ struct SolverArgs {
   std::uint8_t* source_side;
   unsigned long long* flows;  // may be null
   int warm;
-  int push_sweeps;  // MaxflowSchedule::push_visits
+  int push_sweep_limit;  // MaxflowSchedule::push_visits: most push sweeps between global relabels
   int local_rounds;
   int bfs_cap;       // MaxflowSchedule::bfs_cap (0: none)
   int grow_cap;      // MaxflowSchedule::grow_cap
@@ -864,7 +864,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm) maxflow_kernel(Solv
       if (a.grow_cap != 0 && cap < (1 << 29)) cap *= 2;
       continue;
     }
-    for (int i = 0; i < a.push_sweeps; ++i) {
+    for (int i = 0; i < a.push_sweep_limit; ++i) {
       ++sweep;
       ++push_sweeps;
       if (leader) {
@@ -1009,7 +1009,7 @@ void maxflow_cuda(const BatchedGridGraph& graph, std::uint8_t* source_side, std:
   a.source_side = source_side;
   a.flows = reinterpret_cast<unsigned long long*>(flows);
   a.warm = warm_start ? 1 : 0;
-  a.push_sweeps = schedule.push_visits;
+  a.push_sweep_limit = schedule.push_visits;
   a.local_rounds = schedule.local_rounds;
   a.bfs_cap = schedule.bfs_cap;
   a.grow_cap = schedule.grow_cap ? 1 : 0;
