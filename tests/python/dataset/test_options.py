@@ -8,28 +8,18 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import dataset_fixtures
 import pytest
 from coco_fixtures import (
-    clean_coco,
     copy_images,
     dataset_args,
     one_line_error,
-    small_coco,
 )
 
 from torchgrabcut.dataset.parts import parts_dir
 
-
-@pytest.fixture(scope="module")
-def full(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return clean_coco(tmp_path_factory.mktemp("clean"))
-
-
-@pytest.fixture(scope="module")
-def small(full: Path) -> Path:
-    """Images 2 and 3 of the clean set (000001.png, 000002.png): a small box, a box outside, 6 boxes."""
-    return small_coco(full)
-
+# The shared fixtures (dataset_fixtures.py), bound here: pytest looks a fixture up by its name in the test's module.
+full, small = dataset_fixtures.full, dataset_fixtures.small
 
 # -- an output that is an input image --------------------------------------------------------------
 

@@ -12,16 +12,14 @@ import zlib
 from pathlib import Path
 from typing import Any
 
+import dataset_fixtures
 import pytest
 from coco_fixtures import (
-    clean_coco,
     copy_images,
     dataset_args,
     edited_coco,
     one_line_error,
-    reference_annotations,
     run_module,
-    small_coco,
 )
 from dataset_hooks import hooked
 
@@ -31,22 +29,8 @@ from torchgrabcut.dataset.plan import SKIP_OUTSIDE, SKIP_SMALL
 
 EXIT_IMAGE_ERRORS = 4  # the output was written, but some images could not be read (README)
 
-
-@pytest.fixture(scope="module")
-def full(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return clean_coco(tmp_path_factory.mktemp("clean"))
-
-
-@pytest.fixture(scope="module")
-def small(full: Path) -> Path:
-    """Images 2 and 3 of the clean set (000001.png, 000002.png): a small box, a box outside, 6 boxes."""
-    return small_coco(full)
-
-
-@pytest.fixture(scope="module")
-def small_ref(small: Path, tmp_path_factory: pytest.TempPathFactory) -> list[dict[str, Any]]:
-    """The annotations of an uninterrupted run on the small set."""
-    return reference_annotations(small, tmp_path_factory.mktemp("small_ref") / "out.json")
+# The shared fixtures (dataset_fixtures.py), bound here: pytest looks a fixture up by its name in the test's module.
+full, small, small_ref = dataset_fixtures.full, dataset_fixtures.small, dataset_fixtures.small_ref
 
 
 # -- an image that cannot be read ------------------------------------------------------------------

@@ -13,18 +13,16 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import dataset_fixtures
 import numpy as np
 import pytest
 from coco_fixtures import (
     LIMIT_MEMORY,
     bad_segmentations,
-    clean_coco,
     dataset_args,
     dataset_opts,
     edited_coco,
     one_line_error,
-    reference_annotations,
-    small_coco,
 )
 from pycocotools import mask as mask_utils
 
@@ -177,22 +175,8 @@ def test_rle_counts_decoder_reads_what_pycocotools_writes() -> None:
 
 # -- the input, checked by the dataset job at start ---------------------------------------------
 
-
-@pytest.fixture(scope="module")
-def full(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return clean_coco(tmp_path_factory.mktemp("clean"))
-
-
-@pytest.fixture(scope="module")
-def small(full: Path) -> Path:
-    """Images 2 and 3 of the clean set (000001.png, 000002.png): a small box, a box outside, 6 boxes."""
-    return small_coco(full)
-
-
-@pytest.fixture(scope="module")
-def small_ref(small: Path, tmp_path_factory: pytest.TempPathFactory) -> list[dict[str, Any]]:
-    """The annotations of an uninterrupted run on the small set."""
-    return reference_annotations(small, tmp_path_factory.mktemp("small_ref") / "out.json")
+# The shared fixtures (dataset_fixtures.py), bound here: pytest looks a fixture up by its name in the test's module.
+full, small, small_ref = dataset_fixtures.full, dataset_fixtures.small, dataset_fixtures.small_ref
 
 
 # -- image sizes: one absent or null is read as neither (issue 35, item 1) -------------------------
