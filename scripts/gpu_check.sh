@@ -79,7 +79,7 @@ export PYTHONPATH=$PWD/python
 # The dataset job, the server and the plots need packages the machine may lack (it has
 # no network): wheels carried in .wheels (pip download ... -d .wheels on the dev machine).
 if [[ -d .wheels ]]; then
-  python3 -m pip install -q --no-index --find-links .wheels pycocotools flask tqdm matplotlib > "$LOGS/pip.log" 2>&1 \
+  python3 -m pip install -q --no-index --find-links .wheels pycocotools flask tqdm matplotlib PyMaxflow > "$LOGS/pip.log" 2>&1 \
     || tail -5 "$LOGS/pip.log"
 fi
 
@@ -181,9 +181,10 @@ if [[ " $STEPS " == *" sanitize "* ]]; then
 fi
 
 if [[ " $STEPS " == *" pytest "* ]]; then
-  step "pytest (CUDA tests and the op tests on both devices)"
+  step "pytest (CUDA tests, the op tests and the graph cuts on both devices)"
   timeout 300 python3 -m pytest -q -p no:cacheprovider tests/python/test_cuda.py tests/python/test_op_registration.py \
-    tests/python/test_api.py -s > "$LOGS/pytest.log" 2>&1
+    tests/python/test_api.py tests/python/test_graphcut.py tests/python/test_maxflow_pymaxflow.py \
+    tests/python/test_maxflow_grid_errors.py -s > "$LOGS/pytest.log" 2>&1
   [[ $? -eq 0 ]] || status=1
   grep -E "identical pixels|passed|failed|Error|error" "$LOGS/pytest.log" | tail -30
 fi

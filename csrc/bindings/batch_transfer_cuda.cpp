@@ -146,7 +146,6 @@ DeviceBatch batch_to_device(BatchLayout layout, at::TensorList images, at::Tenso
     host_images = host_images || images[static_cast<size_t>(b)].device().is_cpu();
     host_masks = host_masks || masks[static_cast<size_t>(b)].device().is_cpu();
   }
-  batch.packed_masks = ragged || host_images;
   const auto options = at::TensorOptions().dtype(at::kByte).device(device);
   // Padding is neither read nor written by the driver: zeroed only to hold no stale bytes.
   const auto pitched = [&](std::vector<int64_t> sizes) {
@@ -158,7 +157,8 @@ DeviceBatch batch_to_device(BatchLayout layout, at::TensorList images, at::Tenso
   batch.masks = whole_masks.defined() ? whole_masks.clone() : pitched({count, ph, pw});
   if (!whole_images.defined()) copy_device_inputs(images, batch.images, lay, true);
   if (!whole_masks.defined()) copy_device_inputs(masks, batch.masks, lay, false);
-  if (!batch.packed_masks && !host_masks) return batch;
+  // Host inputs cross packed; the table of the layout also serves the masks' way back to the host.
+  if (!host_images && !host_masks) return batch;
 
   const Upload up = plan_upload(images, masks);
   at::Tensor host = pinned_bytes(up.bytes);
@@ -190,33 +190,57 @@ DeviceBatch batch_to_device(BatchLayout layout, at::TensorList images, at::Tenso
 
 std::vector<at::Tensor> masks_from_device(const DeviceBatch& batch, at::TensorList images) {
   const BatchLayout& lay = batch.layout;
-  if (!batch.packed_masks) {
-    std::vector<at::Tensor> out;
-    for (const at::Tensor& m : batch.masks.unbind(0)) out.push_back(m);
-    return out;
-  }
   const c10::cuda::CUDAGuard guard(batch.masks.device());
   const auto stream = at::cuda::getCurrentCUDAStream();
-  const int64_t total = lay.total_pixels();
-  at::Tensor packed = at::empty({total}, batch.masks.options());
-  grabcut::cuda::gather_masks(batch.masks.data_ptr<uint8_t>(),
-                              reinterpret_cast<const BatchImage*>(batch.tables.data_ptr<uint8_t>()), lay.batch(),
-                              lay.max_pixels(), lay.pitch_height, lay.pitch_width, packed.data_ptr<uint8_t>(), stream);
-  at::Tensor flat;
-  if (std::any_of(images.begin(), images.end(), [](const at::Tensor& im) { return im.device().is_cpu(); })) {
-    // Through pinned memory into ordinary memory: pinned memory is scarce, and the
-    // caller keeps these masks.
+  const auto count = static_cast<size_t>(lay.batch());
+  const bool host_outputs =
+      std::any_of(images.begin(), images.end(), [](const at::Tensor& im) { return im.device().is_cpu(); });
+  const bool device_outputs =
+      std::any_of(images.begin(), images.end(), [](const at::Tensor& im) { return !im.device().is_cpu(); });
+  // Every mask in a tensor of its own: an operator's outputs may not share storage
+  // (torch.library's aliasing rule), so no views of one buffer are returned.
+  std::vector<at::Tensor> out(count);
+  if (device_outputs) {
+    // A table of the layout and one destination pointer per mask crosses in one
+    // copy; one kernel writes every device mask.
+    const int64_t pointers = align_up(static_cast<int64_t>(count * sizeof(BatchImage)));
+    const int64_t bytes = pointers + static_cast<int64_t>(count * sizeof(uint8_t*));
+    at::Tensor host = pinned_bytes(bytes);
+    std::memcpy(host.data_ptr<uint8_t>(), lay.images.data(), count * sizeof(BatchImage));
+    std::vector<uint8_t*> destinations(count, nullptr);
+    for (size_t b = 0; b < count; ++b) {
+      if (images[b].device().is_cpu()) continue;
+      const BatchImage& im = lay.images[b];
+      out[b] = at::empty({im.height, im.width}, batch.masks.options());
+      if (im.pixels() > 0) destinations[b] = out[b].data_ptr<uint8_t>();
+    }
+    std::memcpy(host.data_ptr<uint8_t>() + pointers, destinations.data(), count * sizeof(uint8_t*));
+    at::Tensor table = at::empty({bytes}, batch.masks.options());
+    table.copy_(host, /*non_blocking=*/true);  // the host allocator keeps `host` until the copy is done
+    const auto* base = table.data_ptr<uint8_t>();
+    grabcut::cuda::scatter_masks(batch.masks.data_ptr<uint8_t>(), reinterpret_cast<const BatchImage*>(base),
+                                 reinterpret_cast<uint8_t* const*>(base + pointers), lay.batch(), lay.max_pixels(),
+                                 lay.pitch_height, lay.pitch_width, stream);
+  }
+  if (host_outputs) {
+    // Gathered end to end on the device, through pinned memory in one copy, then into
+    // ordinary memory: pinned memory is scarce, and the caller keeps these masks.
+    const int64_t total = lay.total_pixels();
+    at::Tensor packed = at::empty({total}, batch.masks.options());
+    grabcut::cuda::gather_masks(batch.masks.data_ptr<uint8_t>(),
+                                reinterpret_cast<const BatchImage*>(batch.tables.data_ptr<uint8_t>()), lay.batch(),
+                                lay.max_pixels(), lay.pitch_height, lay.pitch_width, packed.data_ptr<uint8_t>(),
+                                stream);
     at::Tensor staging = pinned_bytes(total);
     staging.copy_(packed, /*non_blocking=*/true);
     stream.synchronize();
-    flat = at::empty({total}, at::TensorOptions().dtype(at::kByte));
-    if (total > 0) std::memcpy(flat.data_ptr<uint8_t>(), staging.data_ptr<uint8_t>(), static_cast<size_t>(total));
-  }
-  std::vector<at::Tensor> out;
-  for (size_t b = 0; b < images.size(); ++b) {
-    const BatchImage& im = lay.images[b];
-    const at::Tensor& source = images[b].device().is_cpu() ? flat : packed;
-    out.push_back(source.narrow(0, im.offset, im.pixels()).view({im.height, im.width}));
+    const auto* src = staging.data_ptr<uint8_t>();
+    for (size_t b = 0; b < count; ++b) {
+      if (!images[b].device().is_cpu()) continue;
+      const BatchImage& im = lay.images[b];
+      out[b] = at::empty({im.height, im.width}, at::TensorOptions().dtype(at::kByte));
+      if (im.pixels() > 0) std::memcpy(out[b].data_ptr<uint8_t>(), src + im.offset, static_cast<size_t>(im.pixels()));
+    }
   }
   return out;
 }

@@ -20,8 +20,7 @@ struct DeviceBatch {
   grabcut::cuda::BatchLayout layout;
   at::Tensor images;          // (B, 3, PH, PW) uint8, the pitch of layout
   at::Tensor masks;           // (B, PH, PW) uint8: copies of the caller's masks, for the driver to update
-  at::Tensor tables;          // device copy of the packed tables (layout.images first), alive until the masks are back
-  bool packed_masks = false;  // the masks go back through a packed buffer (sizes differ, or a host image)
+  at::Tensor tables;  // with host inputs: device copy of the packed tables (layout.images first)
 };
 
 // The layout of images of these sizes: pitched to the largest height and width, packed in order.
@@ -34,8 +33,8 @@ grabcut::cuda::BatchLayout batch_layout(const std::vector<int64_t>& heights, con
 DeviceBatch batch_to_device(grabcut::cuda::BatchLayout layout, at::TensorList images, at::TensorList masks,
                             const at::Device& device);
 
-// Mask b of the batch as a contiguous (H_b, W_b) uint8 tensor on images[b]'s side:
-// the host's (in one copy for all, which synchronises the stream) or the device's.
+// Mask b of the batch as a contiguous (H_b, W_b) uint8 tensor of its own on images[b]'s
+// side: the host's (in one copy for all, which synchronises the stream) or the device's.
 std::vector<at::Tensor> masks_from_device(const DeviceBatch& batch, at::TensorList images);
 
 }  // namespace torchgrabcut

@@ -53,6 +53,22 @@ __global__ void gather_kernel(const std::uint8_t* masks, const BatchImage* image
   });
 }
 
+__global__ void scatter_kernel(const std::uint8_t* masks, const BatchImage* images, std::uint8_t* const* outs,
+                               int batch, int pitch_h, int pitch_w) {
+  detail::for_each_block_image(batch, [&](int b) {
+    std::uint8_t* out = outs[b];
+    if (out == nullptr) return;
+    const BatchImage im = images[b];
+    const long long n = im.pixels();
+    const std::uint8_t* src = masks + static_cast<long long>(b) * pitch_h * pitch_w;
+    for (long long i = static_cast<long long>(blockIdx.x) * kThreads + threadIdx.x; i < n;
+         i += static_cast<long long>(gridDim.x) * kThreads) {
+      const long long y = i / im.width;
+      out[i] = src[y * pitch_w + (i - y * im.width)];
+    }
+  });
+}
+
 // image_grid, with at least one block per image and, as the kernels stride over
 // an image's pixels, at most max(4, kMaxBlocks / images) of them.
 dim3 copy_grid(int batch, long long max_pixels) {
@@ -83,6 +99,13 @@ void gather_masks(const std::uint8_t* masks, const BatchImage* images, int batch
   if (batch <= 0) return;
   gather_kernel<<<copy_grid(batch, max_pixels), kThreads, 0, stream>>>(masks, images, batch, pitch_h, pitch_w, out);
   GRABCUT_CUDA_CHECK_LAUNCH("gather_kernel");
+}
+
+void scatter_masks(const std::uint8_t* masks, const BatchImage* images, std::uint8_t* const* outs, int batch,
+                   long long max_pixels, int pitch_h, int pitch_w, cudaStream_t stream) {
+  if (batch <= 0 || max_pixels <= 0) return;
+  scatter_kernel<<<copy_grid(batch, max_pixels), kThreads, 0, stream>>>(masks, images, outs, batch, pitch_h, pitch_w);
+  GRABCUT_CUDA_CHECK_LAUNCH("scatter_kernel");
 }
 
 }  // namespace grabcut::cuda

@@ -38,4 +38,10 @@ void spread_packed(const std::uint8_t* packed, const PackedImage* images, int ba
 void gather_masks(const std::uint8_t* masks, const BatchImage* images, int batch, long long max_pixels, int pitch_h,
                   int pitch_w, std::uint8_t* out, cudaStream_t stream);
 
+// The reverse for masks with a destination each: mask b's pixels go row after row to
+// outs[b] (a device table of device pointers; null: mask b stays where it is).
+// `images` is a device table; its offsets are not read. Asynchronous.
+void scatter_masks(const std::uint8_t* masks, const BatchImage* images, std::uint8_t* const* outs, int batch,
+                   long long max_pixels, int pitch_h, int pitch_w, cudaStream_t stream);
+
 }  // namespace grabcut::cuda

@@ -53,6 +53,25 @@ def test_opcheck_grabcut_with_host_inputs_on_the_gpu() -> None:
 
 
 @pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("inputs_on", ["device", "host"])
+def test_masks_have_storage_of_their_own(device: str, inputs_on: str) -> None:
+    """No returned mask shares storage with another or with an input (torch.library's aliasing
+    rule: a caller may write one mask without changing another), for a ragged list and for the
+    views of one (B, 3, H, W) batch, with inputs on the device or (GPU) on the host."""
+    if inputs_on == "host" and device == "cpu":
+        pytest.skip("the CPU has no host/device split")
+    for sizes in (MIXED, ((12, 10),) * 3):
+        images, masks, model, *rest = op_inputs(device if inputs_on == "device" else "cpu", sizes)
+        if len(set(sizes)) == 1:  # views of one batch, as grabcut passes a (B, 3, H, W) tensor
+            images = list(torch.stack(images).unbind(0))
+            masks = list(torch.stack(masks).unbind(0))
+        out, _ = torch.ops.torchgrabcut.grabcut(images, masks, model.to(device), *rest)
+        storages = [m.untyped_storage().data_ptr() for m in out]
+        inputs = {t.untyped_storage().data_ptr() for t in images + masks}
+        assert len(set(storages)) == len(out) and not inputs & set(storages)
+
+
+@pytest.mark.parametrize("device", DEVICES)
 def test_opcheck_maxflow(device: str) -> None:
     rng = np.random.default_rng(1)
     t = torch.from_numpy(rng.integers(-50, 50, (2, 9, 11)).astype(np.int32)).to(device)
