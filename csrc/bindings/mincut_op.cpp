@@ -1,7 +1,7 @@
-// torchgrabcut::mincut_grid: its schema, its CPU kernel, and a CPU test hook for the
-// tensor-operation path that the CUDA kernel takes (mincut_op_cuda.cpp). The graph,
-// the bounds and the reduction to the solvers' form: mincut_op.h. The schemas live
-// here, as a fragment of the torchgrabcut library, beside the code they describe.
+// torchgrabcut::mincut_grid and mincut_grid3d: their schemas and CPU kernels (the
+// CUDA kernel of mincut_grid: mincut_op_cuda.cpp). The graph, the bounds and the
+// reduction to the solvers' form: mincut_op.h. The schemas live here, as a fragment of
+// the torchgrabcut library, beside the code they describe.
 #include <ATen/Parallel.h>
 #include <torch/library.h>
 #include <torch/torch.h>
@@ -17,16 +17,11 @@
 namespace torchgrabcut {
 namespace {
 
-std::tuple<at::Tensor, at::Tensor> empty_result(const MincutShape& s, const at::Tensor& source) {
-  return {at::empty({s.batch, s.height, s.width}, source.options().dtype(at::kBool)),
-          at::zeros({s.batch}, source.options().dtype(at::kLong))};
-}
-
 std::tuple<at::Tensor, at::Tensor> mincut_grid_cpu(const at::Tensor& source, const at::Tensor& sink,
                                                    const at::Tensor& edges,
                                                    const std::optional<at::Tensor>& reverse_edges) {
   const MincutShape s = check_mincut_args(source, sink, edges, reverse_edges);
-  if (s.batch == 0 || s.height == 0 || s.width == 0) return empty_result(s, source);
+  if (s.batch == 0 || s.height == 0 || s.width == 0) return mincut_empty_result(s, source);
   const MincutGraph g = mincut_graph_cpu(s, source, sink, edges, reverse_edges);
   at::Tensor cut = at::empty({s.batch, s.height, s.width}, source.options().dtype(at::kByte));
   at::Tensor flows = at::empty({s.batch}, source.options().dtype(at::kLong));
@@ -81,45 +76,20 @@ std::tuple<at::Tensor, at::Tensor> mincut_grid3d_cpu(const at::Tensor& source, c
 
 }  // namespace
 
-std::tuple<at::Tensor, at::Tensor> mincut_grid_tensor_ops(const at::Tensor& source, const at::Tensor& sink,
-                                                          const at::Tensor& edges,
-                                                          const std::optional<at::Tensor>& reverse_edges) {
-  const MincutShape s = check_mincut_args(source, sink, edges, reverse_edges);
-  if (s.batch == 0 || s.height == 0 || s.width == 0) return empty_result(s, source);
-  const MincutGraph g = mincut_graph_generic(s, source, sink, edges, reverse_edges);
-  static const auto maxflow = c10::Dispatcher::singleton()
-                                  .findSchemaOrThrow("torchgrabcut::maxflow_grid", "")
-                                  .typed<std::tuple<at::Tensor, at::Tensor>(const at::Tensor&, const at::Tensor&)>();
-  const auto [cut, flows] = maxflow.call(g.net, g.nlinks);
-  return mincut_result(g, cut, flows);
-}
-
 TORCH_LIBRARY_FRAGMENT(torchgrabcut, m) {
   m.def("mincut_grid(Tensor source, Tensor sink, Tensor edges, Tensor? reverse_edges=None) -> (Tensor, Tensor)");
   m.def("mincut_grid3d(Tensor source, Tensor sink, Tensor edges, Tensor? reverse_edges=None) -> (Tensor, Tensor)");
-#ifdef TORCHGRABCUT_TEST_HOOKS
-  // Only in the development build (TORCHGRABCUT_TEST_HOOKS=1, set by make build): the
-  // CUDA kernel's path (tensor operations, then maxflow_grid) run on the CPU by the tests.
-  m.def("_mincut_grid_tensor_ops(Tensor source, Tensor sink, Tensor edges, Tensor? reverse_edges=None) -> "
-        "(Tensor, Tensor)");
-#endif
 }
 
 TORCH_LIBRARY_IMPL(torchgrabcut, CPU, m) {
   m.impl("mincut_grid", &mincut_grid_cpu);
   m.impl("mincut_grid3d", &mincut_grid3d_cpu);
-#ifdef TORCHGRABCUT_TEST_HOOKS
-  m.impl("_mincut_grid_tensor_ops", &mincut_grid_tensor_ops);
-#endif
 }
 
 // Not differentiable: a bool cut and an integer flow value.
 TORCH_LIBRARY_IMPL(torchgrabcut, Autograd, m) {
   m.impl("mincut_grid", torch::CppFunction::makeFallthrough());
   m.impl("mincut_grid3d", torch::CppFunction::makeFallthrough());
-#ifdef TORCHGRABCUT_TEST_HOOKS
-  m.impl("_mincut_grid_tensor_ops", torch::CppFunction::makeFallthrough());
-#endif
 }
 
 }  // namespace torchgrabcut

@@ -1,7 +1,11 @@
-// torchgrabcut::mincut_grid: the public grid min-cut (python/torchgrabcut/mincut.py)
+// torchgrabcut::mincut_grid: the public grid min-cut (python/torchgrabcut/graphcut.py)
 // on the grid max-flow solvers. Shared by the CPU kernel (mincut_op.cpp) and the
 // CUDA kernel (mincut_op_cuda.cpp): the checks, the bounds and the reduction of the
-// user's graph to the solvers' form.
+// user's graph to the solvers' form. The reduction of one pixel, arithmetic and
+// checks, is one __host__ __device__ function, grabcut::mincut_reduce_pixel
+// (core/mincut_pixel.h), run by the CPU pass below and by the CUDA kernel
+// (cuda/mincut_reduce.cu); the first error's message is found on the host by
+// find_first_error, for both backends.
 //
 // The user's graph: per pixel a source and a sink capacity, and per forward
 // neighbour k an edge capacity (symmetric form), or one per direction (asymmetric
@@ -46,18 +50,14 @@
 #include <vector>
 
 #include "core/maxflow.h"
+#include "core/mincut_pixel.h"
 
 namespace torchgrabcut {
 
-constexpr int64_t kMincutMaxNodeSum = (int64_t{1} << 30) - 1;
+constexpr int64_t kMincutMaxNodeSum = grabcut::kMincutMaxNodeSum;
 constexpr int64_t kMincutMaxPadded = (int64_t{1} << 28) - 1;
 static_assert(kMincutMaxPadded * 8 <= INT32_MAX, "the CPU solver indexes 8 arcs per padded node in int");
 static_assert(kMincutMaxPadded * 2 * (2 * kMincutMaxNodeSum) < INT64_MAX / 4, "flow sums fit in int64");
-
-// Public neighbour k of a 2D grid: (dy, dx), and the solvers' direction (core/maxflow.h).
-constexpr int kMincutDy[4] = {0, 1, 1, 1};
-constexpr int kMincutDx[4] = {1, 0, 1, -1};
-constexpr int kMincutSolverDirection[4] = {grabcut::kRight, grabcut::kDown, grabcut::kDownRight, grabcut::kDownLeft};
 
 struct MincutShape {
   int64_t batch = 0;
@@ -110,8 +110,8 @@ inline MincutShape check_mincut_args(const at::Tensor& source, const at::Tensor&
 // The user's graph in the solvers' form.
 struct MincutGraph {
   at::Tensor net;     // (B, H, W) int32, contiguous: source - sink (doubled graph when asymmetric)
-  // The tensor path: (B, 4, H, W) int32 in the solvers' direction order. The CPU path:
-  // (B, K, H, W) in the public order, undefined where the input is used as it is.
+  // (B, K, H, W) int32 in the public order, undefined where the input is used as it is
+  // (the CPU path; the CUDA kernel keeps its n-links to itself, mincut_op_cuda.cpp).
   at::Tensor nlinks;
   // The CPU path: the solvers' n-link arrays of graph b, direction d: nlink_ptr[4 * b + d],
   // into `keep` (nlinks or the input) or, for 4-connected diagonals, `zeros`.
@@ -152,11 +152,14 @@ struct MincutError {
                     e.value, " at ", where, edge);
 }
 
-inline bool in_range(int64_t v) { return v >= 0 && v <= kMincutMaxNodeSum; }
+inline bool in_range(int64_t v) { return grabcut::mincut_in_range(v); }
 
 // The first capacity out of range or node sum over the bound in (graph, y, x) order,
-// pixel by pixel with every bound checked: run when the fast pass (reduce_rows) found
-// one, to say which.
+// pixel by pixel with every bound checked, the pixel's values in the order of the
+// message (source, sink, then each edge and its reverse, then the node sum): run on
+// the host when the fast pass (mincut_reduce_pixel, on the CPU or the GPU) found one,
+// to say which. Written apart from mincut_reduce_pixel on purpose: the two must agree
+// (an internal assertion where they are used), so each checks the other.
 template <typename T>
 MincutError find_first_error(const MincutShape& s, const T* src, const T* snk, const T* edg, const T* rev) {
   const int64_t h = s.height, w = s.width, kk = s.neighbours, hw = h * w;
@@ -179,7 +182,7 @@ MincutError find_first_error(const MincutShape& s, const T* src, const T* snk, c
         if (!in_range(tv)) return fail(b, y, x, 1, 0, tv);
         int64_t sum = sv + tv;
         for (int k = 0; k < kk; ++k) {
-          const int64_t dy = kMincutDy[k], dx = kMincutDx[k];
+          const int64_t dy = grabcut::mincut_dy(k), dx = grabcut::mincut_dx(k);
           const int64_t plane = (b * kk + k) * hw - b * hw;
           if (y + dy < h && x + dx >= 0 && x + dx < w) {
             const int64_t a = edg[plane + i], r = rev != nullptr ? rev[plane + i] : 0;
@@ -201,17 +204,6 @@ MincutError find_first_error(const MincutShape& s, const T* src, const T* snk, c
   return e;
 }
 
-// The capacity of a value read: clamped so that sums of garbage cannot overflow int64
-// (a value out of range is reported, never used).
-template <typename T>
-inline int64_t clamped(T v) {
-  if constexpr (sizeof(T) <= 4) {
-    return v;
-  } else {
-    return std::clamp<int64_t>(v, -1, kMincutMaxNodeSum + 1);
-  }
-}
-
 // One row of one graph, the pixels x0 <= x < x1 of it, with kChecked: neighbours
 // outside the grid possible (the border); without it the neighbours of every pixel are
 // inside (the interior). Returns false if a capacity or a node sum is out of range.
@@ -220,38 +212,8 @@ inline bool reduce_span(const T* src, const T* snk, const T* const* edg, const T
                         int64_t y, int64_t x0, int64_t x1, int32_t* net, int32_t* const* nl, int64_t& offset) {
   bool ok = true;
   for (int64_t x = x0; x < x1; ++x) {
-    const int64_t i = y * w + x;
-    const int64_t sv = clamped(src[i]), tv = clamped(snk[i]);
-    ok &= in_range(sv) & in_range(tv);
-    int64_t sum = sv + tv, s2 = 2 * sv, t2 = 2 * tv, both = 0;
-    for (int k = 0; k < K; ++k) {
-      const int64_t dy = kMincutDy[k], dx = kMincutDx[k];
-      const bool out = !kChecked || (y + dy < h && x + dx >= 0 && x + dx < w);
-      const bool in = !kChecked || (y - dy >= 0 && x - dx >= 0 && x - dx < w);
-      const int64_t j = i - dy * w - dx;
-      const int64_t a = out ? clamped(edg[k][i]) : 0, ia = in ? clamped(edg[k][j]) : 0;
-      int64_t r = 0, ir = 0;
-      if constexpr (kAsym) {
-        r = out ? clamped(rev[k][i]) : 0;
-        ir = in ? clamped(rev[k][j]) : 0;
-      }
-      ok &= in_range(a) & in_range(ia) & in_range(r) & in_range(ir);
-      sum += a + r + ia + ir;
-      if constexpr (kAsym) {
-        s2 += r + ia;  // the tail of an edge pair gains source b and sink a, the head source a and sink b
-        t2 += a + ir;
-        both += a + r;
-      }
-      if constexpr (kWriteNl) nl[k][i] = static_cast<int32_t>(a + r);
-    }
-    ok &= sum <= kMincutMaxNodeSum;
-    if constexpr (kAsym) {
-      net[i] = static_cast<int32_t>(s2 - t2);
-      offset += std::min(s2, t2) - both;
-    } else {
-      net[i] = static_cast<int32_t>(sv - tv);
-      offset += std::min(sv, tv);
-    }
+    ok &= grabcut::mincut_reduce_pixel<T, K, kAsym, kWriteNl, kChecked>(src, snk, edg, rev, h, w, y, x, net, nl,
+                                                                          offset);
   }
   return ok;
 }
@@ -350,75 +312,17 @@ inline MincutGraph mincut_graph_cpu(const MincutShape& s, const at::Tensor& sour
   }
   for (int64_t b = 0; b < s.batch; ++b) {
     for (int k = 0; k < 4; ++k) {
-      g.nlink_ptr[4 * b + kMincutSolverDirection[k]] =
+      g.nlink_ptr[4 * b + grabcut::mincut_solver_direction(k)] =
           k < s.neighbours ? n + (b * s.neighbours + k) * hw : g.zeros.data_ptr<int32_t>();
     }
   }
   return g;
 }
 
-// The same reduction in tensor operations on any device (the CUDA path): the same
-// checks, with one host synchronisation; a graph that fails them is checked again on
-// the host by mincut_graph_cpu, so both backends raise the same message.
-inline MincutGraph mincut_graph_generic(const MincutShape& s, const at::Tensor& source, const at::Tensor& sink,
-                                        const at::Tensor& edges, const std::optional<at::Tensor>& reverse) {
-  const int64_t h = s.height, w = s.width;
-  const at::Tensor src = source.to(at::kLong), snk = sink.to(at::kLong);
-  // Off-grid edges zeroed: ignored, as the CPU pass ignores them.
-  const auto on_grid = [&](const at::Tensor& e) {
-    at::Tensor out = e.to(at::kLong, /*non_blocking=*/false, /*copy=*/true);
-    for (int64_t k = 0; k < s.neighbours; ++k) {
-      at::Tensor plane = out.select(1, k);
-      if (kMincutDy[k] == 1) plane.select(1, h - 1).zero_();
-      if (kMincutDx[k] == 1) plane.select(2, w - 1).zero_();
-      if (kMincutDx[k] == -1) plane.select(2, 0).zero_();
-    }
-    return out;
-  };
-  // in(e)[y, x] = e[y - dy, x - dx]: the edge of direction k into each pixel.
-  const auto into = [&](const at::Tensor& plane, int64_t k) {
-    const int64_t dy = kMincutDy[k], dx = kMincutDx[k];
-    at::Tensor out = at::zeros_like(plane);
-    const int64_t lo = std::max<int64_t>(0, dx), hi = w + std::min<int64_t>(0, dx);
-    out.slice(1, dy, h).slice(2, lo, hi).copy_(plane.slice(1, 0, h - dy).slice(2, lo - dx, hi - dx));
-    return out;
-  };
-  const at::Tensor edg = on_grid(edges);
-  const at::Tensor rev = s.asymmetric ? on_grid(*reverse) : at::zeros_like(edg);
-  at::Tensor in_a = at::zeros_like(src), in_r = at::zeros_like(src);
-  for (int64_t k = 0; k < s.neighbours; ++k) {
-    in_a.add_(into(edg.select(1, k), k));
-    in_r.add_(into(rev.select(1, k), k));
-  }
-  const at::Tensor out_a = edg.sum(1), out_r = rev.sum(1);
-  const auto out_of_range = [](const at::Tensor& t) { return (t < 0).any().logical_or((t > kMincutMaxNodeSum).any()); };
-  const at::Tensor node_sum = src + snk + out_a + out_r + in_a + in_r;
-  const at::Tensor bad = at::stack({out_of_range(src), out_of_range(snk), out_of_range(edg), out_of_range(rev),
-                                    (node_sum > kMincutMaxNodeSum).any()})
-                             .any();
-  if (bad.item<bool>()) {
-    const auto host = [](const at::Tensor& t) { return t.cpu(); };
-    std::optional<at::Tensor> rev_host;
-    if (reverse.has_value()) rev_host = host(*reverse);
-    mincut_graph_cpu(s, host(source), host(sink), host(edges), rev_host);
-    TORCH_INTERNAL_ASSERT(false, "mincut_grid: the device check and the host check disagree");
-  }
-  MincutGraph g;
-  at::Tensor both = edg + rev;  // the n-links, public order
-  at::Tensor net;
-  if (s.asymmetric) {
-    const at::Tensor s2 = 2 * src + out_r + in_a, t2 = 2 * snk + out_a + in_r;
-    net = s2 - t2;
-    g.offset = at::minimum(s2, t2).sum({1, 2}) - both.sum({1, 2, 3});
-    g.divisor = 2;
-  } else {
-    net = src - snk;
-    g.offset = at::minimum(src, snk).sum({1, 2});
-  }
-  g.net = net.to(at::kInt).contiguous();
-  g.nlinks = at::zeros({s.batch, 4, h, w}, source.options().dtype(at::kInt));
-  for (int64_t k = 0; k < s.neighbours; ++k) g.nlinks.select(1, kMincutSolverDirection[k]).copy_(both.select(1, k));
-  return g;
+// The outputs of a batch without pixels (B = 0, H = 0 or W = 0): nothing to solve.
+inline std::tuple<at::Tensor, at::Tensor> mincut_empty_result(const MincutShape& s, const at::Tensor& source) {
+  return {at::empty({s.batch, s.height, s.width}, source.options().dtype(at::kBool)),
+          at::zeros({s.batch}, source.options().dtype(at::kLong))};
 }
 
 // The cut as bool and the flow of the user's graph from the solvers' uint8 cut and flows.
@@ -585,11 +489,5 @@ inline MincutGraph mincut3d_graph_cpu(const Mincut3dShape& s, const at::Tensor& 
   for (int64_t b = 0; b < 3 * s.batch; ++b) g.nlink_ptr[static_cast<size_t>(b)] = base + b * n;
   return g;
 }
-
-// mincut_grid through tensor operations and maxflow_grid, on any device: the CUDA
-// kernel, and on the CPU a test hook (_mincut_grid_tensor_ops). mincut_op.cpp.
-std::tuple<at::Tensor, at::Tensor> mincut_grid_tensor_ops(const at::Tensor& source, const at::Tensor& sink,
-                                                          const at::Tensor& edges,
-                                                          const std::optional<at::Tensor>& reverse_edges);
 
 }  // namespace torchgrabcut

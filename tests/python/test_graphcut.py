@@ -300,29 +300,6 @@ def test_a_mixed_batch_equals_its_graphs_one_by_one() -> None:
         check(g, cut[b], flow[b])
 
 
-@pytest.mark.parametrize("asymmetric", [False, True])
-def test_the_device_path_reduction_equals_the_cpu_kernel(asymmetric: bool) -> None:
-    """The CUDA kernel's reduction (tensor operations, then maxflow_grid), run on the CPU."""
-    if not hasattr(torch.ops.torchgrabcut, "_mincut_grid_tensor_ops"):
-        pytest.skip("the extension was built without TORCHGRABCUT_TEST_HOOKS=1 (make build sets it)")
-    rng = np.random.default_rng(9)
-    for kk in (2, 4):
-        for kind in KINDS:
-            for h, w in ((1, 1), (1, 6), (9, 13), (13, 9)):
-                graphs = [make_graph(rng, h, w, kk, kind, asymmetric) for _ in range(2)]
-                for dtype in (torch.int32, torch.int64):
-                    args = [
-                        torch.from_numpy(np.stack([g[n] for g in graphs])).to(dtype)
-                        for n in ("source", "sink", "edges")
-                    ]
-                    rev = torch.from_numpy(np.stack([g["reverse"] for g in graphs])).to(dtype) if asymmetric else None
-                    a = torch.ops.torchgrabcut.mincut_grid(*args, rev)
-                    b = torch.ops.torchgrabcut._mincut_grid_tensor_ops(*args, rev)
-                    assert torch.equal(a[0], b[0]) and torch.equal(a[1], b[1]), (kind, kk, dtype)
-                    for i, g in enumerate(graphs):
-                        assert cut_capacity(g, a[0][i].numpy()) == int(a[1][i])
-
-
 def test_repeated_calls_are_identical() -> None:
     g = make_graph(np.random.default_rng(3), 300, 257, 4, "smooth")
     first = call([g])
@@ -589,6 +566,134 @@ def test_cuda_opcheck_and_repeated_calls() -> None:
         assert torch.equal(first.cut, again.cut) and torch.equal(first.flow, again.flow)
     s, t, e = (torch.from_numpy(np.stack([g[n]])).int().cuda() for n in ("source", "sink", "edges"))
     torch.library.opcheck(torch.ops.torchgrabcut.mincut_grid.default, (s, t, e, None))
+
+
+def call_tensors(g: dict[str, torch.Tensor]) -> torchgrabcut.MinCut:
+    """mincut of tensors by name (source, sink, edges and, if there, reverse)."""
+    return torchgrabcut.mincut(g["source"], g["sink"], g["edges"], reverse_edges=g.get("reverse"))
+
+
+def non_contiguous(x: torch.Tensor, how: str) -> torch.Tensor:
+    """The values of x in another memory layout: its last two dimensions transposed in memory
+    (3D), its K dimension last in memory (4D), or every other element of a wider row ("step")."""
+    if how == "step":
+        wide = x.new_zeros(*x.shape[:-1], 2 * x.shape[-1])
+        wide[..., ::2] = x
+        return wide[..., ::2]
+    if x.dim() == 4:
+        return x.permute(0, 2, 3, 1).contiguous().permute(0, 3, 1, 2)
+    return x.transpose(1, 2).contiguous().transpose(1, 2)
+
+
+@pytest.mark.parametrize("asymmetric", [False, True])
+@pytest.mark.parametrize("kk", [2, 4])
+@pytest.mark.skipif(not has_cuda(), reason="no CUDA GPU")
+def test_cuda_errors_are_the_cpu_errors(kk: int, asymmetric: bool) -> None:
+    """A value the CUDA kernel refuses raises the CPU kernel's message, word for word (same
+    graph, pixel, edge and value; the first in (graph, y, x) order), for int32 and int64; the
+    caller's tensors are left as they were, and the next call works."""
+    base = make_graph(np.random.default_rng([kk, asymmetric, 78]), 7, 9, kk, "random", asymmetric)
+    names = ["source", "sink", "edges"] + (["reverse"] if asymmetric else [])
+    big = MAX_NODE_SUM
+    cases: list[list[tuple[str, tuple[int, ...], int]]] = [
+        [("source", (1, 2, 3), -1)],
+        [("sink", (0, 6, 8), big + 1)],
+        [("edges", (1, kk - 1, 3, 4), -2)],
+        [("edges", (0, 0, 0, 0), big + 1)],
+        [("edges", (1, 1, 2, 5), big - 1), ("sink", (1, 2, 5), 5)],  # each value in range, the node sum over
+        [("source", (1, 0, 0), big), ("sink", (1, 0, 0), 1)],
+        [("source", (1, 6, 8), big), ("sink", (1, 6, 8), 1)],
+        [("sink", (1, 4, 4), -5), ("source", (0, 6, 8), -1)],  # graph 0's comes first
+        [("source", (0, 3, 3), -1), ("edges", (0, 0, 3, 2), -1)],  # (3, 2)'s comes first
+    ]
+    if asymmetric:
+        cases += [[("reverse", (0, kk - 1, 5, 1), big + 7)], [("reverse", (1, 0, 6, 0), -1)]]
+    wide = [
+        [("source", (0, 0, 0), 2**63 - 1)],
+        [("edges", (1, 0, 2, 2), -(2**63))],
+        [("sink", (1, 3, 3), 2**40), ("edges", (1, 1, 3, 3), -(2**40))],
+    ]
+    for dtype in (torch.int32, torch.int64):
+        for case in cases + (wide if dtype == torch.int64 else []):
+            tensors = {}
+            for device in ("cpu", "cuda"):
+                g = {n: torch.from_numpy(np.stack([base[n], base[n]])).to(device=device, dtype=dtype) for n in names}
+                for name, index, value in case:
+                    g[name][index] = value
+                tensors[device] = g
+            with pytest.raises(ValueError) as on_cpu:
+                call_tensors(tensors["cpu"])
+            backup = {n: x.clone() for n, x in tensors["cuda"].items()}
+            with pytest.raises(ValueError) as on_cuda:
+                call_tensors(tensors["cuda"])
+            assert str(on_cuda.value) == str(on_cpu.value), (dtype, case)
+            assert all(torch.equal(tensors["cuda"][n], backup[n]) for n in names)
+    good = call([base, base], "cuda")
+    assert torch.equal(good.flow.cpu(), call([base, base]).flow)
+
+
+@pytest.mark.parametrize("asymmetric", [False, True])
+@pytest.mark.parametrize("kk", [2, 4])
+@pytest.mark.skipif(not has_cuda(), reason="no CUDA GPU")
+def test_cuda_non_contiguous_inputs_off_grid_junk_and_untouched_inputs(kk: int, asymmetric: bool) -> None:
+    """The CUDA kernel on inputs in other layouts (transposed in memory, strided), with any
+    value where an edge leaves the grid (ignored), int32 and int64: the CPU's cut and flow, on
+    small grids (the CPU's border-only rows) and larger ones; the inputs are left as they were."""
+    rng = np.random.default_rng([kk, asymmetric, 79])
+    for h, w in [(1, 1), (2, 2), (3, 2), (1, 6), (6, 1), (9, 13), (40, 33)]:
+        graphs = [make_graph(rng, h, w, kk, kind, asymmetric) for kind in ("random", "huge", "smooth", "all_sink")]
+        ref = call(graphs)
+        mask = torch.from_numpy(edge_mask(kk, h, w))
+        for dtype, junk in (
+            (torch.int32, -(2**31)),
+            (torch.int32, 2**31 - 1),
+            (torch.int64, 10**12),
+            (torch.int64, -5),
+        ):
+            g = {
+                n: torch.from_numpy(np.stack([x[n] for x in graphs])).to(device="cuda", dtype=dtype) for n in graphs[0]
+            }
+            for name in ("edges", "reverse"):
+                if name in g:
+                    g[name] = torch.where(mask.cuda(), g[name], junk)
+            laid_out = {
+                "source": non_contiguous(g["source"], "transpose"),
+                "sink": non_contiguous(g["sink"], "step"),
+                "edges": non_contiguous(g["edges"], "transpose"),
+            }
+            if asymmetric:
+                laid_out["reverse"] = non_contiguous(g["reverse"], "step")
+            if h > 1 and w > 1:
+                assert not laid_out["source"].is_contiguous() and not laid_out["edges"].is_contiguous()
+            assert not laid_out["sink"].is_contiguous()
+            backup = {n: x.clone() for n, x in laid_out.items()}
+            for inputs in (g, laid_out):
+                out = call_tensors(inputs)
+                same = torch.equal(out.cut.cpu(), ref.cut) and torch.equal(out.flow.cpu(), ref.flow)
+                assert same, (h, w, dtype, junk)
+            assert all(torch.equal(laid_out[n], backup[n]) for n in laid_out)
+
+
+@pytest.mark.skipif(not has_cuda(), reason="no CUDA GPU")
+def test_cuda_a_batch_of_more_graphs_than_a_grid_has_rows() -> None:
+    """70,000 graphs in one call: the kernel's grid holds 65,535 graphs in y and strides over
+    the rest; every graph's cut, flow (the offsets summed per graph) and errors as on the CPU."""
+    rng = np.random.default_rng(80)
+    b, h, w = 70000, 2, 3
+    s, t = (torch.from_numpy(rng.integers(0, 40, (b, h, w))) for _ in range(2))
+    e, r = (torch.from_numpy(rng.integers(0, 30, (b, 4, h, w))) for _ in range(2))
+    for rev in (None, r):
+        for dtype in (torch.int32, torch.int64):
+            args = [x.to(dtype) for x in (s, t, e)]
+            reverse = None if rev is None else rev.to(dtype)
+            cpu = torchgrabcut.mincut(*args, reverse_edges=reverse)
+            on_gpu = [x.cuda() for x in args]
+            gpu = torchgrabcut.mincut(*on_gpu, reverse_edges=None if reverse is None else reverse.cuda())
+            assert torch.equal(gpu.cut.cpu(), cpu.cut) and torch.equal(gpu.flow.cpu(), cpu.flow)
+    bad = s.clone()
+    bad[-1, 1, 2] = -1
+    with pytest.raises(ValueError, match=rf"^source: .* got -1 at graph {b - 1}, pixel \(y=1, x=2\)$"):
+        torchgrabcut.mincut(bad.cuda(), t.cuda(), e.cuda())
 
 
 # ---------------------------------------------------------------- segment: torchmaxflow's energy
