@@ -2,7 +2,7 @@
 
     python bench/mincut_bench.py [--images 6] [--size 1024] [--connectivity 4,8] [--threads 1]
     python bench/mincut_bench.py --device cuda [--batch 512 --size 256]
-    python bench/mincut_bench.py --volume 128 [--repeats 3]
+    python bench/mincut_bench.py --volume 128 [--repeats 3] [--device cuda]
 
 The graphs are those of torchmaxflow's formulation, built from the first GrabCut-50
 photos (read from ../shared/data/grabcut50) resized to size x size: a foreground
@@ -24,7 +24,8 @@ and checks that the flow values are equal. Each time is the best of --repeats. W
 that many graphs (the images cycled) in one call, and PyMaxflow's solve of each graph
 on one CPU core of the same machine where PyMaxflow is installed. With --volume N it
 times a 3D 6-connected N^3 volume on the CPU instead: a noisy ellipsoid, unary from
-its noisy probability, contrast-sensitive weights on the noisy intensity.
+its noisy probability, contrast-sensitive weights on the noisy intensity; with --device
+cuda as well on the GPU (synchronised), its cut and flow checked equal to the CPU's.
 """
 
 from __future__ import annotations
@@ -224,7 +225,9 @@ def pymaxflow_volume(source: np.ndarray, sink: np.ndarray, edges: np.ndarray) ->
 
 def bench_volume(args: argparse.Namespace) -> None:
     torch.set_num_threads(args.threads)
-    print(f"CPU, {torch.get_num_threads()} thread(s), {args.volume}^3 6-connected, best of {args.repeats}; ms")
+    on_gpu = args.device == "cuda"
+    where = f"CPU, {torch.get_num_threads()} thread(s)" + (f", {torch.cuda.get_device_name()}" if on_gpu else "")
+    print(f"{where}, {args.volume}^3 6-connected, best of {args.repeats}; ms")
     for seed in range(args.images):
         s, t, e = volume_graph(args.volume, seed)
         ref_flow, t_ref = pymaxflow_volume(s, t, e)
@@ -232,7 +235,14 @@ def bench_volume(args: argparse.Namespace) -> None:
         r, t_call = best(partial(torchgrabcut.mincut, st, tt, et), args.repeats)
         if int(r.flow) != ref_flow:
             raise AssertionError(f"volume {seed}: flow {int(r.flow)} differs from PyMaxflow's {ref_flow}")
-        print(f"  volume {seed}: call {t_call * 1e3:8.1f}  pymaxflow {t_ref * 1e3:8.1f}  ({t_ref / t_call:4.2f}x)")
+        line = f"  volume {seed}: call {t_call * 1e3:8.1f}  pymaxflow {t_ref * 1e3:8.1f}  ({t_ref / t_call:4.2f}x)"
+        if on_gpu:
+            sg, tg, eg = (x.cuda() for x in (st, tt, et))
+            g, t_gpu = best(partial(torchgrabcut.mincut, sg, tg, eg), args.repeats, torch.cuda.synchronize)
+            if not (torch.equal(g.cut.cpu(), r.cut) and int(g.flow) == int(r.flow)):
+                raise AssertionError(f"volume {seed}: the GPU's cut or flow differs from the CPU's")
+            line += f"  cuda {t_gpu * 1e3:8.1f}  (pymaxflow / cuda {t_ref / t_gpu:5.1f}x)"
+        print(line)
 
 
 def main() -> None:
@@ -251,7 +261,7 @@ def main() -> None:
     parser.add_argument("--sigma-fraction", type=float, default=0.25)
     parser.add_argument("--scale", type=float, default=100.0)
     parser.add_argument("--grabcut50", type=Path, default=DEFAULT_GRABCUT50)
-    parser.add_argument("--volume", type=int, default=0, help="a 3D N^3 volume on the CPU instead (--images of them)")
+    parser.add_argument("--volume", type=int, default=0, help="a 3D N^3 volume instead (--images of them)")
     args = parser.parse_args()
     if args.volume:
         bench_volume(args)

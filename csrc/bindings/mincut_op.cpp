@@ -1,5 +1,5 @@
 // torchgrabcut::mincut_grid and mincut_grid3d: their schemas and CPU kernels (the
-// CUDA kernel of mincut_grid: mincut_op_cuda.cpp). The graph, the bounds and the
+// CUDA kernels: mincut_op_cuda.cpp, mincut3d_op_cuda.cpp). The graph, the bounds and the
 // reduction to the solvers' form: mincut_op.h. The schemas live here, as a fragment of
 // the torchgrabcut library, beside the code they describe.
 #include <ATen/Parallel.h>
@@ -45,7 +45,7 @@ std::tuple<at::Tensor, at::Tensor> mincut_grid_cpu(const at::Tensor& source, con
   return mincut_result(g, cut, flows);
 }
 
-// 3D, 6-connected, CPU only: the same reduction (mincut3d_graph_cpu), the 3D solver.
+// 3D, 6-connected, on the CPU: the same reduction (mincut3d_graph_cpu), the 3D solver.
 std::tuple<at::Tensor, at::Tensor> mincut_grid3d_cpu(const at::Tensor& source, const at::Tensor& sink,
                                                      const at::Tensor& edges,
                                                      const std::optional<at::Tensor>& reverse_edges) {

@@ -357,9 +357,12 @@ inline Mincut3dShape check_mincut3d_args(const at::Tensor& source, const at::Ten
                     edges.sizes());
   TORCH_CHECK_VALUE(!reverse.has_value() || reverse->sizes() == edges.sizes(),
                     "reverse_edges: expected the shape of edges ", edges.sizes());
-  TORCH_CHECK_VALUE(source.device().is_cpu() && sink.device().is_cpu() && edges.device().is_cpu() &&
-                        (!reverse.has_value() || reverse->device().is_cpu()),
-                    "3D grids: expected tensors on the CPU");
+  // The CPU kernel (mincut_op.cpp) or the CUDA one (mincut3d_op_cuda.cpp), by the dispatcher.
+  TORCH_CHECK_VALUE(sink.device() == source.device() && edges.device() == source.device(),
+                    "source, sink and edges: expected one device, got ", source.device(), ", ", sink.device(), ", ",
+                    edges.device());
+  TORCH_CHECK_VALUE(!reverse.has_value() || reverse->device() == source.device(),
+                    "reverse_edges: expected the device of source (", source.device(), "), got ", reverse->device());
   Mincut3dShape s;
   s.batch = source.size(0);
   s.depth = source.size(1);

@@ -2,7 +2,7 @@
 
 A grid graph has one node per pixel, an edge from the source and one to the sink at
 every pixel, and edges between neighbouring pixels: 2D 4-connected (right, down) or
-8-connected (right, down, down-right, down-left), or 3D 6-connected (CPU only). The cut returned is the canonical
+8-connected (right, down, down-right, down-left), or 3D 6-connected. The cut returned is the canonical
 minimum cut: a pixel is on the source side (True) iff it cannot reach the sink in
 the residual graph of a maximum flow. It is the largest source set of all minimum
 cuts, unique for a graph, and the same bit for bit on both backends.
@@ -96,7 +96,7 @@ def mincut(
             between pixel (y, x) and its neighbour (y + dy, x + dx), ``(dy, dx) = NEIGHBOURS[K][k]``:
             K = 2 is 4-connected (right, down), K = 4 is 8-connected (right, down, down-right,
             down-left). Symmetric (the same capacity both ways) unless ``reverse_edges`` is given.
-            Edges that leave the grid are ignored, whatever their value. A 3D grid (CPU only):
+            Edges that leave the grid are ignored, whatever their value. A 3D grid:
             ``source`` ``(B, D, H, W)`` (or ``(D, H, W)``) and ``edges`` ``(B, 3, D, H, W)`` (or
             ``(3, D, H, W)``) to the 6-connected forward neighbours ``NEIGHBOURS_3D`` (x + 1, y + 1,
             z + 1); K = 3 is what makes a grid 3D.
@@ -127,7 +127,7 @@ def mincut(
         tensors["reverse_edges"] = reverse_edges
     _check_dtypes(tensors)
     three_d, unbatched = _check_shapes(source, sink, edges, reverse_edges)
-    device = _check_device(tensors, three_d)
+    device = _check_device(tensors)
     batch = 1 if unbatched else source.shape[0]
     if unbatched:
         tensors = {name: t.unsqueeze(0) for name, t in tensors.items()}
@@ -222,7 +222,7 @@ def _check_shapes(
     return three_d, unbatched
 
 
-def _check_device(tensors: dict[str, torch.Tensor], three_d: bool) -> torch.device:
+def _check_device(tensors: dict[str, torch.Tensor]) -> torch.device:
     """The one device of the inputs, where the cut is computed."""
     devices = {t.device for t in tensors.values()}
     if len(devices) > 1:
@@ -234,8 +234,6 @@ def _check_device(tensors: dict[str, torch.Tensor], three_d: bool) -> torch.devi
         raise ValueError(f"device: expected tensors on the CPU or a CUDA GPU, got {device}")
     if device.type == "cuda" and not _ops.cuda_kernels_built():
         raise ValueError("device: the tensors are on a CUDA GPU, but the extension was built without CUDA")
-    if device.type == "cuda" and three_d:
-        raise ValueError("device: 3D grids are solved on the CPU only (so far); move the tensors there with .cpu()")
     return device
 
 

@@ -793,7 +793,7 @@ def test_segment_cuda_equals_cpu() -> None:
     assert torch.equal(a.cut, b.cut.cpu()) and torch.equal(a.flow, b.flow.cpu()) and torch.equal(a.scale, b.scale.cpu())
 
 
-# ---------------------------------------------------------------- 3D, 6-connected (CPU)
+# ---------------------------------------------------------------- 3D, 6-connected
 
 KINDS_3D = ["random", "tiny", "huge", "zero", "all_source", "all_sink", "checkerboard", "ties", "smooth"]
 
@@ -893,8 +893,177 @@ def test_3d_forms_bounds_and_errors() -> None:
     torch.library.opcheck(torch.ops.torchgrabcut.mincut_grid3d.default, (s.int(), t.int(), e.int(), None))
 
 
+# ---------------------------------------------------------------- 3D on the GPU: CUDA = CPU
+
+SHAPES_3D = [(1, 1, 1), (1, 1, 7), (1, 7, 1), (7, 1, 1), (2, 3, 4), (5, 6, 7)]
+
+
+def make_snake3d(shape: tuple[int, int, int], asymmetric: bool = False) -> Graph:
+    """A corridor of strong edges through every voxel in serpentine order, weak edges elsewhere,
+    the source at its head and the sink at its tail: the flow runs a path as long as the volume."""
+    d, h, w = shape
+    order = []
+    for z in range(d):
+        for yy in range(h):
+            y = yy if z % 2 == 0 else h - 1 - yy
+            for xx in range(w):
+                order.append((z, y, xx if (z * h + yy) % 2 == 0 else w - 1 - xx))
+    e = np.ones((3, *shape), np.int64)
+    for i in range(len(order) - 1):
+        p, q = order[i], order[i + 1]
+        k = 2 - [abs(a - b) for a, b in zip(p, q, strict=True)].index(1)  # x: 0, y: 1, z: 2
+        e[(k, *min(p, q))] = 1000
+    s, t = np.zeros(shape, np.int64), np.zeros(shape, np.int64)
+    s[order[0]] += 5000
+    t[order[-1]] += 5000
+    g: Graph = {"source": s, "sink": t, "edges": e}
+    if asymmetric:
+        g["reverse"] = e.copy()
+    return g
+
+
+def graphs3d(rng: np.random.Generator, shape: tuple[int, int, int], asymmetric: bool) -> list[Graph]:
+    """One graph of every 3D kind, and a snake."""
+    return [make_graph3d(rng, shape, kind, asymmetric) for kind in KINDS_3D] + [make_snake3d(shape, asymmetric)]
+
+
+def stacked3d(graphs: list[Graph], dtype: torch.dtype, device: str = "cpu") -> list[torch.Tensor | None]:
+    """(source, sink, edges, reverse or None) of a batch, for the ops."""
+    names = ("source", "sink", "edges", "reverse")
+    return [
+        torch.from_numpy(np.stack([g[n] for g in graphs])).to(device=device, dtype=dtype) if n in graphs[0] else None
+        for n in names
+    ]
+
+
+def emulated_hook() -> Any:
+    if not hasattr(torch.ops.torchgrabcut, "_mincut_grid3d_emulated"):
+        pytest.skip("the extension was built without TORCHGRABCUT_TEST_HOOKS=1 (make build sets it)")
+    return torch.ops.torchgrabcut._mincut_grid3d_emulated
+
+
+@pytest.mark.parametrize("asymmetric", [False, True])
+def test_3d_cuda_path_replayed_on_the_cpu_equals_the_cpu_kernel(asymmetric: bool) -> None:
+    """The CUDA kernel's path (its reduction, its push-relabel phases, its outputs) with each
+    kernel's per-voxel step run in a host loop: the CPU kernel's flow and cut, voxel for voxel."""
+    hook = emulated_hook()
+    rng = np.random.default_rng([asymmetric, 36])
+    for shape in SHAPES_3D + [(9, 10, 11)]:
+        graphs = graphs3d(rng, shape, asymmetric)
+        for dtype in (torch.int32, torch.int64):
+            args = stacked3d(graphs, dtype)
+            want = torch.ops.torchgrabcut.mincut_grid3d(*args)
+            got = hook(*args)
+            assert got[0].dtype == torch.bool and got[1].dtype == torch.int64
+            assert torch.equal(got[0], want[0]) and torch.equal(got[1], want[1]), (shape, dtype)
+            for b, g in enumerate(graphs):
+                assert cut_capacity(g, got[0][b].numpy()) == int(got[1][b])
+    snake = make_snake3d((12, 12, 12))
+    args = stacked3d([snake], torch.int32)
+    got, want = hook(*args), torch.ops.torchgrabcut.mincut_grid3d(*args)
+    assert torch.equal(got[0], want[0]) and torch.equal(got[1], want[1])
+    check(snake, got[0][0], got[1][0])
+
+
+def test_3d_cuda_path_replayed_on_the_cpu_raises_the_cpu_messages() -> None:
+    hook = emulated_hook()
+    rng = np.random.default_rng(37)
+    g = make_graph3d(rng, (4, 5, 6), "random", asymmetric=True)
+    big = MAX_NODE_SUM
+    cases: list[list[tuple[str, tuple[int, ...], int]]] = [
+        [("source", (1, 2, 3, 4), -1)],
+        [("sink", (0, 3, 4, 5), big + 1)],
+        [("edges", (1, 2, 1, 2, 3), -3)],
+        [("reverse", (0, 0, 3, 0, 1), big + 7)],
+        [("source", (1, 0, 0, 0), big), ("sink", (1, 0, 0, 0), 1)],  # each in range, the node sum over
+        [("sink", (1, 1, 1, 1), -5), ("source", (0, 3, 4, 5), -1)],  # graph 0's comes first
+    ]
+    wide = [[("source", (0, 0, 0, 0), 2**63 - 1)], [("edges", (1, 0, 2, 2, 2), -(2**63))]]
+    for dtype in (torch.int32, torch.int64):
+        for case in cases + (wide if dtype == torch.int64 else []):
+            args = stacked3d([g, g], dtype)
+            named = dict(zip(("source", "sink", "edges", "reverse"), args, strict=True))
+            for name, index, value in case:
+                named[name][index] = value  # type: ignore[index]
+            with pytest.raises(ValueError) as on_cpu:
+                torch.ops.torchgrabcut.mincut_grid3d(*args)
+            backup = [x.clone() for x in args if x is not None]
+            with pytest.raises(ValueError) as replayed:
+                hook(*args)
+            assert str(replayed.value) == str(on_cpu.value), (dtype, case)
+            assert all(torch.equal(x, y) for x, y in zip([x for x in args if x is not None], backup, strict=True))
+
+
+@pytest.mark.parametrize("asymmetric", [False, True])
 @pytest.mark.skipif(not has_cuda(), reason="no CUDA GPU")
-def test_3d_on_cuda_is_refused() -> None:
-    s = torch.zeros(1, 2, 3, 4, dtype=torch.int32, device="cuda")
-    with pytest.raises(ValueError, match="3D grids are solved on the CPU only"):
-        torchgrabcut.mincut(s, s, torch.zeros(1, 3, 2, 3, 4, dtype=torch.int32, device="cuda"))
+def test_3d_cuda_equals_cpu(asymmetric: bool) -> None:
+    """Every kind of 3D graph, lines along each axis, a batch of mixed content, int32 and int64:
+    the CUDA kernel's flow and cut are the CPU's, voxel for voxel, and stay on the GPU."""
+    rng = np.random.default_rng([asymmetric, 38])
+    for shape in SHAPES_3D + [(1, 300, 1), (1, 1, 300), (300, 1, 1), (16, 20, 24), (33, 17, 9)]:
+        graphs = graphs3d(rng, shape, asymmetric)
+        for dtype in (torch.int32, torch.int64):
+            cpu = torch.ops.torchgrabcut.mincut_grid3d(*stacked3d(graphs, dtype))
+            gpu = call(graphs, "cuda", dtype)
+            assert gpu.cut.device.type == "cuda" and gpu.flow.device.type == "cuda"
+            assert torch.equal(gpu.cut.cpu(), cpu[0]) and torch.equal(gpu.flow.cpu(), cpu[1]), (shape, dtype)
+    s, t, e = torch.rand(3, 9, 10, 11), torch.rand(3, 9, 10, 11), torch.rand(3, 3, 9, 10, 11)
+    a, b = torchgrabcut.mincut(s, t, e), torchgrabcut.mincut(s.cuda(), t.cuda(), e.cuda())
+    assert torch.equal(a.cut, b.cut.cpu()) and torch.equal(a.flow, b.flow.cpu()) and torch.equal(a.scale, b.scale.cpu())
+
+
+@pytest.mark.skipif(not has_cuda(), reason="no CUDA GPU")
+def test_3d_cuda_long_paths_and_a_64_cubed_volume() -> None:
+    rng = np.random.default_rng(39)
+    for g in (make_snake3d((1, 64, 64)), make_snake3d((16, 16, 16)), make_graph3d(rng, (64, 64, 64), "smooth")):
+        cpu, gpu = call([g]), call([g], "cuda")
+        assert torch.equal(gpu.cut.cpu(), cpu.cut) and torch.equal(gpu.flow.cpu(), cpu.flow)
+        check(g, gpu.cut[0], gpu.flow[0])
+
+
+@pytest.mark.skipif(not has_cuda(), reason="no CUDA GPU")
+def test_3d_cuda_repeated_calls_opcheck_errors_and_layouts() -> None:
+    rng = np.random.default_rng(40)
+    graphs = graphs3d(rng, (6, 7, 8), asymmetric=False)
+    first = call(graphs, "cuda")
+    for _ in range(3):
+        again = call(graphs, "cuda")
+        assert torch.equal(first.cut, again.cut) and torch.equal(first.flow, again.flow)
+    s, t, e, _ = stacked3d(graphs[:2], torch.int32, "cuda")
+    torch.library.opcheck(torch.ops.torchgrabcut.mincut_grid3d.default, (s, t, e, None))
+    torch.library.opcheck(torch.ops.torchgrabcut.mincut_grid3d.default, (s.long(), t.long(), e.long(), e.long()))
+    # Non-contiguous inputs, unbatched: the values count, not the layout; inputs untouched.
+    g = graphs[0]
+    cpu = torchgrabcut.mincut(*(torch.from_numpy(g[n]) for n in ("source", "sink", "edges")))
+    src = torch.from_numpy(g["source"]).cuda().transpose(0, 2).contiguous().transpose(0, 2)
+    edg = torch.from_numpy(g["edges"]).cuda().permute(1, 2, 3, 0).contiguous().permute(3, 0, 1, 2)
+    snk = torch.from_numpy(np.repeat(g["sink"], 2, axis=-1)).cuda()[..., ::2]
+    assert not (src.is_contiguous() or edg.is_contiguous() or snk.is_contiguous())
+    backup = [x.clone() for x in (src, snk, edg)]
+    one = torchgrabcut.mincut(src, snk, edg)
+    assert one.cut.shape == (6, 7, 8) and one.flow.shape == ()
+    assert torch.equal(one.cut.cpu(), cpu.cut) and torch.equal(one.flow.cpu(), cpu.flow)
+    assert all(torch.equal(x, y) for x, y in zip((src, snk, edg), backup, strict=True))
+    # A value out of range: the CPU kernel's message, on the GPU.
+    bad = e.clone()
+    bad[1, 2, 3, 4, 5] = -3
+    with pytest.raises(ValueError, match=r"^edges: .* got -3 at graph 1, voxel \(z=3, y=4, x=5\), edge 2 \(z \+ 1\)$"):
+        torchgrabcut.mincut(s, t, bad)
+    with pytest.raises(ValueError, match=r"graph 0, voxel \(z=0, y=0, x=0\) add up to"):
+        torchgrabcut.mincut(s + MAX_NODE_SUM // 2, t + MAX_NODE_SUM // 2, e)
+    with pytest.raises(ValueError, match="expected one device"):
+        torchgrabcut.mincut(s, t.cpu(), e)
+
+
+@pytest.mark.skipif(not has_cuda(), reason="no CUDA GPU")
+def test_3d_cuda_a_batch_of_more_graphs_than_a_grid_has_rows() -> None:
+    """70,000 graphs in one call: the per-graph kernels' grids hold 65,535 graphs in y and
+    stride over the rest; every graph's cut and flow (offsets summed per graph) as on the CPU."""
+    rng = np.random.default_rng(41)
+    b, shape = 70000, (1, 2, 3)
+    s, t = (torch.from_numpy(rng.integers(0, 40, (b, *shape))) for _ in range(2))
+    e, r = (torch.from_numpy(rng.integers(0, 30, (b, 3, *shape))) for _ in range(2))
+    for rev in (None, r):
+        cpu = torchgrabcut.mincut(s, t, e, reverse_edges=rev)
+        gpu = torchgrabcut.mincut(s.cuda(), t.cuda(), e.cuda(), reverse_edges=None if rev is None else rev.cuda())
+        assert torch.equal(gpu.cut.cpu(), cpu.cut) and torch.equal(gpu.flow.cpu(), cpu.flow)
