@@ -22,23 +22,30 @@ int64_t align_up(int64_t v) { return (v + kAlign - 1) / kAlign * kAlign; }
 
 at::Tensor pinned_bytes(int64_t n) { return at::empty({n}, at::TensorOptions().dtype(at::kByte).pinned_memory(true)); }
 
-// The (B, *shape) tensor whose unbind(0) views these are, when they are that: on
-// `device`, of one shape, contiguous, in one storage, each right after the last.
+// The pitched (B, [3,] pitch_h, pitch_w) batch that these tensors are views of, when
+// they are: on `device`, in one storage, tensor b the top-left (3, H_b, W_b) or
+// (H_b, W_b) corner of slot b of a contiguous batch (the unbind(0) views of a
+// (B, 3, H, W) tensor, or the masks torchgrabcut.grabcut makes for boxes on a GPU).
 // Undefined otherwise.
-at::Tensor whole_batch(at::TensorList tensors, const at::Device& device) {
+at::Tensor pitched_batch(at::TensorList tensors, const at::Device& device, int64_t pitch_h, int64_t pitch_w) {
   if (tensors.empty()) return {};
   const at::Tensor& first = tensors[0];
-  if (first.device() != device || !first.is_contiguous()) return {};
-  const int64_t numel = first.numel();
-  for (size_t b = 1; b < tensors.size(); ++b) {
+  std::vector<int64_t> slot{pitch_h, pitch_w};
+  if (first.dim() == 3) slot.insert(slot.begin(), first.size(0));
+  const c10::DimVector slot_strides = c10::contiguous_strides(slot);
+  const int64_t slot_numel = c10::multiply_integers(slot);
+  for (size_t b = 0; b < tensors.size(); ++b) {
     const at::Tensor& t = tensors[b];
-    if (t.device() != device || t.sizes() != first.sizes() || !t.is_contiguous() || !t.is_alias_of(first) ||
-        t.storage_offset() != first.storage_offset() + static_cast<int64_t>(b) * numel) {
+    if (t.device() != device || t.dim() != first.dim() || t.numel() == 0 || !t.is_alias_of(first) ||
+        t.strides() != at::IntArrayRef(slot_strides) ||
+        t.storage_offset() != first.storage_offset() + static_cast<int64_t>(b) * slot_numel) {
       return {};
     }
   }
   std::vector<int64_t> sizes{static_cast<int64_t>(tensors.size())};
-  sizes.insert(sizes.end(), first.sizes().begin(), first.sizes().end());
+  sizes.insert(sizes.end(), slot.begin(), slot.end());
+  const int64_t end = first.storage_offset() + c10::multiply_integers(sizes);
+  if (end * static_cast<int64_t>(first.element_size()) > static_cast<int64_t>(first.storage().nbytes())) return {};
   return first.as_strided(sizes, c10::contiguous_strides(sizes), first.storage_offset());
 }
 
@@ -151,9 +158,9 @@ DeviceBatch batch_to_device(BatchLayout layout, at::TensorList images, at::Tenso
   const auto pitched = [&](std::vector<int64_t> sizes) {
     return ragged ? at::zeros(sizes, options) : at::empty(sizes, options);
   };
-  const at::Tensor whole_images = whole_batch(images, device);
+  const at::Tensor whole_images = pitched_batch(images, device, ph, pw);
   batch.images = whole_images.defined() ? whole_images : pitched({count, 3, ph, pw});
-  const at::Tensor whole_masks = whole_batch(masks, device);
+  const at::Tensor whole_masks = pitched_batch(masks, device, ph, pw);
   batch.masks = whole_masks.defined() ? whole_masks.clone() : pitched({count, ph, pw});
   if (!whole_images.defined()) copy_device_inputs(images, batch.images, lay, true);
   if (!whole_masks.defined()) copy_device_inputs(masks, batch.masks, lay, false);

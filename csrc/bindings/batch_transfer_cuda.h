@@ -27,9 +27,11 @@ struct DeviceBatch {
 grabcut::cuda::BatchLayout batch_layout(const std::vector<int64_t>& heights, const std::vector<int64_t>& widths);
 
 // images[b] (uint8 (3, H, W)) and masks[b] (uint8 (H, W)), each on the host or on
-// `device`, into a DeviceBatch on the current stream. A (B, 3, H, W) tensor and a
-// (B, H, W) one passed as their unbind(0) views go in without a copy of the images
-// and with one copy of the masks. Returns once host memory may change.
+// `device`, into a DeviceBatch on the current stream. Images and masks on the device
+// that are the top-left corners of the slots of one batch padded to the largest
+// height and width (the unbind(0) views of a (B, 3, H, W) tensor are the simplest
+// case) go in without a copy of the images and with one copy of the masks. Returns
+// once host memory may change.
 DeviceBatch batch_to_device(grabcut::cuda::BatchLayout layout, at::TensorList images, at::TensorList masks,
                             const at::Device& device);
 

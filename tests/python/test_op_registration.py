@@ -153,3 +153,22 @@ def test_limits_come_from_the_extension_and_every_layer_applies_them() -> None:
     with pytest.raises(ValueError, match="gamma: expected 0 < gamma <= 10000, got"):
         torchgrabcut.grabcut(img, box=(4, 4, 28, 20), gamma=gamma * 1.01, device="cpu")
     torchgrabcut.grabcut(img, box=(4, 4, 28, 20), max_iter=1, components=components, gamma=gamma, device="cpu")
+
+
+@requires_cuda
+@pytest.mark.parametrize("extra", [0, 3])
+def test_masks_as_corners_of_one_padded_gpu_batch(extra: int) -> None:
+    """Masks that are the top-left corners of one padded CUDA batch (how grabcut passes box masks
+    on a GPU) go in without a copy each when the padding is the largest size (extra = 0), through
+    the per-mask copy otherwise (extra = 3); either way the CPU's masks, the batch untouched."""
+    images, masks, model, *rest = op_inputs("cpu", MIXED)
+    ph, pw = max(h for h, _ in MIXED) + extra, max(w for _, w in MIXED) + extra
+    padded = torch.full((len(MIXED), ph, pw), 7, dtype=torch.uint8, device="cuda")
+    for b, m in enumerate(masks):
+        padded[b, : m.shape[0], : m.shape[1]] = m.cuda()
+    before = padded.clone()
+    corners = [padded[b, : m.shape[0], : m.shape[1]] for b, m in enumerate(masks)]
+    out, _ = torch.ops.torchgrabcut.grabcut(images, corners, model.cuda(), *rest)
+    want, _ = torch.ops.torchgrabcut.grabcut(images, masks, model, *rest)
+    assert all(torch.equal(g.cpu(), w) for g, w in zip(out, want))
+    assert torch.equal(padded, before)
