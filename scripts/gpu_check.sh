@@ -140,7 +140,7 @@ if [[ " $STEPS " == *" sanitize "* ]]; then
   step "compute-sanitizer on small and odd sizes (memcheck, racecheck, synccheck, initcheck)"
   [[ -x build-gpu/cuda_tests ]] || build_gpu "$LOGS/sanitize_build.log" cuda_tests
   CS=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
-  FILTER='OddSizes*:MaxflowCuda.SinglePixel:MaxflowCuda.EmptyBatchAndEmptyGraphs:MaxflowCuda.MixedSizeBatch:Driver.EvalModeMatchesCpu'
+  FILTER='OddSizes*:MaxflowCuda.SinglePixel:MaxflowCuda.EmptyBatchAndEmptyGraphs:MaxflowCuda.MixedSizeBatch:Driver.EvalModeMatchesCpu:Mincut3dCuda.RepeatedSolvesAreIdentical'
   # The runs go side by side: each takes minutes (racecheck ~5), mostly on one host
   # core, and the tests pass on a shared GPU (the busy step). SANITIZE_TOOLS and
   # SANITIZE_RUNS pick some (default: all); SANITIZE_TIMEOUT bounds each (default 600 s).
