@@ -1,4 +1,4 @@
-// Exact s-t max-flow on an 8-connected pixel grid (see maxflow.h for the graph).
+// Exact s-t max-flow on an 8- or 4-connected pixel grid (see maxflow.h for the graph).
 //
 // The solver is an augmenting-path algorithm after Boykov and Kolmogorov, "An
 // Experimental Comparison of Min-Cut/Max-Flow Algorithms for Energy Minimization
@@ -20,12 +20,14 @@
 // Before the trees are seeded, one raster pass sends flow along every path
 // source -> p -> q -> sink made of a single n-link arc; in GrabCut graphs, where
 // neighbouring pixels often have opposite terminals, that carries much of the
-// flow at the cost of one sweep. A cold solve then makes two push sweeps
+// flow at the cost of one sweep. A cold solve then makes up to two push sweeps
 // (push_toward_sinks): source residual flows down the breadth-first distances to
 // the pixels whose sink residual no inflow can use up (in GrabCut the hard
 // background), which moves flow over long distances in aggregate rather than one
-// augmenting path at a time. The trees then start from whatever terminal residual
-// is left.
+// augmenting path at a time; a sweep is skipped where those pixels could take only
+// a small part of the source residual (segmentation graphs with soft unaries have
+// almost none), since it then costs more than it saves. The trees then start from
+// whatever terminal residual is left.
 //
 // Terminal residuals need not stay within the pixel's terminal capacity: moving
 // residual r from p to q along an n-link arc (a push), or adding a terminal change
@@ -42,12 +44,13 @@
 // are merged in pairs, in parallel, each merge continuing the search from the
 // nodes at the boundary between them, until one thread finishes the whole grid.
 //
-// There is no adjacency list: a node's 8 neighbours are at fixed index offsets in a
+// There is no adjacency list: a node's K neighbours (K = 8, or 4 for a graph whose
+// diagonal n-links are all zero; see Neighbourhood) are at fixed index offsets in a
 // grid padded by one node on every side. The padding nodes have no arcs and are
 // never in a tree, so no neighbour access needs a bounds check. The residual
-// capacities of the 8 arcs leaving a node lie next to each other in one flat int32
-// array (arc d of node p at residual[8 * p + d]), and direction d ^ 4 is the
-// opposite of d, so the reverse of arc (p, d) is arc (p + offset[d], d ^ 4).
+// capacities of the K arcs leaving a node lie next to each other in one flat int32
+// array (arc d of node p at residual[K * p + d]), and direction d ^ (K / 2) is the
+// opposite of d, so the reverse of arc (p, d) is arc (p + offset[d], d ^ (K / 2)).
 //
 // Integer ranges: the two directed arcs of an n-link of capacity c always have
 // residuals adding up to 2c, so n-links below 2^30 keep every residual in int32.
@@ -73,6 +76,7 @@
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -86,14 +90,34 @@
 namespace grabcut {
 namespace {
 
-constexpr int kNumDirections = 8;
-// Directions 0..3 are the forward n-links of maxflow.h (kRight, kDownRight, kDown,
-// kDownLeft); 4..7 are their opposites (left, up-left, up, up-right).
-constexpr int kDy[kNumDirections] = {kForwardDy[0],  kForwardDy[1],  kForwardDy[2],  kForwardDy[3],
-                                     -kForwardDy[0], -kForwardDy[1], -kForwardDy[2], -kForwardDy[3]};
-constexpr int kDx[kNumDirections] = {kForwardDx[0],  kForwardDx[1],  kForwardDx[2],  kForwardDx[3],
-                                     -kForwardDx[0], -kForwardDx[1], -kForwardDx[2], -kForwardDx[3]};
-constexpr int opposite(int d) { return d ^ 4; }
+// The neighbourhood of the solver's nodes. Every graph can be solved with all 8
+// neighbours (K = 8): directions 0..3 are the forward n-links of maxflow.h (kRight,
+// kDownRight, kDown, kDownLeft) and 4..7 their opposites (left, up-left, up,
+// up-right). A graph whose diagonal n-links are all zero (a 4-connected graph) is
+// solved with the 4 axis neighbours only (K = 4): directions right, down, left, up,
+// so that a node's arcs, its residuals and every scan of its neighbours cost half.
+// In both, direction d + K / 2 is the opposite of d, and the K = 4 directions are
+// the K = 8 ones without the diagonals, in the same order: the K = 4 solver visits
+// the arcs with residual capacity in the order the K = 8 solver does on the same
+// graph (its diagonal arcs are all zero and never used), so both compute the same
+// flow, arc for arc.
+template <int K>
+struct Neighbourhood;
+template <>
+struct Neighbourhood<8> {
+  static constexpr int kDy[8] = {kForwardDy[0],  kForwardDy[1],  kForwardDy[2],  kForwardDy[3],
+                                 -kForwardDy[0], -kForwardDy[1], -kForwardDy[2], -kForwardDy[3]};
+  static constexpr int kDx[8] = {kForwardDx[0],  kForwardDx[1],  kForwardDx[2],  kForwardDx[3],
+                                 -kForwardDx[0], -kForwardDx[1], -kForwardDx[2], -kForwardDx[3]};
+  // The n-link of maxflow.h (GridGraphView::nlink) of each forward direction.
+  static constexpr int kNlink[4] = {kRight, kDownRight, kDown, kDownLeft};
+};
+template <>
+struct Neighbourhood<4> {
+  static constexpr int kDy[4] = {0, 1, 0, -1};
+  static constexpr int kDx[4] = {1, 0, -1, 0};
+  static constexpr int kNlink[2] = {kRight, kDown};
+};
 static_assert(kRight == 0 && kDownRight == 1 && kDown == 2 && kDownLeft == 3,
               "direction numbering must match maxflow.h");
 
@@ -101,7 +125,7 @@ static_assert(kRight == 0 && kDownRight == 1 && kDown == 2 && kDownLeft == 3,
 constexpr std::uint8_t kFree = 0;
 constexpr std::uint8_t kSourceTree = 1;
 constexpr std::uint8_t kSinkTree = 2;
-// Node::parent: 0..7 is the direction from the node to its parent.
+// Node::parent: 0..K-1 is the direction from the node to its parent.
 constexpr std::uint8_t kParentTerminal = 8;
 constexpr std::uint8_t kParentOrphan = 9;
 constexpr std::uint8_t kNoParent = 10;
@@ -117,6 +141,9 @@ constexpr std::int32_t kRenumberTimestampsAt = GRABCUT_MAXFLOW_RENUMBER_AT;
 constexpr int kColdPushPasses = 2;
 constexpr int kWarmPushPasses = 0;
 constexpr int kStrongPasses = 2;
+// A push sweep runs only if its seeds can take at least 1 / kMinSeedShare of the
+// source residual (see push_toward_sinks).
+constexpr std::int64_t kMinSeedShare = 8;
 // Strips of a parallel solve per thread: they are solved, then merged in pairs.
 constexpr int kStripsPerThread = 2;
 
@@ -135,17 +162,39 @@ struct Node {
   std::uint8_t unused;
 };
 static_assert(sizeof(Node) == 16, "Node should stay 16 bytes");
+// A node in no tree, zero terminal residual (the padding, and reset_search()).
+constexpr Node kClearedNode = {0, 0, 0, kFree, kNoParent, 0, 0};
 
-}  // namespace
+[[noreturn]] void throw_bad_nlink(std::int32_t c0, std::int32_t c1, std::int32_t c2, std::int32_t c3, int y, int x) {
+  throw std::invalid_argument("GridMaxflowSolver: n-link capacities must be in [0, 2^30 - 1], got " +
+                              std::to_string(c0) + ", " + std::to_string(c1) + ", " + std::to_string(c2) +
+                              ", " + std::to_string(c3) + " at pixel (y=" + std::to_string(y) +
+                              ", x=" + std::to_string(x) + ")");
+}
 
-struct GridMaxflowSolver::Impl {
+// One test for several values: a value is out of [0, kMaxNlinkCapacity] iff bit 30
+// or 31 is set.
+bool out_of_range(std::uint32_t any_bits) { return any_bits > static_cast<std::uint32_t>(kMaxNlinkCapacity); }
+
+// The solver of one neighbourhood, K = 8 or 4 (see Neighbourhood). Everything
+// below is written for either: arc d of node p leads to p + offset[d], and its
+// reverse is arc opposite(d) of that node.
+template <int K>
+struct GridCore {
+  static constexpr int kNumDirections = K;
+  static constexpr int kNumForward = K / 2;
+  static constexpr const int* kDy = Neighbourhood<K>::kDy;
+  static constexpr const int* kDx = Neighbourhood<K>::kDx;
+  static constexpr int opposite(int d) { return d ^ (K / 2); }
+  static_assert(K == 4 || K == 8, "4 or 8 neighbours");
+
   int height = -1;
   int width = -1;
   int stride = 0;     // width + 2
   int num_nodes = 0;  // (height + 2) * (width + 2)
   int offset[kNumDirections] = {};
 
-  std::vector<std::int32_t> residual;  // 8 per node, arc d of p at 8 * p + d
+  std::vector<std::int32_t> residual;  // K per node, arc d of p at K * p + d
   std::vector<Node> nodes;
   // FIFO of node indices, a ring of num_nodes slots: the active nodes during the
   // flow, the frontier of the cut search afterwards. A node is never in it twice.
@@ -171,9 +220,8 @@ struct GridMaxflowSolver::Impl {
   // a maximum flow of a graph whose terminals were last_terminal (unpadded).
   bool has_flow = false;
   std::vector<std::int32_t> last_terminal;
-  int num_threads = 0;  // see GridMaxflowSolver::set_num_threads
   // Solvers of the strips of a parallel cold solve, kept for reuse.
-  std::vector<std::unique_ptr<Impl>> strips;
+  std::vector<std::unique_ptr<GridCore>> strips;
 
   void prepare(const GridGraphView& graph);
   void reset_search();
@@ -181,16 +229,50 @@ struct GridMaxflowSolver::Impl {
   void solve_in_strips(int num_strips, int push_passes);
   void resume_at(int boundary, std::int32_t clock);
   void activate_boundary(int boundary);
-  void load_rows(const Impl& whole, int y0, int y1, bool keep_trees = false);
-  void store_rows(Impl& whole, int y0, int y1) const;
+  void load_rows(const GridCore& whole, int y0, int y1, bool keep_trees = false);
+  void store_rows(GridCore& whole, int y0, int y1) const;
   void remember_terminals(const GridGraphView& graph);
   void start_trees(int push_passes);
   void run_search();
-  std::int64_t solve_from_here(const GridGraphView& graph, int push_passes, std::uint8_t* source_side);
+  std::int64_t solve_from_here(const GridGraphView& graph, int push_passes, int num_threads,
+                               std::uint8_t* source_side);
+  std::int64_t finish_solve(const GridGraphView& graph, std::uint8_t* source_side);
   void push_short_paths();
-  std::int64_t push_toward_sinks(bool strong_only);
+  std::int64_t push_toward_sinks(bool strong_only, bool seed, bool& skipped);
+  // push_toward_sinks() in parts, so that its scan can go row by row: the seeds
+  // collect in `orphans` (empty outside adoption) until sweep().
+  struct SweepScan {
+    bool strong_only = true;
+    bool seed = false;
+    std::int64_t seed_capacity = 0;
+    std::int64_t excess_total = 0;
+  };
+  void start_scan(SweepScan& scan, bool strong_only, bool seed);
+  void scan_row(SweepScan& scan, int y);
+  std::int64_t sweep(const SweepScan& scan, bool& skipped);
+  void run_sweeps(int push_passes, const SweepScan* first_scan);
+  void short_paths_row(int y);
+  void allocate(const GridGraphView& graph);
+  void fill_row(const GridGraphView& graph, int y);
+  void fill_and_start(const GridGraphView& graph, int push_passes);
   std::vector<std::int32_t> label;  // distances of push_toward_sinks()
   void seed_trees();
+  // A node with terminal residual becomes an active root of its tree; one without
+  // is left in no tree (it may have been seeded by an earlier scan).
+  void seed_node(Node& n, int p) {
+    if (n.terminal != 0) {
+      n.tree = n.terminal > 0 ? kSourceTree : kSinkTree;
+      n.parent = kParentTerminal;
+      n.distance = 1;
+      n.active = 1;
+      enqueue(p);
+    } else {
+      n.tree = kFree;
+      n.parent = kNoParent;
+      n.distance = 0;
+      n.active = 0;
+    }
+  }
   void compute_cut(std::uint8_t* source_side);
 
   void enqueue(int p) {
@@ -227,7 +309,16 @@ struct GridMaxflowSolver::Impl {
   void renumber_timestamps();
 };
 
-void GridMaxflowSolver::Impl::prepare(const GridGraphView& graph) {
+}  // namespace
+
+template <int K>
+void GridCore<K>::prepare(const GridGraphView& graph) {
+  allocate(graph);
+  for (int y = 0; y < graph.height; ++y) fill_row(graph, y);
+}
+
+template <int K>
+void GridCore<K>::allocate(const GridGraphView& graph) {
   const int h = graph.height;
   const int w = graph.width;
   if (h != height || w != width) {
@@ -241,47 +332,52 @@ void GridMaxflowSolver::Impl::prepare(const GridGraphView& graph) {
     stride = w + 2;
     num_nodes = static_cast<int>(padded);
     for (int d = 0; d < kNumDirections; ++d) offset[d] = kDy[d] * stride + kDx[d];
-    // The padding keeps these zero residuals for good: no arc leads to or from it.
+    // The padding keeps these zero residuals and cleared nodes for good: no arc
+    // leads to or from it, so it never joins a tree. fill_row() rewrites every
+    // node inside the grid whole, so the search state needs no other reset.
     residual.assign(static_cast<std::size_t>(num_nodes) * kNumDirections, 0);
-    nodes.resize(static_cast<std::size_t>(num_nodes));
+    nodes.assign(static_cast<std::size_t>(num_nodes), kClearedNode);
     queue.resize(static_cast<std::size_t>(num_nodes));
     height = h;
     width = w;
   }
 
   has_flow = false;
-  reset_search();
+  clear_queue();
+  orphans.clear();
+  time = 0;
+}
 
+// Writes row y of `graph` into the buffers (after allocate()): the residuals of the
+// arcs of its pixels, checking the n-links they own, and their nodes, cleared.
+template <int K>
+void GridCore<K>::fill_row(const GridGraphView& graph, int y) {
+  const int h = graph.height;
+  const int w = graph.width;
   const std::int32_t* const right = graph.nlink[kRight];
   const std::int32_t* const down_right = graph.nlink[kDownRight];
   const std::int32_t* const down = graph.nlink[kDown];
   const std::int32_t* const down_left = graph.nlink[kDownLeft];
   std::int32_t* const rc = residual.data();
-  for (int y = 0; y < h; ++y) {
-    const bool has_down = y + 1 < h;
-    const bool has_up = y > 0;
-    for (int x = 0; x < w; ++x) {
-      const bool has_right = x + 1 < w;
-      const bool has_left = x > 0;
-      const int i = y * w + x;
-      const int p = (y + 1) * stride + (x + 1);
-      // Forward arcs come from this pixel's n-links, which are checked here; the
-      // backward arcs read n-links of earlier pixels, checked already.
-      const std::int32_t c0 = has_right ? right[i] : 0;
+  const bool has_down = y + 1 < h;
+  const bool has_up = y > 0;
+  for (int x = 0; x < w; ++x) {
+    const bool has_right = x + 1 < w;
+    const bool has_left = x > 0;
+    const int i = y * w + x;
+    const int p = (y + 1) * stride + (x + 1);
+    std::int32_t* const r = rc + kNumDirections * p;
+    // Forward arcs come from this pixel's n-links, which are checked here; the
+    // backward arcs read n-links of earlier pixels, checked already.
+    const std::int32_t c0 = has_right ? right[i] : 0;
+    const std::int32_t c2 = has_down ? down[i] : 0;
+    if constexpr (K == 8) {
       const std::int32_t c1 = has_right && has_down ? down_right[i] : 0;
-      const std::int32_t c2 = has_down ? down[i] : 0;
       const std::int32_t c3 = has_left && has_down ? down_left[i] : 0;
-      // One test for all four: a value is out of range iff bit 30 or 31 is set.
-      if ((static_cast<std::uint32_t>(c0) | static_cast<std::uint32_t>(c1) |
-           static_cast<std::uint32_t>(c2) | static_cast<std::uint32_t>(c3)) >
-          static_cast<std::uint32_t>(kMaxNlinkCapacity)) {
-        throw std::invalid_argument(
-            "GridMaxflowSolver: n-link capacities must be in [0, 2^30 - 1], got " +
-            std::to_string(c0) + ", " + std::to_string(c1) + ", " + std::to_string(c2) +
-            ", " + std::to_string(c3) + " at pixel (y=" + std::to_string(y) +
-            ", x=" + std::to_string(x) + ")");
+      if (out_of_range(static_cast<std::uint32_t>(c0) | static_cast<std::uint32_t>(c1) |
+                       static_cast<std::uint32_t>(c2) | static_cast<std::uint32_t>(c3))) {
+        throw_bad_nlink(c0, c1, c2, c3, y, x);
       }
-      std::int32_t* const r = rc + kNumDirections * p;
       r[0] = c0;
       r[1] = c1;
       r[2] = c2;
@@ -290,23 +386,31 @@ void GridMaxflowSolver::Impl::prepare(const GridGraphView& graph) {
       r[5] = has_left && has_up ? down_right[i - w - 1] : 0;
       r[6] = has_up ? down[i - w] : 0;
       r[7] = has_right && has_up ? down_left[i - w + 1] : 0;
-
-      const std::int32_t t = graph.terminal[i];
-      nodes[p].terminal = t;
+    } else {
+      // Only graphs whose diagonal n-links in the grid are all zero come here.
+      if (out_of_range(static_cast<std::uint32_t>(c0) | static_cast<std::uint32_t>(c2))) {
+        throw_bad_nlink(c0, 0, c2, 0, y, x);
+      }
+      r[0] = c0;
+      r[1] = c2;
+      r[2] = has_left ? right[i - 1] : 0;
+      r[3] = has_up ? down[i - w] : 0;
     }
+
+    Node& n = nodes[p];
+    n = kClearedNode;
+    n.terminal = graph.terminal[i];
   }
 }
 
 // Clears the search trees, the queues and the clock; keeps the
 // residual capacities (terminal residuals included).
-void GridMaxflowSolver::Impl::reset_search() {
+template <int K>
+void GridCore<K>::reset_search() {
   for (Node& n : nodes) {
-    n.timestamp = 0;
-    n.distance = 0;
-    n.tree = kFree;
-    n.parent = kNoParent;
-    n.active = 0;
-    n.unused = 0;
+    const std::int32_t t = n.terminal;
+    n = kClearedNode;
+    n.terminal = t;
   }
   clear_queue();
   orphans.clear();
@@ -318,7 +422,8 @@ void GridMaxflowSolver::Impl::reset_search() {
 // residual by the change of its terminal, then clears the search state. Returns
 // false (buffers then in an unspecified state; prepare() starts afresh) if the
 // size or an n-link differs or a new residual leaves int32.
-bool GridMaxflowSolver::Impl::reparametrise(const GridGraphView& graph) {
+template <int K>
+bool GridCore<K>::reparametrise(const GridGraphView& graph) {
   if (!has_flow || graph.height != height || graph.width != width) return false;
   has_flow = false;
   const int h = height;
@@ -326,19 +431,18 @@ bool GridMaxflowSolver::Impl::reparametrise(const GridGraphView& graph) {
   std::int32_t* const rc = residual.data();
   Node* const node = nodes.data();
   for (int y = 0; y < h; ++y) {
-    const bool has_down = y + 1 < h;
     for (int x = 0; x < w; ++x) {
-      const bool has_right = x + 1 < w;
-      const bool has_left = x > 0;
       const int i = y * w + x;
       const int p = (y + 1) * stride + (x + 1);
-      const bool in_grid[kNumForwardDirections] = {has_right, has_right && has_down, has_down,
-                                                   has_left && has_down};
       const std::int32_t* const r = rc + kNumDirections * p;
-      for (int d = 0; d < kNumForwardDirections; ++d) {
+      for (int d = 0; d < kNumForward; ++d) {
         // The two arcs of an n-link of capacity c keep residuals adding up to 2c;
-        // arcs to the padding stay 0 and have c = 0.
-        const std::int64_t c = in_grid[d] ? graph.nlink[d][i] : 0;
+        // arcs to the padding stay 0 and have c = 0. (K = 4 solves only graphs
+        // whose diagonals are zero, so it checks the other two n-links.)
+        const int ny = y + kDy[d];
+        const int nx = x + kDx[d];
+        const bool in_grid = ny < h && nx >= 0 && nx < w;
+        const std::int64_t c = in_grid ? graph.nlink[Neighbourhood<K>::kNlink[d]][i] : 0;
         const std::int64_t sum = std::int64_t{r[d]} + rc[kNumDirections * (p + offset[d]) + opposite(d)];
         if (sum != 2 * c) return false;
       }
@@ -354,7 +458,8 @@ bool GridMaxflowSolver::Impl::reparametrise(const GridGraphView& graph) {
   return true;
 }
 
-void GridMaxflowSolver::Impl::remember_terminals(const GridGraphView& graph) {
+template <int K>
+void GridCore<K>::remember_terminals(const GridGraphView& graph) {
   const std::size_t n = static_cast<std::size_t>(height) * static_cast<std::size_t>(width);
   last_terminal.assign(graph.terminal, graph.terminal + n);
   has_flow = true;
@@ -371,10 +476,11 @@ void GridMaxflowSolver::Impl::remember_terminals(const GridGraphView& graph) {
 // stopped. More strips than threads balance strips of unequal work (measured: 2 per
 // thread 4-6% faster on 2 threads than 1 per thread with a serial finish, 4 per
 // thread slower); merging in pairs keeps the serial finish to one boundary.
-void GridMaxflowSolver::Impl::solve_in_strips(int num_strips, int push_passes) {
+template <int K>
+void GridCore<K>::solve_in_strips(int num_strips, int push_passes) {
   const int h = height;
   const int leaves = std::min(h, kStripsPerThread * num_strips);
-  while (static_cast<int>(strips.size()) < leaves) strips.push_back(std::make_unique<Impl>());
+  while (static_cast<int>(strips.size()) < leaves) strips.push_back(std::make_unique<GridCore>());
   std::vector<int> first_row(static_cast<std::size_t>(leaves) + 1);
   for (int s = 0; s <= leaves; ++s) {
     first_row[static_cast<std::size_t>(s)] = static_cast<int>(std::int64_t{h} * s / leaves);
@@ -392,7 +498,7 @@ void GridMaxflowSolver::Impl::solve_in_strips(int num_strips, int push_passes) {
     try {
       const int y0 = first_row[static_cast<std::size_t>(s)];
       const int y1 = first_row[static_cast<std::size_t>(s) + 1];
-      Impl& strip = *strips[static_cast<std::size_t>(s)];
+      GridCore& strip = *strips[static_cast<std::size_t>(s)];
       strip.load_rows(*this, y0, y1);
       strip.start_trees(push_passes);
       strip.run_search();
@@ -412,7 +518,7 @@ void GridMaxflowSolver::Impl::solve_in_strips(int num_strips, int push_passes) {
     for (int i = 0; i < pairs; ++i) {
       try {
         const auto k = static_cast<std::size_t>(2 * i);
-        Impl& merged = *strips[static_cast<std::size_t>(i)];
+        GridCore& merged = *strips[static_cast<std::size_t>(i)];
         merged.load_rows(*this, first_row[k], first_row[k + 2], /*keep_trees=*/true);
         merged.resume_at(first_row[k + 1] - first_row[k], std::max(clock[k], clock[k + 1]));
         merged.run_search();
@@ -442,7 +548,8 @@ void GridMaxflowSolver::Impl::solve_in_strips(int num_strips, int push_passes) {
 // `boundary` (none if it is 0). Each strip stamped its nodes with its own clock;
 // starting this one past all of them keeps every stamp in the past, so no adoption
 // takes a strip's distance for one checked in the current stage.
-void GridMaxflowSolver::Impl::resume_at(int boundary, std::int32_t clock) {
+template <int K>
+void GridCore<K>::resume_at(int boundary, std::int32_t clock) {
   clear_queue();
   orphans.clear();
   time = clock;
@@ -452,7 +559,8 @@ void GridMaxflowSolver::Impl::resume_at(int boundary, std::int32_t clock) {
 // A strip's trees can miss only the arcs between strips, so only the tree nodes of
 // the two rows at a boundary are made active; every other node has no arc to a
 // free node or the other tree, as when a serial search ends.
-void GridMaxflowSolver::Impl::activate_boundary(int boundary) {
+template <int K>
+void GridCore<K>::activate_boundary(int boundary) {
   if (boundary <= 0 || boundary >= height) return;
   for (int y = boundary - 1; y <= boundary; ++y) {
     for (int x = 0; x < width; ++x) {
@@ -465,7 +573,8 @@ void GridMaxflowSolver::Impl::activate_boundary(int boundary) {
 // Makes this solver the strip of rows [y0, y1) of `whole`: its residual graph with
 // the arcs that leave the strip closed, and a cleared search (or, with keep_trees,
 // the search trees `whole` holds for these rows, which lie inside them).
-void GridMaxflowSolver::Impl::load_rows(const Impl& whole, int y0, int y1, bool keep_trees) {
+template <int K>
+void GridCore<K>::load_rows(const GridCore& whole, int y0, int y1, bool keep_trees) {
   const int h = y1 - y0;
   const int w = whole.width;
   if (h != height || w != width) {
@@ -490,13 +599,11 @@ void GridMaxflowSolver::Impl::load_rows(const Impl& whole, int y0, int y1, bool 
   std::copy_n(whole.nodes.begin() + static_cast<std::ptrdiff_t>(first), count,
               nodes.begin() + static_cast<std::ptrdiff_t>(row1));
   for (int x = 1; x <= w; ++x) {
-    if (y0 > 0) {
-      std::int32_t* const r = residual.data() + kNumDirections * (stride + x);
-      r[5] = r[6] = r[7] = 0;  // up-left, up, up-right
-    }
-    if (y1 < whole.height) {
-      std::int32_t* const r = residual.data() + kNumDirections * (h * stride + x);
-      r[1] = r[2] = r[3] = 0;  // down-right, down, down-left
+    for (int d = 0; d < kNumDirections; ++d) {
+      if (y0 > 0 && kDy[d] < 0) residual[static_cast<std::size_t>(kNumDirections * (stride + x) + d)] = 0;
+      if (y1 < whole.height && kDy[d] > 0) {
+        residual[static_cast<std::size_t>(kNumDirections * (h * stride + x) + d)] = 0;
+      }
     }
   }
   if (!keep_trees) reset_search();
@@ -504,7 +611,8 @@ void GridMaxflowSolver::Impl::load_rows(const Impl& whole, int y0, int y1, bool 
 
 // Writes this strip's flow and search trees back into rows [y0, y1) of `whole`,
 // except the arcs that leave the strip, which it never used.
-void GridMaxflowSolver::Impl::store_rows(Impl& whole, int y0, int y1) const {
+template <int K>
+void GridCore<K>::store_rows(GridCore& whole, int y0, int y1) const {
   const int h = y1 - y0;
   const std::size_t first = static_cast<std::size_t>(y0 + 1) * static_cast<std::size_t>(stride);
   const std::size_t count = static_cast<std::size_t>(h) * static_cast<std::size_t>(stride);
@@ -527,7 +635,7 @@ void GridMaxflowSolver::Impl::store_rows(Impl& whole, int y0, int y1) const {
       const std::int32_t* const q = residual.data() + src + static_cast<std::size_t>(kNumDirections) * x;
       std::int32_t* const r = whole.residual.data() + dst + static_cast<std::size_t>(kNumDirections) * x;
       for (int d = 0; d < kNumDirections; ++d) {
-        const bool leaves = d >= 5 ? cut_up : (d >= 1 && d <= 3 && cut_down);
+        const bool leaves = kDy[d] < 0 ? cut_up : (kDy[d] > 0 && cut_down);
         if (!leaves) r[d] = q[d];
       }
     }
@@ -537,45 +645,46 @@ void GridMaxflowSolver::Impl::store_rows(Impl& whole, int y0, int y1) const {
 // Sends flow along the paths source -> p -> q -> sink of one n-link arc, pixel by
 // pixel: cheap, and in GrabCut graphs it carries much of the maximum flow. The
 // search trees are seeded afterwards from the terminal residuals that remain.
-void GridMaxflowSolver::Impl::push_short_paths() {
+template <int K>
+void GridCore<K>::push_short_paths() {
+  for (int y = 0; y < height; ++y) short_paths_row(y);
+}
+
+// push_short_paths() for the pixels of row y: it changes the residuals of rows
+// y - 1 .. y + 1 only.
+template <int K>
+void GridCore<K>::short_paths_row(int y) {
   Node* const node = nodes.data();
   std::int32_t* const rc = residual.data();
-  for (int y = 0; y < height; ++y) {
-    for (int x = 0; x < width; ++x) {
-      const int p = (y + 1) * stride + (x + 1);
-      Node& np = node[p];
-      if (np.terminal <= 0) continue;
-      std::int32_t* const rp = rc + kNumDirections * p;
-      for (int d = 0; d < kNumDirections && np.terminal > 0; ++d) {
-        if (rp[d] == 0) continue;
-        const int q = p + offset[d];
-        Node& nq = node[q];
-        if (nq.terminal >= 0) continue;
-        std::int32_t f = rp[d];
-        if (np.terminal < f) f = np.terminal;
-        if (nq.terminal > -std::int64_t{f}) f = -nq.terminal;  // -terminal may be 2^31
-        rp[d] -= f;
-        rc[kNumDirections * q + opposite(d)] += f;
-        np.terminal -= f;
-        nq.terminal += f;
-      }
+  for (int x = 0; x < width; ++x) {
+    const int p = (y + 1) * stride + (x + 1);
+    Node& np = node[p];
+    if (np.terminal <= 0) continue;
+    std::int32_t* const rp = rc + kNumDirections * p;
+    for (int d = 0; d < kNumDirections && np.terminal > 0; ++d) {
+      if (rp[d] == 0) continue;
+      const int q = p + offset[d];
+      Node& nq = node[q];
+      if (nq.terminal >= 0) continue;
+      std::int32_t f = rp[d];
+      if (np.terminal < f) f = np.terminal;
+      if (nq.terminal > -std::int64_t{f}) f = -nq.terminal;  // -terminal may be 2^31
+      rp[d] -= f;
+      rc[kNumDirections * q + opposite(d)] += f;
+      np.terminal -= f;
+      nq.terminal += f;
     }
   }
 }
 
-void GridMaxflowSolver::Impl::seed_trees() {
+template <int K>
+void GridCore<K>::seed_trees() {
   Node* const node = nodes.data();
+  clear_queue();
   for (int y = 0; y < height; ++y) {
     for (int x = 0; x < width; ++x) {
       const int p = (y + 1) * stride + (x + 1);
-      Node& n = node[p];
-      if (n.terminal != 0) {
-        n.tree = n.terminal > 0 ? kSourceTree : kSinkTree;
-        n.parent = kParentTerminal;
-        n.distance = 1;
-        n.active = 1;
-        enqueue(p);
-      }
+      seed_node(node[p], p);
     }
   }
 }
@@ -592,31 +701,88 @@ void GridMaxflowSolver::Impl::seed_trees() {
 // (p's source edge carries flow that now goes on to q rather than to p's sink
 // edge), which adds a constant to every cut and changes no minimum cut. So the
 // search trees can start from the state it leaves. Returns the flow moved.
-std::int64_t GridMaxflowSolver::Impl::push_toward_sinks(bool strong_only) {
+//
+// A sweep costs a few passes over the whole grid whatever it moves, and it pays
+// only where the seeds can take much of the source residual: in GrabCut graphs the
+// strong sinks (the hard background) can take from 0.8 to hundreds of times all of
+// it. Where they can take less than kMinSeedShare of it (on torchmaxflow-style
+// segmentation graphs at 1 MP: 0 to 11 strong sinks, able to take under 1/10,000
+// of it), the sweep would only carry residual across the grid toward a few pixels
+// that cannot absorb it (measured: two sweeps cost more than twice the whole search
+// they saved), so it is skipped and returns 0.
+//
+// With `seed`, the scan also seeds the search trees from the terminals as it reads
+// them (seed_trees), for the case where the sweep is then skipped (`skipped` set,
+// nothing moved); a sweep that runs leaves the trees to seed_trees() afterwards.
+template <int K>
+std::int64_t GridCore<K>::push_toward_sinks(bool strong_only, bool seed, bool& skipped) {
+  SweepScan scan;
+  start_scan(scan, strong_only, seed);
+  for (int y = 0; y < height; ++y) scan_row(scan, y);
+  return sweep(scan, skipped);
+}
+
+template <int K>
+void GridCore<K>::start_scan(SweepScan& scan, bool strong_only, bool seed) {
+  scan = SweepScan{};
+  scan.strong_only = strong_only;
+  scan.seed = seed;
+  orphans.clear();  // the seeds' list until sweep()
+  if (seed) clear_queue();
+}
+
+// The scan of push_toward_sinks() over row y: its seeds, their capacity, the source
+// residual, and (scan.seed) the trees' roots. It reads the residuals of rows y - 1 ..
+// y + 1, which must be final.
+template <int K>
+void GridCore<K>::scan_row(SweepScan& scan, int y) {
   Node* const node = nodes.data();
-  std::int32_t* const rc = residual.data();
-  label.assign(static_cast<std::size_t>(num_nodes), -1);
-  std::int32_t* const lab = label.data();
-  int* const order = queue.data();
-  int count = 0;
-  for (int y = 0; y < height; ++y) {
-    for (int x = 0; x < width; ++x) {
-      const int p = (y + 1) * stride + (x + 1);
-      if (node[p].terminal < 0) {
-        bool seed = !strong_only;
-        if (strong_only) {
-          // A sink residual no inflow can use up: the pixel stays a sink for good.
-          std::int64_t inflow = 0;
-          for (int d = 0; d < kNumDirections; ++d) inflow += rc[kNumDirections * (p + offset[d]) + opposite(d)];
-          seed = -std::int64_t{node[p].terminal} >= inflow;
-        }
-        if (seed) {
-          lab[p] = 0;
-          order[count++] = p;
-        }
+  const std::int32_t* const rc = residual.data();
+  std::vector<int>& seeds = orphans;
+  for (int x = 0; x < width; ++x) {
+    const int p = (y + 1) * stride + (x + 1);
+    const std::int32_t t = node[p].terminal;
+    if (scan.seed) seed_node(node[p], p);
+    if (t > 0) scan.excess_total += t;
+    if (t < 0) {
+      bool is_seed = !scan.strong_only;
+      if (scan.strong_only) {
+        // A sink residual no inflow can use up: the pixel stays a sink for good.
+        std::int64_t inflow = 0;
+        for (int d = 0; d < kNumDirections; ++d) inflow += rc[kNumDirections * (p + offset[d]) + opposite(d)];
+        is_seed = -std::int64_t{t} >= inflow;
+      }
+      if (is_seed) {
+        scan.seed_capacity -= t;
+        seeds.push_back(p);
       }
     }
   }
+}
+
+// The rest of push_toward_sinks() once every row is scanned.
+template <int K>
+std::int64_t GridCore<K>::sweep(const SweepScan& scan, bool& skipped) {
+  Node* const node = nodes.data();
+  std::int32_t* const rc = residual.data();
+  std::vector<int>& seeds = orphans;
+  if (scan.excess_total == 0 || scan.seed_capacity < scan.excess_total / kMinSeedShare) {
+    seeds.clear();
+    skipped = true;
+    return 0;
+  }
+  skipped = false;
+  // The queue is the breadth-first order below; the trees are seeded afterwards.
+  clear_queue();
+  int* const order = queue.data();
+  label.assign(static_cast<std::size_t>(num_nodes), -1);
+  std::int32_t* const lab = label.data();
+  int count = 0;
+  for (int p : seeds) {
+    lab[p] = 0;
+    order[count++] = p;
+  }
+  seeds.clear();
   for (int k = 0; k < count; ++k) {
     const int q = order[k];
     const std::int32_t next = lab[q] + 1;
@@ -654,16 +820,58 @@ std::int64_t GridMaxflowSolver::Impl::push_toward_sinks(bool strong_only) {
 
 // The start of a search from a cleared one: short paths and push sweeps move what
 // flow they can cheaply, then every node with terminal residual roots a tree.
-void GridMaxflowSolver::Impl::start_trees(int push_passes) {
+template <int K>
+void GridCore<K>::start_trees(int push_passes) {
   push_short_paths();
+  run_sweeps(push_passes, nullptr);
+}
+
+// The push sweeps, then the trees. The first sweep's scan seeds the trees as it
+// goes: if it skips the sweep, the terminals are final and the trees ready, and one
+// pass over the grid is saved. first_scan: that scan, already made (fill_and_start).
+template <int K>
+void GridCore<K>::run_sweeps(int push_passes, const SweepScan* first_scan) {
   for (int pass = 0; pass < push_passes; ++pass) {
-    if (push_toward_sinks(pass < kStrongPasses) == 0) break;
+    bool skipped = false;
+    std::int64_t moved = 0;
+    if (pass == 0 && first_scan != nullptr) {
+      moved = sweep(*first_scan, skipped);
+    } else {
+      moved = push_toward_sinks(pass < kStrongPasses, /*seed=*/pass == 0, skipped);
+    }
+    if (skipped && pass == 0) return;
+    if (skipped || moved == 0) break;
   }
   seed_trees();
 }
 
+// prepare() and start_trees(push_passes) of a serial cold solve in one pass over the
+// grid rather than three: row y is filled, then the short paths of row y - 1 are
+// pushed (their arcs reach row y, now filled), then row y - 2 is scanned for the
+// first sweep (the short paths of rows up to y - 1 have changed its residuals for
+// the last time). Every step sees what it would see in separate passes, in the
+// same order, so the result is the same.
+template <int K>
+void GridCore<K>::fill_and_start(const GridGraphView& graph, int push_passes) {
+  allocate(graph);
+  SweepScan scan;
+  const bool sweeps = push_passes > 0;
+  if (sweeps) start_scan(scan, /*strong_only=*/0 < kStrongPasses, /*seed=*/true);
+  for (int y = 0; y < height + 2; ++y) {
+    if (y < height) fill_row(graph, y);
+    if (y >= 1 && y - 1 < height) short_paths_row(y - 1);
+    if (sweeps && y >= 2) scan_row(scan, y - 2);
+  }
+  if (sweeps) {
+    run_sweeps(push_passes, &scan);
+  } else {
+    seed_trees();
+  }
+}
+
 // Grows, augments and adopts until no node is active: the flow is then maximum.
-void GridMaxflowSolver::Impl::run_search() {
+template <int K>
+void GridCore<K>::run_search() {
   Node* const node = nodes.data();
   const std::int32_t* const rc = residual.data();
   int current = -1;  // the node being grown; it stays marked active meanwhile
@@ -755,7 +963,8 @@ void GridMaxflowSolver::Impl::run_search() {
   }
 }
 
-void GridMaxflowSolver::Impl::augment(int from, int dir) {
+template <int K>
+void GridCore<K>::augment(int from, int dir) {
   Node* const node = nodes.data();
   std::int32_t* const rc = residual.data();
   const int to = from + offset[dir];
@@ -824,7 +1033,8 @@ void GridMaxflowSolver::Impl::augment(int from, int dir) {
   if (node[t].terminal == 0) make_orphan(t);
 }
 
-void GridMaxflowSolver::Impl::adopt() {
+template <int K>
+void GridCore<K>::adopt() {
   for (std::size_t k = 0; k < orphans.size(); ++k) {
     const int p = orphans[k];
     if (nodes[p].tree == kSourceTree) {
@@ -836,7 +1046,8 @@ void GridMaxflowSolver::Impl::adopt() {
   orphans.clear();
 }
 
-int GridMaxflowSolver::Impl::distance_to_terminal(int q) {
+template <int K>
+int GridCore<K>::distance_to_terminal(int q) {
   Node* const node = nodes.data();
   int length = 0;
   int j = q;
@@ -867,8 +1078,9 @@ int GridMaxflowSolver::Impl::distance_to_terminal(int q) {
 // One function for both trees: an orphan of the source tree looks for a parent q
 // with residual capacity on q -> p (flow still arrives from the source side), an
 // orphan of the sink tree for one with residual capacity on p -> q.
+template <int K>
 template <bool kSourceSide>
-void GridMaxflowSolver::Impl::adopt_orphan(int p) {
+void GridCore<K>::adopt_orphan(int p) {
   constexpr std::uint8_t kTree = kSourceSide ? kSourceTree : kSinkTree;
   Node* const node = nodes.data();
   const std::int32_t* const rc = residual.data();
@@ -892,6 +1104,7 @@ void GridMaxflowSolver::Impl::adopt_orphan(int p) {
     if (dist < best_distance) {
       best_distance = dist;
       best = d;
+      if (dist == 1) break;  // a root: no later neighbour can be closer (the first wins ties)
     }
   }
   Node& np = node[p];
@@ -915,7 +1128,8 @@ void GridMaxflowSolver::Impl::adopt_orphan(int p) {
 // Before the counter overflows: give every tree node timestamp 0 and its exact
 // distance to the terminal, then restart the counter. Called between
 // augmentations, when there are no orphans.
-void GridMaxflowSolver::Impl::renumber_timestamps() {
+template <int K>
+void GridCore<K>::renumber_timestamps() {
   constexpr std::int32_t kUnknown = -1;
   for (Node& n : nodes) {
     if (n.tree != kFree) n.timestamp = kUnknown;
@@ -943,7 +1157,8 @@ void GridMaxflowSolver::Impl::renumber_timestamps() {
   time = 0;
 }
 
-void GridMaxflowSolver::Impl::compute_cut(std::uint8_t* source_side) {
+template <int K>
+void GridCore<K>::compute_cut(std::uint8_t* source_side) {
   const Node* const node = nodes.data();
   const std::int32_t* const rc = residual.data();
   // One byte per node keeps the marks of a whole neighbourhood in cache.
@@ -1001,24 +1216,125 @@ int strip_count(int requested, int height, int width) {
   return std::max(1, std::min(k, height));
 }
 
+// cut_capacity() for a graph the K-neighbour solver can take: with K = 4 its
+// diagonal n-links inside the grid are zero, and are not read. Row by row, each
+// term a select rather than a branch, so that the loops stream and vectorise.
+template <int K>
+std::int64_t cut_capacity_of(const GridGraphView& graph, const std::uint8_t* source_side) {
+  const int h = graph.height;
+  const int w = graph.width;
+  if (h <= 0 || w <= 0) return 0;
+  std::int64_t total = 0;
+  for (int y = 0; y < h; ++y) {
+    const std::size_t row = static_cast<std::size_t>(y) * static_cast<std::size_t>(w);
+    const std::uint8_t* const s = source_side + row;
+    const std::int32_t* const t = graph.terminal + row;
+    std::int64_t sum = 0;
+    // A terminal edge is cut when its pixel is on the other terminal's side.
+    for (int x = 0; x < w; ++x) {
+      const std::int64_t tx = t[x];
+      sum += s[x] != 0 ? std::max<std::int64_t>(-tx, 0) : std::max<std::int64_t>(tx, 0);
+    }
+    const std::int32_t* const right = graph.nlink[kRight] + row;
+    for (int x = 0; x + 1 < w; ++x) sum += (s[x] != 0) != (s[x + 1] != 0) ? right[x] : 0;
+    if (y + 1 < h) {
+      const std::uint8_t* const below = s + w;
+      const std::int32_t* const down = graph.nlink[kDown] + row;
+      for (int x = 0; x < w; ++x) sum += (s[x] != 0) != (below[x] != 0) ? down[x] : 0;
+      if constexpr (K == 8) {
+        const std::int32_t* const down_right = graph.nlink[kDownRight] + row;
+        const std::int32_t* const down_left = graph.nlink[kDownLeft] + row;
+        for (int x = 0; x + 1 < w; ++x) sum += (s[x] != 0) != (below[x + 1] != 0) ? down_right[x] : 0;
+        for (int x = 1; x < w; ++x) sum += (s[x] != 0) != (below[x - 1] != 0) ? down_left[x] : 0;
+      }
+    }
+    total += sum;
+  }
+  return total;
+}
+
+// Whether any diagonal n-link inside the grid is nonzero (entries for neighbours
+// outside the grid are ignored, as everywhere). Stops at the first one, so an
+// 8-connected graph costs a few reads; a 4-connected one, a read of both planes.
+bool has_diagonals(const GridGraphView& graph) {
+  const int h = graph.height;
+  const int w = graph.width;
+  const std::int32_t* const down_right = graph.nlink[kDownRight];
+  const std::int32_t* const down_left = graph.nlink[kDownLeft];
+  for (int y = 0; y + 1 < h; ++y) {
+    const std::size_t row = static_cast<std::size_t>(y) * static_cast<std::size_t>(w);
+    std::uint32_t any = 0;
+    for (int x = 0; x + 1 < w; ++x) {
+      any |= static_cast<std::uint32_t>(down_right[row + static_cast<std::size_t>(x)]) |
+             static_cast<std::uint32_t>(down_left[row + static_cast<std::size_t>(x) + 1]);
+    }
+    if (any != 0) return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 // The rest of a solve once the buffers hold the residual graph to start from (after
 // prepare() or reparametrise()): the search, in strips where the grid is large
 // enough, then the canonical cut; returns its capacity in `graph`.
-std::int64_t GridMaxflowSolver::Impl::solve_from_here(const GridGraphView& graph, int push_passes,
-                                                       std::uint8_t* source_side) {
+template <int K>
+std::int64_t GridCore<K>::solve_from_here(const GridGraphView& graph, int push_passes, int num_threads,
+                                          std::uint8_t* source_side) {
   const int num_strips = strip_count(num_threads, graph.height, graph.width);
   if (num_strips > 1) {
     solve_in_strips(num_strips, push_passes);
   } else {
     start_trees(push_passes);
   }
+  return finish_solve(graph, source_side);
+}
+
+// The search to a maximum flow, from trees started, then the canonical cut; returns
+// its capacity in `graph`.
+template <int K>
+std::int64_t GridCore<K>::finish_solve(const GridGraphView& graph, std::uint8_t* source_side) {
   run_search();
   compute_cut(source_side);
   remember_terminals(graph);
-  return cut_capacity(graph, source_side);
+  return cut_capacity_of<K>(graph, source_side);
 }
+
+// A solver for each neighbourhood, made when first used, with its buffers kept.
+// Only the one that solved last may hold a flow for a warm start.
+struct GridMaxflowSolver::Impl {
+  int num_threads = 0;            // see GridMaxflowSolver::set_num_threads
+  bool four_connected_path = true;  // see GridMaxflowSolver::set_four_connected_path
+  std::unique_ptr<GridCore<8>> eight;
+  std::unique_ptr<GridCore<4>> four;
+
+  // The core for `graph`, its other core's flow forgotten.
+  template <int K>
+  GridCore<K>& core() {
+    auto& mine = std::get<std::unique_ptr<GridCore<K>>&>(std::tie(eight, four));
+    auto& other = std::get<std::unique_ptr<GridCore<12 - K>>&>(std::tie(eight, four));
+    if (other) other->has_flow = false;
+    if (!mine) mine = std::make_unique<GridCore<K>>();
+    return *mine;
+  }
+
+  template <int K>
+  std::int64_t solve(const GridGraphView& graph, bool warm, std::uint8_t* source_side) {
+    GridCore<K>& c = core<K>();
+    if (warm && c.reparametrise(graph)) return c.solve_from_here(graph, kWarmPushPasses, num_threads, source_side);
+    if (strip_count(num_threads, graph.height, graph.width) == 1) {
+      c.fill_and_start(graph, kColdPushPasses);
+      return c.finish_solve(graph, source_side);
+    }
+    c.prepare(graph);  // validates every n-link before any thread starts
+    return c.solve_from_here(graph, kColdPushPasses, num_threads, source_side);
+  }
+
+  std::int64_t solve(const GridGraphView& graph, bool warm, std::uint8_t* source_side) {
+    if (four_connected_path && !has_diagonals(graph)) return solve<4>(graph, warm, source_side);
+    return solve<8>(graph, warm, source_side);
+  }
+};
 
 GridMaxflowSolver::GridMaxflowSolver() : impl_(std::make_unique<Impl>()) {}
 GridMaxflowSolver::~GridMaxflowSolver() = default;
@@ -1029,16 +1345,14 @@ std::int64_t GridMaxflowSolver::solve(const GridGraphView& graph, std::uint8_t* 
   check_graph(graph, source_side, "GridMaxflowSolver::solve");
   if (graph.height == 0 || graph.width == 0) return 0;
   if (!impl_) impl_ = std::make_unique<Impl>();  // a moved-from solver is usable again
-  Impl& m = *impl_;
-  m.prepare(graph);  // validates every n-link before any thread starts
-  return m.solve_from_here(graph, kColdPushPasses, source_side);
+  return impl_->solve(graph, /*warm=*/false, source_side);
 }
 
 std::int64_t GridMaxflowSolver::solve_warm(const GridGraphView& graph, std::uint8_t* source_side) {
   check_graph(graph, source_side, "GridMaxflowSolver::solve_warm");
   if (graph.height == 0 || graph.width == 0) return 0;
-  if (!impl_ || !impl_->reparametrise(graph)) return solve(graph, source_side);
-  return impl_->solve_from_here(graph, kWarmPushPasses, source_side);
+  if (!impl_) impl_ = std::make_unique<Impl>();
+  return impl_->solve(graph, /*warm=*/true, source_side);
 }
 
 void GridMaxflowSolver::set_num_threads(int threads) {
@@ -1046,28 +1360,13 @@ void GridMaxflowSolver::set_num_threads(int threads) {
   impl_->num_threads = std::max(threads, 0);
 }
 
+void GridMaxflowSolver::set_four_connected_path(bool enabled) {
+  if (!impl_) impl_ = std::make_unique<Impl>();
+  impl_->four_connected_path = enabled;
+}
+
 std::int64_t cut_capacity(const GridGraphView& graph, const std::uint8_t* source_side) {
-  const int h = graph.height;
-  const int w = graph.width;
-  if (h <= 0 || w <= 0) return 0;
-  std::int64_t total = 0;
-  for (int y = 0; y < h; ++y) {
-    for (int x = 0; x < w; ++x) {
-      const std::size_t i = static_cast<std::size_t>(y) * w + x;
-      const std::int64_t t = graph.terminal[i];
-      const bool s = source_side[i] != 0;
-      if (s && t < 0) total -= t;
-      if (!s && t > 0) total += t;
-      for (int d = 0; d < kNumForwardDirections; ++d) {
-        const int ny = y + kDy[d];
-        const int nx = x + kDx[d];
-        if (ny >= h || nx < 0 || nx >= w) continue;
-        const std::size_t j = static_cast<std::size_t>(ny) * w + nx;
-        if (s != (source_side[j] != 0)) total += graph.nlink[d][i];
-      }
-    }
-  }
-  return total;
+  return cut_capacity_of<8>(graph, source_side);
 }
 
 }  // namespace grabcut
