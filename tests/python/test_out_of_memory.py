@@ -47,7 +47,7 @@ def _failing(error: BaseException) -> Callable[..., Any]:
 ALLOCATIONS: dict[str, tuple[Any, str, BaseException]] = {
     "numpy copy of a read-only image": (_arguments, "_from_numpy", MemoryError(NUMPY_FAILURE)),
     "model parameters": (torch, "zeros", RuntimeError(ALLOC_FAILURE)),
-    "masks of the boxes": (torch, "arange", RuntimeError(ALLOC_FAILURE)),
+    "masks of the boxes": (np, "zeros", MemoryError(NUMPY_FAILURE)),  # made in numpy on the CPU
     "operator's copies of its inputs": (_ops, "grabcut_op", RuntimeError(ALLOC_FAILURE)),
 }
 
