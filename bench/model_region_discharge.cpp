@@ -38,6 +38,44 @@
 //   the change of each pixel's terminal capacity to its excess. Labels may then be too
 //   high where sinks appeared: they restart at zero (--warm-labels zero) or from an exact
 //   tile-level relabel (--warm-labels bfs).
+// - The options added for issue 33's next ideas (all off by default, so earlier command
+//   lines give the same numbers; bench/RESULTS.md, "Region discharge, next ideas: v0.13c's
+//   relabel, the cut from the labels, level passes"):
+//   --relabel capped: every global relabel of the labels (a warm solve's start, the
+//     confirmation of the end, --global-every, --stall-relabel) run the way v0.13c runs
+//     its pixel-level global relabel, with the same costs (a tile visit: a load, 2.0, plus
+//     its Jacobi steps; 1.7 for v0.13c's smaller tile): a first sweep over every
+//     tile from the sinks, then sweeps over the tiles next to a tile whose labels moved,
+//     each tile relaxing from its current heights (Jacobi steps over a frontier, as in
+//     model_maxflow_tiles), one grid barrier a sweep; heights are the lexicographic
+//     (tile boundaries crossed, steps inside the tile), so the labels it yields are the
+//     exact D(p) = fewest tile boundaries on a residual path to a sink. Stopped at
+//     --relabel-cap sweeps (12, v0.13c's cap), a pixel not reached takes the number of
+//     sweeps run as its label, a valid lower bound (capped_labels says why); the cap
+//     doubles after every stop within a solve, and the relabel that confirms the end of
+//     a parallel solve always runs to the end.
+//   --stall-relabel S: a global relabel whenever the number of active tiles has not
+//     set a new low for S sweeps.
+//   --cut labels (--parallel 1): the canonical cut read from the exact labels of the
+//     relabel that confirmed the end (kDInf = reaches no sink), as v0.13c reads it from
+//     its last global relabel, instead of a reachability pass of its own.
+//   --inner levels: the in-tile step is a pass of levels instead of synchronous rounds.
+//     From exact in-tile heights, every pixel at the highest occupied height holding
+//     excess pushes to its lower residual neighbours, then the next occupied height
+//     down, and so on, so excess can cross the whole tile in one pass; then exact
+//     heights again (a Jacobi BFS, --level-relabel exact) or one local relabel step
+//     (--level-relabel local; exact heights when a pass pushed nothing). --round-cap
+//     caps the passes of a discharge; the last pass a cap allows ends without a relax
+//     (pushes to lower neighbours keep the heights valid).
+//   Cost assumptions (us, H200, the v0.7 profile the models share): a synchronous
+//   push-relabel round of a tile 1.4 (a push step, a relabel step, their block
+//   barriers); a Jacobi BFS step 0.3 (a masked min over 8 neighbours and a barrier); a
+//   level step --cost-level 1.0 (the push step of a round: 8 residuals read, shared-
+//   memory atomics to the neighbours' excess, a block barrier; the round less its
+//   relabel step); a tile's load and write-back 2.0; a grid barrier 3.0; a global
+//   relabel's tile visit costs a load plus its Jacobi steps, as in model_maxflow_tiles.
+//   The summary line counts the critical path of rounds: over the phases of all
+//   solves, the sum of the most rounds (or passes) any tile of the phase ran.
 //
 //   model_region_discharge synthetic [SIDE [SEED]]   the GrabCut-like test graph, cold and warm
 //   model_region_discharge list FILE [COUNT]         images of a list written by
@@ -50,7 +88,10 @@
 //            --cost-load US  --cost-barrier US  --blocks B
 //            --parallel 0|1 (0: the 2 x 2 colouring above; 1: every active tile in one
 //            phase, halo flows added after it, exact labels to confirm the end)
-//            --inner jacobi|gs (jacobi: synchronous rounds; gs: line passes)  --cost-pass US
+//            --inner jacobi|gs|levels (jacobi: synchronous rounds; gs: line passes;
+//            levels: passes of levels)  --cost-pass US  --cost-level US
+//            --level-relabel exact|local  --relabel exact|capped  --relabel-cap C (12)
+//            --stall-relabel S (0)  --cut sweeps|labels
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
@@ -108,14 +149,48 @@ struct Options {
   // then rest on a neighbour's stale label, so when no tile is active the labels are
   // recomputed exactly and the sweeps go on if any excess can still reach a sink.
   bool parallel = false;
+  // --inner levels: the in-tile step is a pass of levels (see the header): every pixel
+  // of the deepest occupied height pushes to its lower residual neighbours, then the
+  // next height down, and so on, one block-synchronous step per occupied level, so that
+  // excess crosses a whole tile in one pass; exact heights again (Jacobi BFS) after every
+  // pass. --round-cap then caps the passes of a discharge. --cost-level: one level step.
+  bool inner_levels = false;
+  double cost_level = 1.0;
+  // --level-relabel local: between passes, one local relabel step of the pixels left
+  // with excess (exact heights only when a pass pushed nothing); exact: a BFS each time.
+  bool level_local = false;
+  // --relabel capped: every global relabel of the labels (a warm solve's start, the
+  // confirmation of the end, --global-every, --stall-relabel) is run as v0.13c runs its
+  // global relabel: a first sweep over every tile, then sweeps over the tiles next to a
+  // tile that changed (a worklist), each tile relaxing from its current heights, stopped
+  // after --relabel-cap sweeps; pixels not reached by then take the number of sweeps as
+  // their label (a valid lower bound; see the header). --relabel exact: the old one.
+  bool relabel_capped = false;
+  int relabel_cap = 12;
+  // --cut labels (with --parallel 1): the cut read from the labels of the relabel that
+  // confirmed the end (exact, so kDInf marks the pixels that reach no sink), with no
+  // pass of its own; --cut sweeps: a reachability pass over tiles, counted as before.
+  bool cut_from_labels = false;
+  // --stall-relabel S: a global relabel whenever the count of active tiles has not set
+  // a new low for S sweeps (0: never).
+  int stall_relabel = 0;
 };
 
 struct Counts {
   long long sweeps = 0, barriers = 0, discharges = 0, rounds = 0, bfs_runs = 0, bfs_steps = 0;
   long long relabel_sweeps = 0, cut_sweeps = 0, capped = 0, label_drops = 0, gapped = 0;
+  long long level_steps = 0, relabels = 0, truncated = 0;
+  long long critical_rounds = 0;  // over the phases, the most rounds (passes) of a tile
   double time_us = 0;
+  double relabel_us = 0, cut_us = 0;  // parts of time_us: global relabels, the cut's pass
   int max_rounds = 0;
   void operator+=(const Counts& o) {
+    level_steps += o.level_steps;
+    critical_rounds += o.critical_rounds;
+    relabels += o.relabels;
+    truncated += o.truncated;
+    relabel_us += o.relabel_us;
+    cut_us += o.cut_us;
     sweeps += o.sweeps;
     barriers += o.barriers;
     discharges += o.discharges;
@@ -139,20 +214,28 @@ class RegionDischarge {
   // Solves `g` (warm: from the last solve's flow, `g` differing only in terminals) and
   // returns the canonical cut (1 = source side).
   std::vector<std::uint8_t> solve(const HostGridGraph& g, bool warm, Counts& c) {
+    cap_ = o_.relabel_cap;  // each solve starts from the option's cap
     if (!warm || g.height != h_ || g.width != w_) {
       start_cold(g);
     } else {
       for (std::size_t p = 0; p < g.size(); ++p) excess_[p] += std::int64_t{g.terminal[p]} - terminal_[p];
       terminal_ = g.terminal;
       if (o_.warm_bfs) {
-        exact_labels(c);
+        global_relabel(c);
       } else {
         std::fill(label_.begin(), label_.end(), 0);
       }
     }
-    if (!warm && o_.init_bfs) exact_labels(c);
+    if (!warm && o_.init_bfs) global_relabel(c);
     if (o_.parallel) {
       parallel_sweeps(c);
+      if (o_.cut_from_labels) {
+        // parallel_sweeps ends on a whole relabel that found no active tile: its labels
+        // are exact, kDInf exactly where no residual path reaches a sink.
+        std::vector<std::uint8_t> cut(label_.size());
+        for (std::size_t p = 0; p < cut.size(); ++p) cut[p] = label_[p] >= kDInf ? 1 : 0;
+        return cut;
+      }
       return canonical_cut(c);
     }
     int since_global = 0;
@@ -166,7 +249,13 @@ class RegionDischarge {
         if (tiles.empty()) continue;
         any = true;
         std::vector<double> cost(tiles.size());
-        for (std::size_t i = 0; i < tiles.size(); ++i) cost[i] = discharge(tiles[i], c);
+        long long deepest = 0;
+        for (std::size_t i = 0; i < tiles.size(); ++i) {
+          const long long before = c.rounds;
+          cost[i] = discharge(tiles[i], c);
+          deepest = std::max(deepest, c.rounds - before);
+        }
+        c.critical_rounds += deepest;
         c.time_us += phase_time(cost) + o_.cost_barrier;
         ++c.barriers;
         if (o_.gap) apply_gap(c);
@@ -174,7 +263,7 @@ class RegionDischarge {
       if (!any) break;
       ++c.sweeps;
       if (o_.global_every > 0 && ++since_global == o_.global_every) {
-        exact_labels(c);
+        global_relabel(c);
         since_global = 0;
       }
     }
@@ -188,6 +277,7 @@ class RegionDischarge {
   std::vector<std::int64_t> excess_;    // > 0 excess, < 0 sink capacity left
   std::vector<std::int64_t> residual_;  // 8 per pixel
   std::vector<int> label_;
+  int cap_ = 0;  // --relabel capped: the cap of the next global relabel
 
   std::size_t pix(int y, int x) const { return static_cast<std::size_t>(y) * static_cast<std::size_t>(w_) + static_cast<std::size_t>(x); }
   bool in_grid(int y, int x) const { return y >= 0 && y < h_ && x >= 0 && x < w_; }
@@ -246,10 +336,23 @@ class RegionDischarge {
 
   void parallel_sweeps(Counts& c) {
     int since_global = 0;
+    std::size_t fewest = SIZE_MAX;  // the fewest active tiles since the last global relabel
+    int since_fewer = 0;            // sweeps since that low was set
     for (;;) {
       std::vector<int> tiles = active_tiles();
+      if (o_.stall_relabel > 0 && !tiles.empty()) {
+        if (tiles.size() < fewest) {
+          fewest = tiles.size();
+          since_fewer = 0;
+        } else if (++since_fewer >= o_.stall_relabel) {
+          global_relabel(c);
+          tiles = active_tiles();
+          fewest = tiles.size();
+          since_fewer = 0;
+        }
+      }
       if (tiles.empty()) {
-        exact_labels(c);
+        global_relabel(c, true);  // the confirmation of the end runs to the end
         tiles = active_tiles();
         if (tiles.empty()) return;
       }
@@ -258,7 +361,13 @@ class RegionDischarge {
       for (const int t : tiles) loaded.push_back(load(t));
       std::vector<double> cost;
       cost.reserve(tiles.size());
-      for (Tile& s : loaded) cost.push_back(discharge_loaded(s, c));
+      long long deepest = 0;
+      for (Tile& s : loaded) {
+        const long long before = c.rounds;
+        cost.push_back(discharge_loaded(s, c));
+        deepest = std::max(deepest, c.rounds - before);
+      }
+      c.critical_rounds += deepest;
       for (const Tile& s : loaded) store_own(s, c);
       for (const Tile& s : loaded) store_halo(s);
       c.time_us += phase_time(cost) + o_.cost_barrier;
@@ -266,7 +375,7 @@ class RegionDischarge {
       ++c.sweeps;
       if (o_.gap) apply_gap(c);
       if (o_.global_every > 0 && ++since_global == o_.global_every) {
-        exact_labels(c);
+        global_relabel(c);
         since_global = 0;
       }
     }
@@ -391,6 +500,7 @@ class RegionDischarge {
 
   // Discharges a loaded tile in its frame; returns its cost (us).
   double discharge_loaded(Tile& s, Counts& c) const {
+    if (o_.inner_levels) return discharge_levels(s, c);
     int steps = o_.inner_gs ? relax_lines(s) : relax(s);
     int runs = 1;
     int rounds = 0;
@@ -416,6 +526,113 @@ class RegionDischarge {
     c.max_rounds = std::max(c.max_rounds, rounds);
     if (o_.inner_gs) return o_.cost_load + o_.cost_pass * (8.0 * rounds + steps) + o_.cost_step * rounds;
     return o_.cost_load + o_.cost_round * rounds + o_.cost_step * steps;
+  }
+
+  // --inner levels: passes of levels, exact heights before each. Returns the cost (us).
+  double discharge_levels(Tile& s, Counts& c) const {
+    int steps = relax(s);
+    int runs = 1;
+    int passes = 0;
+    long long levels = 0;
+    for (;;) {
+      bool any = false;
+      for (std::size_t i = 0; i < s.height.size() && !any; ++i) any = active(s, i);
+      if (!any) break;
+      ++passes;
+      bool pushed = false;
+      levels += level_pass(s, pushed);
+      // The last pass a cap allows ends the discharge without a relax: its pushes went
+      // to lower neighbours only, so the heights stay valid (a residual arc u -> v has
+      // h(u) <= h(v) + 1) and so do the labels the tile writes back.
+      if (o_.round_cap > 0 && passes == o_.round_cap) {
+        for (std::size_t i = 0; i < s.height.size(); ++i) {
+          if (active(s, i) && s.height[i] > 0) {
+            ++c.capped;
+            break;
+          }
+        }
+        break;
+      }
+      if (o_.level_local && pushed) {
+        steps += relabel_step(s);  // counted as one BFS step
+      } else {
+        steps += relax(s);
+        ++runs;
+      }
+    }
+    ++c.discharges;
+    c.rounds += passes;
+    c.level_steps += levels;
+    c.bfs_runs += runs;
+    c.bfs_steps += steps;
+    c.max_rounds = std::max(c.max_rounds, passes);
+    return o_.cost_load + o_.cost_level * static_cast<double>(levels) + o_.cost_step * steps;
+  }
+
+  // One pass of levels: the occupied heights of the tile from the highest active pixel
+  // down; at each, every pixel of that height with excess pushes to its lower residual
+  // neighbours (in-tile: the neighbour's excess, seen at the next level down; halo: what
+  // the tile sends out). One block-synchronous step per level, and the pass stops at the
+  // first level at or below which no pixel (other than a sink) holds excess: the block
+  // knows that from a count it keeps (__syncthreads_count). Returns the steps.
+  int level_pass(Tile& s, bool& pushed) const {
+    std::vector<std::pair<int, std::size_t>> by_height;  // (height, pixel), highest first
+    int top = -1;
+    int pending = 0;  // pixels with excess above height 0 and at most the current level
+    for (std::size_t i = 0; i < s.height.size(); ++i) {
+      if (s.inside[i] == 0U || s.height[i] >= kHInf) continue;
+      by_height.emplace_back(s.height[i], i);
+      if (active(s, i) && s.height[i] > 0) {
+        top = std::max(top, s.height[i]);
+        ++pending;
+      }
+    }
+    std::sort(by_height.begin(), by_height.end(), std::greater<>());
+    int steps = 0;
+    std::size_t at = 0;
+    while (at < by_height.size() && by_height[at].first > top) ++at;
+    while (at < by_height.size() && pending > 0) {
+      const int level = by_height[at].first;
+      if (level == 0) break;
+      ++steps;
+      for (; at < by_height.size() && by_height[at].first == level; ++at) {
+        const std::size_t i = by_height[at].second;
+        if (s.excess[i] <= 0) continue;
+        --pending;  // it empties now, or keeps what it cannot place until the next pass
+        for (int k = 0; k < 8 && s.excess[i] > 0; ++k) {
+          std::int64_t& r = s.residual[i * 8 + static_cast<std::size_t>(k)];
+          const std::size_t j = neighbour(s, i, k);
+          if (r == 0 || s.height[j] >= level) continue;
+          const std::int64_t amount = std::min(r, s.excess[i]);
+          r -= amount;
+          s.residual[j * 8 + static_cast<std::size_t>(k ^ 4)] += amount;
+          s.excess[i] -= amount;
+          pushed = true;
+          const bool was_idle = s.excess[j] <= 0;
+          s.excess[j] += amount;
+          if (s.inside[j] != 0U && was_idle && s.excess[j] > 0 && s.height[j] > 0) ++pending;
+        }
+      }
+    }
+    return steps;
+  }
+
+  // --level-relabel local: one synchronous relabel step after a pass, instead of exact
+  // heights: every pixel left with excess and no lower residual neighbour rises to one
+  // above its lowest residual neighbour. Returns 1 (the step).
+  int relabel_step(Tile& s) const {
+    std::vector<int> relabelled = s.height;
+    for (std::size_t i = 0; i < s.height.size(); ++i) {
+      if (!active(s, i)) continue;
+      int m = kHInf;
+      for (int k = 0; k < 8; ++k) {
+        if (s.residual[i * 8 + static_cast<std::size_t>(k)] == 0) continue;
+        m = std::min(m, s.height[neighbour(s, i, k)]);
+      }
+      if (m >= s.height[i]) relabelled[i] = m >= kHInf ? kHInf : m + 1;
+    }
+    s.height = std::move(relabelled);
+    return 1;
   }
 
   // The tile's pixels in the order of a line pass in direction k: a pixel comes before
@@ -555,6 +772,151 @@ class RegionDischarge {
   }
 
   // ------------------------------------------------------------ tile-level passes
+  // A global relabel of the region labels, exact or capped (--relabel).
+  void global_relabel(Counts& c, bool whole = false) {
+    const double start = c.time_us;
+    ++c.relabels;
+    if (o_.relabel_capped) {
+      // A relabel stopped at its cap resets the labels it did not reach to the cap; the
+      // cap doubles after each such stop (v0.13c's grow_cap), so that excess which
+      // reaches no sink cannot climb, be reset and climb again for ever.
+      if (capped_labels(c, whole ? 0 : cap_)) cap_ *= 2;
+    } else {
+      exact_labels(c);
+    }
+    c.relabel_us += c.time_us - start;
+  }
+
+  // Heights inside the tile relaxed from their current values (upper bounds of the
+  // exact ones: the halo's only fell since they were computed) with the halo fixed, by
+  // Jacobi steps over the pixels whose neighbour moved (v0.13c's frontier). Returns the
+  // steps, and in `changed` whether a height moved.
+  int relax_from(Tile& s, bool& changed) const {
+    std::vector<std::size_t> frontier;
+    for (std::size_t i = 0; i < s.height.size(); ++i) {
+      if (s.inside[i] != 0U && s.height[i] != 0) frontier.push_back(i);
+    }
+    std::vector<int> stamp(s.height.size(), 0);
+    std::vector<std::pair<std::size_t, int>> moved;
+    int steps = 0;
+    changed = false;
+    for (;;) {
+      ++steps;
+      moved.clear();
+      for (const std::size_t i : frontier) {
+        int m = s.height[i];
+        for (int k = 0; k < 8; ++k) {
+          if (s.residual[i * 8 + static_cast<std::size_t>(k)] == 0) continue;
+          const int nb = s.height[neighbour(s, i, k)];
+          if (nb < kHInf) m = std::min(m, nb + 1);
+        }
+        if (m < s.height[i]) moved.emplace_back(i, m);
+      }
+      for (const auto& [i, m] : moved) s.height[i] = m;
+      if (moved.empty()) break;
+      changed = true;
+      frontier.clear();
+      for (const auto& [i, m] : moved) {
+        for (int k = 0; k < 8; ++k) {
+          const std::size_t j = neighbour(s, i, k);
+          // j depends on i where j's arc k ^ 4 (towards i) is residual.
+          if (s.inside[j] == 0U || s.height[j] == 0 || stamp[j] == steps) continue;
+          if (s.residual[j * 8 + static_cast<std::size_t>(k ^ 4)] == 0) continue;
+          stamp[j] = steps;
+          frontier.push_back(j);
+        }
+      }
+    }
+    return steps;
+  }
+
+  // --relabel capped: the region labels by v0.13c's global relabel. The first sweep
+  // relaxes every tile from its own sinks; each later sweep relaxes, from their current
+  // heights, the tiles next to (or equal to) a tile whose heights moved in the sweep
+  // before. After sweep j every label below j is exact (a path crossing d < j tile
+  // boundaries is found by sweep d + 1) and every finite label is below j; a pixel not
+  // reached needs at least j crossings. Stopped at the cap after j sweeps, the pixels not
+  // reached take label j: valid, since a boundary arc p -> q with p unreached and q at
+  // label d gives j <= d + 1, and q unreached gives j <= j + 1.
+  bool capped_labels(Counts& c, int cap) {
+    const int tiles = tiles_x_ * tiles_y_;
+    std::vector<int> height(label_.size(), kHInf);  // the relabel's heights, D * B + steps
+    const int b = 2 * o_.tile_w * o_.tile_h;
+    for (std::size_t p = 0; p < label_.size(); ++p) {
+      if (excess_[p] < 0) height[p] = 0;
+    }
+    std::fill(label_.begin(), label_.end(), kDInf);
+    for (std::size_t p = 0; p < label_.size(); ++p) {
+      if (excess_[p] < 0) label_[p] = 0;
+    }
+    std::vector<int> list(static_cast<std::size_t>(tiles));
+    for (int t = 0; t < tiles; ++t) list[static_cast<std::size_t>(t)] = t;
+    int sweeps = 0;
+    while (!list.empty()) {
+      if (cap > 0 && sweeps == cap) {
+        ++c.truncated;
+        for (int& d : label_) {
+          if (d >= kDInf) d = sweeps;
+        }
+        return true;
+      }
+      std::vector<int> next = label_;
+      std::vector<std::uint8_t> request(static_cast<std::size_t>(tiles), 0);
+      std::vector<double> cost;
+      for (const int t : list) {
+        Tile s = load(t);  // halo heights (D + 1) * B from the labels of the sweep before
+        bool changed = false;
+        int steps = 0;
+        if (sweeps == 0) {
+          steps = relax(s);
+          changed = true;
+        } else {
+          for (int ly = 0; ly < o_.tile_h; ++ly) {
+            for (int lx = 0; lx < o_.tile_w; ++lx) {
+              const auto i = static_cast<std::size_t>(s.at(ly, lx));
+              if (s.inside[i] != 0U) s.height[i] = height[pix(s.y0 + ly, s.x0 + lx)];
+            }
+          }
+          steps = relax_from(s, changed);
+        }
+        cost.push_back(o_.cost_load + o_.cost_step * steps);
+        if (!changed) continue;
+        bool moved = false;
+        for (int ly = 0; ly < o_.tile_h; ++ly) {
+          for (int lx = 0; lx < o_.tile_w; ++lx) {
+            const auto i = static_cast<std::size_t>(s.at(ly, lx));
+            if (s.inside[i] == 0U) continue;
+            const std::size_t p = pix(s.y0 + ly, s.x0 + lx);
+            height[p] = s.height[i];
+            next[p] = s.height[i] >= kHInf ? kDInf : s.height[i] / b;
+            if (next[p] != label_[p]) moved = true;
+          }
+        }
+        // Only a label that moved changes what the neighbours see in their halo.
+        if (!moved) continue;
+        const int tx = t % tiles_x_;
+        const int ty = t / tiles_x_;
+        for (int dy = -1; dy <= 1; ++dy) {
+          for (int dx = -1; dx <= 1; ++dx) {
+            const int nx = tx + dx;
+            const int ny = ty + dy;
+            if (nx >= 0 && ny >= 0 && nx < tiles_x_ && ny < tiles_y_) request[static_cast<std::size_t>(ny * tiles_x_ + nx)] = 1;
+          }
+        }
+      }
+      label_ = std::move(next);
+      ++sweeps;
+      ++c.relabel_sweeps;
+      ++c.barriers;
+      c.time_us += phase_time(cost) + o_.cost_barrier;
+      list.clear();
+      for (int t = 0; t < tiles; ++t) {
+        if (request[static_cast<std::size_t>(t)] != 0U) list.push_back(t);
+      }
+    }
+    return false;
+  }
+
   // Exact region labels: tile-level Jacobi sweeps, each tile relaxing inside from the
   // halo labels of the previous sweep, until none changes. One barrier a sweep.
   void exact_labels(Counts& c) {
@@ -628,6 +990,7 @@ class RegionDischarge {
     c.cut_sweeps += deepest + 2;
     c.barriers += deepest + 2;
     const double per_sweep = o_.cost_load + o_.cost_step * 2.0 * (o_.tile_w + o_.tile_h);
+    c.cut_us += (deepest + 2) * (per_sweep * std::ceil(tiles_x_ * tiles_y_ / static_cast<double>(o_.blocks)) + o_.cost_barrier);
     c.time_us += (deepest + 2) * (per_sweep * std::ceil(tiles_x_ * tiles_y_ / static_cast<double>(o_.blocks)) + o_.cost_barrier);
     return cut;
   }
@@ -683,12 +1046,28 @@ bool parse_option(const std::string& a, const char* value, Options& o) {
   } else if (a == "--cost-barrier") {
     o.cost_barrier = std::stod(v);
   } else if (a == "--inner") {
-    if (v != "gs" && v != "jacobi") throw std::invalid_argument("--inner: jacobi or gs");
+    if (v != "gs" && v != "jacobi" && v != "levels") throw std::invalid_argument("--inner: jacobi, gs or levels");
     o.inner_gs = v == "gs";
+    o.inner_levels = v == "levels";
   } else if (a == "--cost-pass") {
     o.cost_pass = std::stod(v);
   } else if (a == "--parallel") {
     o.parallel = v != "0";
+  } else if (a == "--level-relabel") {
+    if (v != "exact" && v != "local") throw std::invalid_argument("--level-relabel: exact or local");
+    o.level_local = v == "local";
+  } else if (a == "--cost-level") {
+    o.cost_level = std::stod(v);
+  } else if (a == "--relabel") {
+    if (v != "exact" && v != "capped") throw std::invalid_argument("--relabel: exact or capped");
+    o.relabel_capped = v == "capped";
+  } else if (a == "--relabel-cap") {
+    o.relabel_cap = std::stoi(v);
+  } else if (a == "--cut") {
+    if (v != "sweeps" && v != "labels") throw std::invalid_argument("--cut: sweeps or labels");
+    o.cut_from_labels = v == "labels";
+  } else if (a == "--stall-relabel") {
+    o.stall_relabel = std::stoi(v);
   } else if (a == "--blocks") {
     o.blocks = std::stoi(v);
   } else {
@@ -723,6 +1102,13 @@ int run(int argc, char** argv) {
               "us per round %.2f, BFS step %.2f, load %.2f, barrier %.2f, %d blocks\n",
               o.tile_w, o.tile_h, o.round_cap, o.relax_every, o.init_bfs ? "bfs" : "zero", o.warm_bfs ? "bfs" : "zero", o.global_every,
               o.cost_round, o.cost_step, o.cost_load, o.cost_barrier, o.blocks);
+  if (o.inner_levels || o.relabel_capped || o.stall_relabel > 0 || o.cut_from_labels) {
+    std::printf("inner %s (us per level step %.2f, level relabel %s), parallel %d, global relabel %s (cap %d sweeps), "
+                "relabel on a stall of %d sweeps, cut from %s\n",
+                o.inner_levels ? "levels" : (o.inner_gs ? "gs" : "jacobi"), o.cost_level, o.level_local ? "local" : "exact",
+                o.parallel ? 1 : 0, o.relabel_capped ? "capped" : "exact", o.relabel_cap, o.stall_relabel,
+                o.cut_from_labels ? "labels" : "sweeps");
+  }
   std::printf("%-14s %-5s | %6s %8s %7s %7s %10s %9s %8s %8s %6s %6s | %8s\n", "graph", "solve", "sweeps", "barriers",
               "relabel", "cutswp", "discharges", "rounds", "maxround", "bfsrun", "capped", "drops", "model ms");
   std::vector<double> total_ms, cold_ms, cold_barriers, warm_ratio;
@@ -774,6 +1160,14 @@ int run(int argc, char** argv) {
     }
     total_ms.push_back(total / 1000.0);
     if (seq->graphs.size() > 1) warm_ratio.push_back(warm / static_cast<double>(seq->graphs.size() - 1) / (cold_ms.back() * 1000.0));
+  }
+  {
+    std::printf("\nall solves: %lld discharges, %lld passes or rounds (%lld on the critical path: the sum over phases of "
+                "a phase's most), %lld level steps, %lld in-tile BFS steps, %lld global relabels (%lld truncated), "
+                "%lld relabel sweeps; model time %.1f ms: global relabels %.1f, cut %.1f, discharges and barriers %.1f\n",
+                sum.discharges, sum.rounds, sum.critical_rounds, sum.level_steps, sum.bfs_steps, sum.relabels, sum.truncated, sum.relabel_sweeps,
+                sum.time_us / 1000.0, sum.relabel_us / 1000.0, sum.cut_us / 1000.0,
+                (sum.time_us - sum.relabel_us - sum.cut_us) / 1000.0);
   }
   std::printf("\nover %zu sequences: model ms (all solves) median %.2f p90 %.2f max %.2f; cold median %.2f max %.2f; "
               "cold barriers median %.0f p90 %.0f max %.0f; warm/cold median %.2f max %.2f; label drops %lld\n",
