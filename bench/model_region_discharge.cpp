@@ -617,9 +617,10 @@ class RegionDischarge {
     return steps;
   }
 
-  // --level-relabel local: one synchronous relabel step after a pass, instead of exact
-  // heights: every pixel left with excess and no lower residual neighbour rises to one
-  // above its lowest residual neighbour. Returns 1 (the step).
+  // One synchronous relabel step: every pixel left with excess and no lower residual
+  // neighbour rises to one above its lowest residual neighbour. Ends each round of line
+  // passes, and with --level-relabel local follows each level pass instead of exact
+  // heights. Returns 1 (the step).
   int relabel_step(Tile& s) const {
     std::vector<int> relabelled = s.height;
     for (std::size_t i = 0; i < s.height.size(); ++i) {
@@ -701,17 +702,7 @@ class RegionDischarge {
         pushed = true;
       }
     }
-    std::vector<int> relabelled = s.height;
-    for (std::size_t i = 0; i < s.height.size(); ++i) {
-      if (!active(s, i)) continue;
-      int m = kHInf;
-      for (int k = 0; k < 8; ++k) {
-        if (s.residual[i * 8 + static_cast<std::size_t>(k)] == 0) continue;
-        m = std::min(m, s.height[neighbour(s, i, k)]);
-      }
-      if (m >= s.height[i]) relabelled[i] = m >= kHInf ? kHInf : m + 1;
-    }
-    s.height = std::move(relabelled);
+    relabel_step(s);
     return pushed;
   }
 
