@@ -49,9 +49,7 @@ GRABCUT_HD bool reduce_voxel(const Input<T>& in, std::int64_t i, std::int32_t* n
   const std::int64_t coord[3] = {v % in.width, (v / in.width) % in.height, v / plane};
   const std::int64_t size[3] = {in.width, in.height, in.depth};
   const std::int64_t stride[3] = {1, in.width, plane};
-  const std::int64_t sv = mincut_capacity(in.source[i]), tv = mincut_capacity(in.sink[i]);
-  bool ok = mincut_in_range(sv) && mincut_in_range(tv);
-  std::int64_t sum = sv + tv, s2 = 2 * sv, t2 = 2 * tv, both = 0;
+  MincutNodeSums node(mincut_capacity(in.source[i]), mincut_capacity(in.sink[i]));
   for (int k = 0; k < 3; ++k) {
     const std::int64_t base = (b * 3 + k) * n;
     const bool out = coord[k] + 1 < size[k], into = coord[k] >= 1;
@@ -59,24 +57,9 @@ GRABCUT_HD bool reduce_voxel(const Input<T>& in, std::int64_t i, std::int32_t* n
     const std::int64_t ra = out && in.reverse != nullptr ? mincut_capacity(in.reverse[base + v]) : 0;
     const std::int64_t ia = into ? mincut_capacity(in.edges[base + v - stride[k]]) : 0;
     const std::int64_t ir = into && in.reverse != nullptr ? mincut_capacity(in.reverse[base + v - stride[k]]) : 0;
-    ok = ok && mincut_in_range(a) && mincut_in_range(ra) && mincut_in_range(ia) && mincut_in_range(ir);
-    sum += a + ra + ia + ir;
-    s2 += ra + ia;  // the tail of an edge pair gains source b and sink a, the head source a and sink b
-    t2 += a + ir;
-    both += a + ra;
-    nlinks[base + v] = static_cast<std::int32_t>(a + ra);
+    nlinks[base + v] = static_cast<std::int32_t>(node.add(a, ra, ia, ir));
   }
-  ok = ok && sum <= kMincutMaxNodeSum;
-  std::int64_t share = 0;
-  if (in.reverse != nullptr) {
-    net[i] = static_cast<std::int32_t>(s2 - t2);
-    share = mincut_min(s2, t2) - both;
-  } else {
-    net[i] = static_cast<std::int32_t>(sv - tv);
-    share = mincut_min(sv, tv);
-  }
-  offset += ok ? share : 0;  // a failed voxel adds nothing: the offset stays bounded
-  return ok;
+  return node.finish(in.reverse != nullptr, net + i, offset);
 }
 
 }  // namespace grabcut::mincut3d

@@ -42,6 +42,43 @@ GRABCUT_HD std::int64_t mincut_capacity(T v) {
 
 GRABCUT_HD std::int64_t mincut_min(std::int64_t a, std::int64_t b) { return a < b ? a : b; }
 
+// The sums of one node (a 2D pixel, a 3D voxel) of the reduction, gathered edge pair by
+// edge pair: the range checks, the node sum, and for the asymmetric form the doubled
+// terminals and the n-links' part of the offset. Branch-free; with `asym` a constant
+// where finish() is inlined, the symmetric form's unused sums fold away.
+struct MincutNodeSums {
+  std::int64_t source, sink, sum, s2, t2, both = 0;
+  bool ok;
+  GRABCUT_HD MincutNodeSums(std::int64_t source_capacity, std::int64_t sink_capacity)
+      : source(source_capacity),
+        sink(sink_capacity),
+        sum(source_capacity + sink_capacity),
+        s2(2 * source_capacity),
+        t2(2 * sink_capacity),
+        ok(mincut_in_range(source_capacity) & mincut_in_range(sink_capacity)) {}
+  // One neighbour's edges: a to it and r back (0 where it is off the grid, or r in the
+  // symmetric form), ia from the opposite neighbour and ir back. Returns the n-link to
+  // the neighbour, a + r.
+  GRABCUT_HD std::int64_t add(std::int64_t a, std::int64_t r, std::int64_t ia, std::int64_t ir) {
+    ok &= mincut_in_range(a) & mincut_in_range(r) & mincut_in_range(ia) & mincut_in_range(ir);
+    sum += a + r + ia + ir;
+    s2 += r + ia;  // the tail of an edge pair gains source b and sink a, the head source a and sink b
+    t2 += a + ir;
+    both += a + r;
+    return a + r;
+  }
+  // Writes the node's net terminal capacity to *net and adds its share of the graph's
+  // offset to `offset` (nothing if it failed a check: the offset stays bounded).
+  // Returns whether every value read is in range and the node sum within the bound.
+  GRABCUT_HD bool finish(bool asym, std::int32_t* net, std::int64_t& offset) {
+    ok &= sum <= kMincutMaxNodeSum;
+    *net = static_cast<std::int32_t>(asym ? s2 - t2 : source - sink);
+    const std::int64_t share = asym ? mincut_min(s2, t2) - both : mincut_min(source, sink);
+    offset += ok ? share : 0;
+    return ok;
+  }
+};
+
 // Pixel (y, x) of one graph of h x w pixels (I: the index type, int64 on the CPU,
 // int on the GPU, where a graph has fewer than 2^28 pixels). src, snk: its planes
 // (h * w values, row-major); edg[k], rev[k]: the planes of public neighbour k < K
@@ -68,9 +105,7 @@ template <typename T, int K, bool kAsym, bool kWriteNl, bool kChecked, typename 
 GRABCUT_HD bool mincut_reduce_pixel(const T* src, const T* snk, const T* const* edg, const T* const* rev, I h, I w,
                                     I y, I x, std::int32_t* net, std::int32_t* const* nl, std::int64_t& offset) {
   const I i = y * w + x;
-  const std::int64_t sv = mincut_capacity(src[i]), tv = mincut_capacity(snk[i]);
-  bool ok = mincut_in_range(sv) & mincut_in_range(tv);
-  std::int64_t sum = sv + tv, s2 = 2 * sv, t2 = 2 * tv, both = 0;
+  MincutNodeSums node(mincut_capacity(src[i]), mincut_capacity(snk[i]));
 #if defined(__CUDA_ARCH__)  // device code only: the host compilers know no such pragma
 #pragma unroll
 #endif
@@ -85,26 +120,10 @@ GRABCUT_HD bool mincut_reduce_pixel(const T* src, const T* snk, const T* const* 
       r = out ? mincut_capacity(rev[k][i]) : 0;
       ir = in ? mincut_capacity(rev[k][j]) : 0;
     }
-    ok &= mincut_in_range(a) & mincut_in_range(ia) & mincut_in_range(r) & mincut_in_range(ir);
-    sum += a + r + ia + ir;
-    if constexpr (kAsym) {
-      s2 += r + ia;  // the tail of an edge pair gains source b and sink a, the head source a and sink b
-      t2 += a + ir;
-      both += a + r;
-    }
-    if constexpr (kWriteNl) nl[k][i] = static_cast<std::int32_t>(a + r);
+    const std::int64_t nlink = node.add(a, r, ia, ir);
+    if constexpr (kWriteNl) nl[k][i] = static_cast<std::int32_t>(nlink);
   }
-  ok &= sum <= kMincutMaxNodeSum;
-  std::int64_t share = 0;
-  if constexpr (kAsym) {
-    net[i] = static_cast<std::int32_t>(s2 - t2);
-    share = mincut_min(s2, t2) - both;
-  } else {
-    net[i] = static_cast<std::int32_t>(sv - tv);
-    share = mincut_min(sv, tv);
-  }
-  offset += ok ? share : 0;  // a failed pixel adds nothing: the offset stays bounded
-  return ok;
+  return node.finish(kAsym, net + i, offset);
 }
 
 }  // namespace grabcut
