@@ -90,6 +90,23 @@ struct Grid3dState {
   std::int32_t* pushed = nullptr;          // [7 * total]: this phase's amount along arc d, or to the sink (6)
 };
 
+// A state's geometry and graph: `batch` graphs of depth x height x width voxels, the
+// terminals and n-links in the layout above; the scratch pointers are the caller's to set.
+inline Grid3dState grid3d_state(std::int64_t batch, std::int32_t depth, std::int32_t height, std::int32_t width,
+                                const std::int32_t* terminal, const std::int32_t* nlinks) {
+  Grid3dState s;
+  s.batch = batch;
+  s.voxels = std::int64_t{depth} * height * width;
+  s.total = batch * s.voxels;
+  s.depth = depth;
+  s.height = height;
+  s.width = width;
+  s.dead = static_cast<std::int32_t>(s.voxels + 1);
+  s.terminal = terminal;
+  s.nlinks = nlinks;
+  return s;
+}
+
 // The index step to the neighbour in direction d (within a graph; the neighbour bits
 // keep every step on the grid).
 GRABCUT_HD std::int64_t step(const Grid3dState& s, int d) {

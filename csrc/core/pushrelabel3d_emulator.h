@@ -37,16 +37,7 @@ class Grid3dPushRelabelEmulator {
     label_[0].assign(size, 0);
     label_[1].assign(size, 0);
     cur_ = 0;
-    s_ = pr3d::Grid3dState{};
-    s_.batch = batch;
-    s_.voxels = n;
-    s_.total = total;
-    s_.depth = depth;
-    s_.height = height;
-    s_.width = width;
-    s_.dead = static_cast<std::int32_t>(n + 1);
-    s_.terminal = terminal;
-    s_.nlinks = nlinks;
+    s_ = pr3d::grid3d_state(batch, depth, height, width, terminal, nlinks);
     s_.neighbours = neighbours_.data();
     s_.residual = residual_.data();
     s_.excess = excess_.data();

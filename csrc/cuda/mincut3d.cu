@@ -155,15 +155,7 @@ Scratch carve(const Grid3dBatch& g, WorkspaceCarver& carver) {
   const auto count = static_cast<std::size_t>(total);
   Scratch s;
   pr3d::Grid3dState& st = s.state;
-  st.batch = g.batch;
-  st.voxels = n;
-  st.total = total;
-  st.depth = g.depth;
-  st.height = g.height;
-  st.width = g.width;
-  st.dead = static_cast<std::int32_t>(n + 1);
-  st.terminal = g.terminal;
-  st.nlinks = g.nlinks;
+  st = pr3d::grid3d_state(g.batch, g.depth, g.height, g.width, g.terminal, g.nlinks);
   st.neighbours = carver.take<std::uint8_t>(count);
   st.residual = carver.take<std::int32_t>(pr3d::kDirections * count);
   st.excess = carver.take<std::int64_t>(count);

@@ -137,15 +137,7 @@ class ShuffledBackend {
     label_[1].assign(size, 0);
     order_.resize(size);
     std::iota(order_.begin(), order_.end(), std::int64_t{0});
-    s.batch = 1;
-    s.voxels = n;
-    s.total = n;
-    s.depth = g.depth;
-    s.height = g.height;
-    s.width = g.width;
-    s.dead = static_cast<std::int32_t>(n + 1);
-    s.terminal = g.terminal.data();
-    s.nlinks = g.nlinks.data();
+    s = grabcut::pr3d::grid3d_state(1, g.depth, g.height, g.width, g.terminal.data(), g.nlinks.data());
     s.neighbours = neighbours_.data();
     s.residual = residual_.data();
     s.excess = excess_.data();
