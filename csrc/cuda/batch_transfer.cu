@@ -39,33 +39,30 @@ __global__ void spread_kernel(const std::uint8_t* packed, const PackedImage* ima
   });
 }
 
+// This block's share of mask b of the pitched batch `masks`, row after row to dst.
+__device__ void unpitch_mask(const std::uint8_t* masks, int b, const BatchImage& im, int pitch_h, int pitch_w,
+                             std::uint8_t* dst) {
+  const long long n = im.pixels();
+  const std::uint8_t* src = masks + static_cast<long long>(b) * pitch_h * pitch_w;
+  for (long long i = static_cast<long long>(blockIdx.x) * kThreads + threadIdx.x; i < n;
+       i += static_cast<long long>(gridDim.x) * kThreads) {
+    const long long y = i / im.width;
+    dst[i] = src[y * pitch_w + (i - y * im.width)];
+  }
+}
+
 __global__ void gather_kernel(const std::uint8_t* masks, const BatchImage* images, int batch, int pitch_h, int pitch_w,
                               std::uint8_t* out) {
   detail::for_each_block_image(batch, [&](int b) {
     const BatchImage im = images[b];
-    const long long n = im.pixels();
-    const std::uint8_t* src = masks + static_cast<long long>(b) * pitch_h * pitch_w;
-    for (long long i = static_cast<long long>(blockIdx.x) * kThreads + threadIdx.x; i < n;
-         i += static_cast<long long>(gridDim.x) * kThreads) {
-      const long long y = i / im.width;
-      out[im.offset + i] = src[y * pitch_w + (i - y * im.width)];
-    }
+    unpitch_mask(masks, b, im, pitch_h, pitch_w, out + im.offset);
   });
 }
 
 __global__ void scatter_kernel(const std::uint8_t* masks, const BatchImage* images, std::uint8_t* const* outs,
                                int batch, int pitch_h, int pitch_w) {
   detail::for_each_block_image(batch, [&](int b) {
-    std::uint8_t* out = outs[b];
-    if (out == nullptr) return;
-    const BatchImage im = images[b];
-    const long long n = im.pixels();
-    const std::uint8_t* src = masks + static_cast<long long>(b) * pitch_h * pitch_w;
-    for (long long i = static_cast<long long>(blockIdx.x) * kThreads + threadIdx.x; i < n;
-         i += static_cast<long long>(gridDim.x) * kThreads) {
-      const long long y = i / im.width;
-      out[i] = src[y * pitch_w + (i - y * im.width)];
-    }
+    if (outs[b] != nullptr) unpitch_mask(masks, b, images[b], pitch_h, pitch_w, outs[b]);
   });
 }
 
