@@ -448,6 +448,13 @@ inline MincutGraph mincut3d_graph_cpu(const Mincut3dShape& s, const at::Tensor& 
   AT_DISPATCH_INDEX_TYPES(source.scalar_type(), "mincut_grid3d", [&] {
     const index_t* r = rev.defined() ? rev.data_ptr<index_t>() : nullptr;
     int32_t* nl = borrow ? nullptr : g.nlinks.data_ptr<int32_t>();
+    // The pointers once: data_ptr checks the tensor on every call, which per voxel
+    // cost as much as the reduction itself.
+    const index_t* const sp = src.data_ptr<index_t>();
+    const index_t* const tp = snk.data_ptr<index_t>();
+    const index_t* const ep = edg.data_ptr<index_t>();
+    int32_t* const net = g.net.data_ptr<int32_t>();
+    int64_t* const slice_offset = slices.data_ptr<int64_t>();
     std::atomic<bool> ok{true};
     at::parallel_for(0, s.batch * s.depth, 1, [&](int64_t begin, int64_t end) {
       for (int64_t slice = begin; slice < end; ++slice) {
@@ -456,12 +463,10 @@ inline MincutGraph mincut3d_graph_cpu(const Mincut3dShape& s, const at::Tensor& 
         int bad = 0;
         for (int64_t y = 0; y < s.height; ++y) {
           for (int64_t x = 0; x < s.width; ++x) {
-            bad |= detail::reduce_voxel<index_t>(s, src.data_ptr<index_t>(), snk.data_ptr<index_t>(),
-                                                 edg.data_ptr<index_t>(), r, b, z, y, x, g.net.data_ptr<int32_t>(),
-                                                 nl, offset, nullptr);
+            bad |= detail::reduce_voxel<index_t>(s, sp, tp, ep, r, b, z, y, x, net, nl, offset, nullptr);
           }
         }
-        slices.data_ptr<int64_t>()[slice] = offset;
+        slice_offset[slice] = offset;
         if (bad) ok.store(false, std::memory_order_relaxed);
       }
     });
@@ -472,9 +477,7 @@ inline MincutGraph mincut3d_graph_cpu(const Mincut3dShape& s, const at::Tensor& 
             for (int64_t x = 0; x < s.width; ++x) {
               detail::MincutError e;
               int64_t unused = 0;
-              if (detail::reduce_voxel<index_t>(s, src.data_ptr<index_t>(), snk.data_ptr<index_t>(),
-                                                edg.data_ptr<index_t>(), r, b, z, y, x, g.net.data_ptr<int32_t>(),
-                                                nullptr, unused, &e)) {
+              if (detail::reduce_voxel<index_t>(s, sp, tp, ep, r, b, z, y, x, net, nullptr, unused, &e)) {
                 detail::throw_mincut_error(e);
               }
             }

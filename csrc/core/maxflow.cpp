@@ -60,10 +60,9 @@
 // whose new residual would leave int32 is a cold solve instead. The returned cut
 // capacity is summed in int64. Terminals may be any int32 value.
 //
-// Once no active node is left the flow is maximum, and the cut is then found
-// independently of the trees: a breadth-first search backward from the sink over
-// arcs with positive residual marks every pixel that can reach the sink; all other
-// pixels form the canonical (largest minimum) source set.
+// Once no active node is left the flow is maximum, and the sink tree is then exactly
+// the set of pixels that can reach the sink over arcs with positive residual; all
+// other pixels form the canonical (largest minimum) source set (compute_cut).
 #include "core/maxflow.h"
 
 #include <omp.h>
@@ -197,7 +196,7 @@ struct GridCore {
   std::vector<std::int32_t> residual;  // K per node, arc d of p at K * p + d
   std::vector<Node> nodes;
   // FIFO of node indices, a ring of num_nodes slots: the active nodes during the
-  // flow, the frontier of the cut search afterwards. A node is never in it twice.
+  // flow and the breadth-first order of a push sweep. A node is never in it twice.
   std::vector<int> queue;
   int queue_head = 0;
   int queue_tail = 0;
@@ -212,7 +211,6 @@ struct GridCore {
   };
   std::vector<PathArc> source_path;
   std::vector<PathArc> sink_path;
-  std::vector<std::uint8_t> reaches_sink;  // marks of the final cut search
 
   std::int32_t time = 0;
 
@@ -1157,37 +1155,22 @@ void GridCore<K>::renumber_timestamps() {
   time = 0;
 }
 
+// The canonical cut read off the sink tree. When the search ends, T is exactly the
+// set of nodes that can reach the sink in the residual graph: every node of T
+// reaches it along its chain of parents (residual arcs, no orphan left), and no node
+// outside T has a residual arc into T, since a node of T is active until it has
+// taken in every neighbour with such an arc (growth), one that loses a tree is
+// orphaned and its T neighbours with an arc from it reactivated (adoption), and an
+// augmentation opens residual only on arcs inside a tree or from T to S. So the
+// source side, the nodes that cannot reach the sink, is every node not in T. (The
+// strips of a parallel solve end the same way: the last search covers the grid.)
 template <int K>
 void GridCore<K>::compute_cut(std::uint8_t* source_side) {
   const Node* const node = nodes.data();
-  const std::int32_t* const rc = residual.data();
-  // One byte per node keeps the marks of a whole neighbourhood in cache.
-  reaches_sink.assign(static_cast<std::size_t>(num_nodes), 0);
-  std::uint8_t* const reach = reaches_sink.data();
-  clear_queue();
   for (int y = 0; y < height; ++y) {
-    for (int x = 0; x < width; ++x) {
-      const int p = (y + 1) * stride + (x + 1);
-      if (node[p].terminal < 0) {
-        reach[p] = 1;
-        enqueue(p);
-      }
-    }
-  }
-  while (queue_size > 0) {
-    const int q = dequeue();
-    for (int d = 0; d < kNumDirections; ++d) {
-      const int p = q + offset[d];  // arc p -> q is arc opposite(d) of p
-      if (reach[p] == 0 && rc[kNumDirections * p + opposite(d)] != 0) {
-        reach[p] = 1;
-        enqueue(p);
-      }
-    }
-  }
-  for (int y = 0; y < height; ++y) {
-    const std::uint8_t* const row = reach + (y + 1) * stride + 1;
+    const Node* const row = node + (y + 1) * stride + 1;
     std::uint8_t* const out = source_side + static_cast<std::size_t>(y) * width;
-    for (int x = 0; x < width; ++x) out[x] = static_cast<std::uint8_t>(row[x] ^ 1);
+    for (int x = 0; x < width; ++x) out[x] = static_cast<std::uint8_t>(row[x].tree != kSinkTree);
   }
 }
 

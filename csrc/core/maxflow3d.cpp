@@ -8,8 +8,8 @@
 // neighbour of its own tree, joined by an unsaturated arc, whose chain of parents
 // still reaches the terminal and is shortest (timestamps and distances cache that
 // check within one adoption stage), or is freed and orphans its children. No
-// active voxel left: the flow is maximum. The canonical cut is then found by a
-// breadth-first search backward from the sink over arcs with residual capacity.
+// active voxel left: the flow is maximum, and the canonical cut's sink side, the
+// voxels that reach the sink over arcs with residual capacity, is the sink tree.
 //
 // The grid is padded by one voxel on every side: padding voxels have no arcs, so a
 // neighbour index needs no bounds check. The 6 arcs leaving a voxel lie together
@@ -35,7 +35,7 @@ constexpr int opposite(int d) { return d < 3 ? d + 3 : d - 3; }
 constexpr std::uint8_t kFree = 0, kSource = 1, kSink = 2;
 constexpr std::uint8_t kTerminal = 6, kNone = 7;  // parent values besides a direction 0..5
 constexpr std::int32_t kMaxNlink = (std::int32_t{1} << 30) - 1;
-constexpr std::int64_t kInfinite = std::numeric_limits<std::int64_t>::max();
+constexpr std::int32_t kInfinite = std::numeric_limits<std::int32_t>::max();
 
 }  // namespace
 
@@ -46,11 +46,15 @@ struct Grid3dMaxflowSolver::Impl {
   std::vector<std::int32_t> residual;   // 6 per voxel
   std::vector<std::int64_t> terminal;   // > 0: source residual, < 0: sink residual
   std::vector<std::uint8_t> tree, parent, active;
-  std::vector<std::int64_t> stamp, distance;
-  std::vector<std::int64_t> queue;
+  // int32, half the bytes of int64 on every visit: a distance is at most the number
+  // of voxels (< 2^28), and the clock restarts before it overflows (grow_and_augment).
+  std::vector<std::int32_t> stamp, distance;
+  // The active voxels, a FIFO in a ring of `nodes` slots (a voxel is in it at most
+  // once: `active`).
+  std::vector<std::int32_t> queue;
   std::vector<std::int64_t> orphans;
-  std::size_t head = 0;
-  std::int64_t time = 0;
+  std::int64_t head = 0, tail = 0, queued = 0;
+  std::int32_t time = 0;
 
   std::int64_t pad(int z, int y, int x) const { return (z + 1) * stride_z + (y + 1) * stride_y + (x + 1); }
   std::int64_t parent_of(std::int64_t p) const { return p + offset[parent[p]]; }
@@ -58,7 +62,9 @@ struct Grid3dMaxflowSolver::Impl {
   void activate(std::int64_t p) {
     if (!active[p]) {
       active[p] = 1;
-      queue.push_back(p);
+      queue[static_cast<std::size_t>(tail)] = static_cast<std::int32_t>(p);
+      if (++tail == nodes) tail = 0;
+      ++queued;
     }
   }
 
@@ -84,9 +90,9 @@ void Grid3dMaxflowSolver::Impl::prepare(const Grid3dGraphView& g) {
   active.assign(static_cast<std::size_t>(nodes), 0);
   stamp.assign(static_cast<std::size_t>(nodes), 0);
   distance.assign(static_cast<std::size_t>(nodes), 0);
-  queue.clear();
+  queue.resize(static_cast<std::size_t>(nodes));
   orphans.clear();
-  head = 0;
+  head = tail = queued = 0;
   time = 0;
   const int sizes[3] = {width, height, depth};
   std::int64_t i = 0;
@@ -182,13 +188,13 @@ void Grid3dMaxflowSolver::Impl::adopt() {
     const std::int64_t v = orphans[o];
     const std::uint8_t t = tree[v];
     int best = -1;
-    std::int64_t best_distance = kInfinite;
+    std::int32_t best_distance = kInfinite;
     for (int d = 0; d < kDirections; ++d) {
       const std::int64_t q = v + offset[d];
       if (tree[q] != t) continue;
       // S: the arc q -> v must have residual; T: the arc v -> q.
       if (!(t == kSource ? residual[6 * q + opposite(d)] > 0 : residual[6 * v + d] > 0)) continue;
-      std::int64_t k = 0;
+      std::int32_t k = 0;
       std::int64_t u = q;
       for (;;) {
         if (stamp[u] == time) {
@@ -240,11 +246,15 @@ void Grid3dMaxflowSolver::Impl::adopt() {
 }
 
 void Grid3dMaxflowSolver::Impl::grow_and_augment() {
-  while (head < queue.size()) {
-    const std::int64_t p = queue[head];
+  const auto pop = [this] {
+    if (++head == nodes) head = 0;
+    --queued;
+  };
+  while (queued > 0) {
+    const std::int64_t p = queue[static_cast<std::size_t>(head)];
     if (tree[p] == kFree) {
       active[p] = 0;
-      ++head;
+      pop();
       continue;
     }
     std::int64_t s_end = -1, t_end = -1;
@@ -283,12 +293,14 @@ void Grid3dMaxflowSolver::Impl::grow_and_augment() {
     }
     if (s_end < 0) {
       active[p] = 0;
-      ++head;
-      if (head > 4096 && head * 2 > queue.size()) {
-        queue.erase(queue.begin(), queue.begin() + static_cast<std::ptrdiff_t>(head));
-        head = 0;
-      }
+      pop();
       continue;
+    }
+    // A stamp means only "checked in the adoption stage of this clock value", so
+    // clearing them all lets the clock start again.
+    if (time == std::numeric_limits<std::int32_t>::max()) {
+      std::fill(stamp.begin(), stamp.end(), 0);
+      time = 0;
     }
     ++time;
     augment(s_end, t_end, dir);
@@ -310,32 +322,14 @@ std::int64_t Grid3dMaxflowSolver::solve(const Grid3dGraphView& g, std::uint8_t* 
   s.prepare(g);
   s.grow_and_augment();
 
-  // Canonical cut: the voxels that reach the sink over residual arcs.
-  std::vector<std::uint8_t>& reach = s.active;  // reused: every voxel is inactive now
-  std::fill(reach.begin(), reach.end(), 0);
-  std::vector<std::int64_t>& bfs = s.queue;
-  bfs.clear();
-  for (int z = 0; z < g.depth; ++z) {
-    for (int y = 0; y < g.height; ++y) {
-      for (int x = 0; x < g.width; ++x) {
-        const std::int64_t p = s.pad(z, y, x);
-        if (s.terminal[p] < 0) {
-          reach[p] = 1;
-          bfs.push_back(p);
-        }
-      }
-    }
-  }
-  for (std::size_t i = 0; i < bfs.size(); ++i) {
-    const std::int64_t v = bfs[i];
-    for (int d = 0; d < kDirections; ++d) {
-      const std::int64_t u = v + s.offset[d];
-      if (!reach[u] && s.residual[6 * u + opposite(d)] > 0) {
-        reach[u] = 1;
-        bfs.push_back(u);
-      }
-    }
-  }
+  // Canonical cut: the voxels that reach the sink over residual arcs, which, once no
+  // voxel is active, are exactly those of the sink tree. Each reaches the sink along
+  // its chain of parents; and no voxel outside T has a residual arc into T: a voxel
+  // of T stays active until it has taken in every neighbour with such an arc, one
+  // that leaves a tree reactivates its neighbours of T with an arc from it (adopt),
+  // and an augmentation opens residual only inside a tree or from T to S.
+  const std::vector<std::uint8_t>& tree = s.tree;
+  const auto reach = [&tree](std::int64_t p) { return tree[static_cast<std::size_t>(p)] == kSink; };
   // The flow value: the capacity of that cut in the graph as given.
   std::int64_t capacity = 0;
   std::int64_t i = 0;
@@ -344,7 +338,7 @@ std::int64_t Grid3dMaxflowSolver::solve(const Grid3dGraphView& g, std::uint8_t* 
     for (int y = 0; y < g.height; ++y) {
       for (int x = 0; x < g.width; ++x, ++i) {
         const std::int64_t p = s.pad(z, y, x);
-        const bool src = !reach[p];
+        const bool src = !reach(p);
         source_side[i] = src ? 1 : 0;
         const std::int64_t t = g.terminal[i];
         if (src && t < 0) capacity -= t;
@@ -352,7 +346,7 @@ std::int64_t Grid3dMaxflowSolver::solve(const Grid3dGraphView& g, std::uint8_t* 
         const int coord[3] = {x, y, z};
         for (int d = 0; d < 3; ++d) {
           if (coord[d] + 1 >= sizes[d]) continue;
-          if (src != !reach[p + s.offset[d]]) capacity += g.nlink[d][i];
+          if (src != !reach(p + s.offset[d])) capacity += g.nlink[d][i];
         }
       }
     }
