@@ -1,6 +1,6 @@
 // Exact max-flow and the canonical minimum cut of a batch of 6-connected voxel grids
 // by synchronous push-relabel: the per-voxel steps, shared by the CUDA kernels
-// (cuda/pushrelabel3d.cu) and the host emulator that the CPU tests run
+// (cuda/mincut3d.cu) and the host emulator that the CPU tests run
 // (core/pushrelabel3d_emulator.h), and the schedule both follow.
 //
 // The graph is the one of core/maxflow3d.h: per voxel a net terminal capacity t
@@ -13,27 +13,41 @@
 // [0, 2^30 - 1], |t| <= 2^31 - 2, n <= 2^28.
 //
 // The algorithm. Goldberg and Tarjan's push-relabel (a preflow: the source arcs start
-// saturated, so t > 0 is excess and t < 0 the sink arc's residual), every voxel a
-// step at a time in lock step, in phases that read and write disjoint state so that
-// any order of the voxels within a phase (a CUDA grid, or a plain loop) gives the same
-// result bit for bit:
+// saturated), every voxel a step at a time in lock step, in phases that read and write
+// disjoint state so that any order of the voxels within a phase (a CUDA grid, or a
+// plain loop) gives the same result bit for bit.
+//
+// The state, which is what fixes the memory: the graph (t and the three forward
+// n-links, read only), and per voxel the flow on each of its three forward edges
+// (from the voxel to its neighbour, in [-c, c]: the arc there has residual c - f, the
+// arc back c + f, so each edge's two residuals cost one number beside its capacity),
+// the excess (int64: t + the flow into the voxel over its six edges), two label
+// buffers, and two bytes: which neighbours are on the grid, and which arcs had
+// residual when the last global relabel began. A negative excess is the unused capacity of the voxel's sink arc: flow that
+// reaches a voxel with sink capacity left goes on to the sink at once (a push along its
+// sink arc, admissible: such a voxel's label is 1, see below), and a voxel with excess
+// never sends more than it holds, so once the excess is >= 0 it stays so and the sink
+// arc's residual, max(0, -excess), only shrinks.
 //   1. push_voxel: each active voxel (excess > 0, label < dead) sends its excess along
-//      admissible arcs (residual > 0, label = the other end's label + 1; the sink's
-//      label is 0), the sink first, then directions 0..5, and records the amount sent
-//      along each arc. It writes only its own records and reads the labels, which no
-//      one writes in this phase. Two neighbours never both push along one edge in one
-//      phase: that would need h(u) = h(v) + 1 and h(v) = h(u) + 1.
-//   2. apply_voxel: each voxel subtracts what it sent from its excess and its arcs'
-//      residuals, and adds what its neighbours sent it (their records) to its excess
-//      and to the residual of its arc back to them. It writes only its own state; no
-//      atomics.
+//      admissible arcs (residual > 0, the other end's label = its label - 1) in
+//      directions 0..5, adding the amounts to the edges' flows. It reads the labels and
+//      its own excess, which no one writes in this phase, and an edge's flow only where
+//      the neighbour's label is one below its own; the flow of an edge is written only
+//      by the end that pushes along it. Neighbours u, v never both push along their edge
+//      in one phase (h(u) = h(v) + 1 and h(v) = h(u) + 1), and a voxel reads the flow
+//      of an edge only towards a lower neighbour, which cannot be pushing along it: no
+//      flow is read and written, or written twice, in one phase.
+//   2. settle_voxel: each voxel's excess from scratch, t plus the flows into it over its
+//      six edges. It writes only its own excess; no atomics.
 //   3. relabel_voxel: each voxel still active without an admissible arc takes the label
-//      1 + the lowest label among the ends of its residual arcs (the sink's is 0),
-//      capped at dead; it reads the labels of this phase and writes the next phase's
-//      labels (two buffers), so voxels that relabel side by side see each other's old
-//      labels. Labels stay valid (h(u) <= h(v) + 1 for every residual arc u -> v)
-//      because labels only grow: a voxel that relabels has h(u) <= h(v) for every
-//      residual arc, so its new label is above its old one.
+//      1 + the lowest label among the ends of its residual arcs, capped at dead; it
+//      reads the labels of this phase and writes the next phase's labels (two buffers),
+//      so voxels that relabel side by side see each other's old labels. Labels stay
+//      valid (h(u) <= h(v) + 1 for every residual arc u -> v, h(u) <= 1 where the sink
+//      arc has residual) because labels only grow: a voxel that relabels has h(u) <=
+//      h(v) for every residual arc, so its new label is above its old one; and a voxel
+//      with sink capacity left is never active, so it keeps the label 1 of the global
+//      relabel.
 // A voxel that keeps excess after its pushes has saturated every admissible arc, and
 // pushes only create arcs to higher labels, so in every phase each active voxel either
 // sends all its excess downhill or relabels (Goldberg and Tarjan's pulse): the phases
@@ -48,18 +62,18 @@
 // distances are a valid labelling and the highest one there is.
 //
 // Termination: no voxel is active. The preflow is then maximum: the flow value is what
-// reached the sink, sum over voxels of max(-t, 0) - the sink arc's residual. A last
-// global relabel gives the canonical cut: source side = the voxels that cannot reach
-// the sink in the residual graph (label dead), the cut of core/maxflow3d.h. Returning
-// the excess of the stranded voxels to the source would change residuals only among
-// voxels that cannot reach the sink, so that set is the one of a maximum flow.
+// reached the sink, the sum over voxels of max(-t, 0) - max(-excess, 0). A last global
+// relabel gives the canonical cut: source side = the voxels that cannot reach the
+// sink in the residual graph (label dead), the cut of core/maxflow3d.h. Returning the
+// excess of the stranded voxels to the source would change residuals only among voxels
+// that cannot reach the sink, so that set is the one of a maximum flow.
 //
-// Ranges: an n-link's two residuals add up to twice its capacity (int32, as in the CPU
-// solver); an amount pushed is at most a residual (int32); the sink residual only
-// shrinks (int32); excess is held in int64 (it can exceed int32: t plus the n-links);
-// labels are at most n + 1 (int32).
+// Ranges: a flow is in [-c, c] and a residual in [0, 2c], both int32 (c <= 2^30 - 1);
+// an amount pushed is at most a residual; the excess, t plus at most six residuals in,
+// is held in int64; labels are at most n + 1 (int32).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
 #include "core/common.h"
@@ -67,14 +81,9 @@
 namespace grabcut::pr3d {
 
 constexpr int kDirections = 6;  // 0..2: x + 1, y + 1, z + 1; 3..5: x - 1, y - 1, z - 1
-constexpr int kRecords = 7;     // an amount per arc, and the sink's (kToSink)
-constexpr int kToSink = 6;
 
-GRABCUT_HD int opposite(int d) { return d < 3 ? d + 3 : d - 3; }
-
-// The state of a batch: arrays over all voxels of the batch (total = batch * voxels),
-// structure of arrays (entry d of voxel i at [d * total + i]). Host pointers for the
-// emulator, device pointers for the kernels.
+// The state of a batch: arrays over all voxels of the batch (total = batch * voxels).
+// Host pointers for the emulator, device pointers for the kernels.
 struct Grid3dState {
   std::int64_t batch = 0;
   std::int64_t voxels = 0;  // per graph: depth * height * width
@@ -84,14 +93,15 @@ struct Grid3dState {
   const std::int32_t* terminal = nullptr;  // [total]
   const std::int32_t* nlinks = nullptr;    // [(b * 3 + k) * voxels + v]
   std::uint8_t* neighbours = nullptr;      // [total]: bit d set iff the neighbour in direction d is on the grid
-  std::int32_t* residual = nullptr;        // [6 * total]: the residual of the arc to the neighbour in direction d
-  std::int64_t* excess = nullptr;          // [total]
-  std::int32_t* sink = nullptr;            // [total]: the residual of the arc to the sink
-  std::int32_t* pushed = nullptr;          // [7 * total]: this phase's amount along arc d, or to the sink (6)
+  std::uint8_t* arcs = nullptr;            // [total]: bit d set iff the arc in direction d had residual when
+                                           // the global relabel began (flows do not change during one)
+  std::int32_t* flow = nullptr;            // [(b * 3 + k) * voxels + v]: on the n-link there, voxel -> neighbour
+  std::int64_t* excess = nullptr;          // [total]: t + the flow in; < 0: the sink arc's residual, negated
 };
 
 // A state's geometry and graph: `batch` graphs of depth x height x width voxels, the
-// terminals and n-links in the layout above; the scratch pointers are the caller's to set.
+// terminals and n-links in the layout above; the scratch pointers are set by
+// carve_state.
 inline Grid3dState grid3d_state(std::int64_t batch, std::int32_t depth, std::int32_t height, std::int32_t width,
                                 const std::int32_t* terminal, const std::int32_t* nlinks) {
   Grid3dState s;
@@ -107,6 +117,48 @@ inline Grid3dState grid3d_state(std::int64_t batch, std::int32_t depth, std::int
   return s;
 }
 
+// The solver's memory beside its graph, one layout for the CUDA workspace and the
+// emulator's buffer: from `base` (null: only counted) the neighbour bits, the residual
+// arc bits, the flows, the excess and the two label buffers, each at a multiple of 256
+// bytes. Sets s's scratch pointers and label[0..1]; returns the bytes used. Per voxel:
+// 1 + 1 + 3 * 4 + 8 + 2 * 4 = 30 bytes (kStateBytesPerVoxel).
+constexpr std::size_t kStateAlignment = 256;
+constexpr std::int64_t kStateBytesPerVoxel = 1 + 1 + 3 * 4 + 8 + 2 * 4;
+
+inline std::size_t carve_state(Grid3dState& s, std::int32_t* label[2], unsigned char* base) {
+  std::size_t used = 0;
+  const auto take = [&](std::size_t bytes) -> unsigned char* {
+    used = (used + kStateAlignment - 1) / kStateAlignment * kStateAlignment;
+    unsigned char* at = base == nullptr ? nullptr : base + used;
+    used += bytes;
+    return at;
+  };
+  const auto n = static_cast<std::size_t>(s.total);
+  s.neighbours = take(n);
+  s.arcs = take(n);
+  s.flow = reinterpret_cast<std::int32_t*>(take(3 * n * sizeof(std::int32_t)));
+  s.excess = reinterpret_cast<std::int64_t*>(take(n * sizeof(std::int64_t)));
+  label[0] = reinterpret_cast<std::int32_t*>(take(n * sizeof(std::int32_t)));
+  label[1] = reinterpret_cast<std::int32_t*>(take(n * sizeof(std::int32_t)));
+  return used;
+}
+
+// The bytes carve_state takes for `total` voxels.
+inline std::size_t state_bytes(std::int64_t total) {
+  Grid3dState s;
+  s.total = total;
+  std::int32_t* label[2] = {nullptr, nullptr};
+  return carve_state(s, label, nullptr);
+}
+
+// What the GPU path of the 3D min-cut holds on the device for a batch of `total`
+// voxels beside the caller's inputs (bindings/mincut3d_device_path.h): the graph in
+// the solver's form (net terminal and three n-links, int32), the cut (uint8) and the
+// solver's state; per graph a few int64 more (offsets, flows), not counted here.
+inline std::size_t device_path_bytes(std::int64_t total) {
+  return static_cast<std::size_t>(total) * (4 + 3 * 4 + 1) + state_bytes(total);
+}
+
 // The index step to the neighbour in direction d (within a graph; the neighbour bits
 // keep every step on the grid).
 GRABCUT_HD std::int64_t step(const Grid3dState& s, int d) {
@@ -117,27 +169,45 @@ GRABCUT_HD std::int64_t step(const Grid3dState& s, int d) {
 
 GRABCUT_HD bool has_neighbour(const Grid3dState& s, std::int64_t i, int d) { return ((s.neighbours[i] >> d) & 1U) != 0; }
 
-// Before everything: the neighbour bits, the residuals (each n-link's capacity both
-// ways), the excess (t > 0) and the sink residual (t < 0) of voxel i.
+// Where voxel i's edges live: the index of its edge 0 in the n-link layout,
+// (b * 3 + 0) * voxels + v = i + 2 * b * voxels.
+GRABCUT_HD std::int64_t edge_base(const Grid3dState& s, std::int64_t i) { return i + 2 * (i / s.voxels) * s.voxels; }
+
+// The edge of voxel i's arc in direction d (base = edge_base(s, i)): its own forward
+// edge for d < 3, the neighbour's forward edge towards i for d >= 3.
+GRABCUT_HD std::int64_t arc_edge(const Grid3dState& s, std::int64_t base, int d) {
+  return base + (d % 3) * s.voxels + (d < 3 ? 0 : step(s, d));
+}
+
+// The residual of the arc in direction d along edge e (the edge's flow runs from its
+// voxel to the neighbour: forward arcs have c - f left, backward ones c + f).
+GRABCUT_HD std::int32_t arc_residual(const Grid3dState& s, std::int64_t e, int d) {
+  return d < 3 ? s.nlinks[e] - s.flow[e] : s.nlinks[e] + s.flow[e];
+}
+
+// Before everything: the neighbour bits, zero flow on the voxel's forward edges, and
+// the excess t (the source arc saturated; t < 0 is the sink arc's capacity).
 GRABCUT_HD void init_voxel(const Grid3dState& s, std::int64_t i) {
   const std::int64_t b = i / s.voxels, v = i - b * s.voxels;
   const std::int64_t x = v % s.width, y = (v / s.width) % s.height, z = v / (std::int64_t{s.width} * s.height);
   const unsigned bits = (x + 1 < s.width ? 1U : 0U) | (y + 1 < s.height ? 2U : 0U) | (z + 1 < s.depth ? 4U : 0U) |
                         (x > 0 ? 8U : 0U) | (y > 0 ? 16U : 0U) | (z > 0 ? 32U : 0U);
   s.neighbours[i] = static_cast<std::uint8_t>(bits);
-  for (int k = 0; k < 3; ++k) {
-    const std::int32_t* link = s.nlinks + (b * 3 + k) * s.voxels;
-    s.residual[k * s.total + i] = ((bits >> k) & 1U) != 0 ? link[v] : 0;
-    s.residual[(k + 3) * s.total + i] = ((bits >> (k + 3)) & 1U) != 0 ? link[v + step(s, k + 3)] : 0;
-  }
-  const std::int64_t t = s.terminal[i];
-  s.excess[i] = t > 0 ? t : 0;
-  s.sink[i] = static_cast<std::int32_t>(t < 0 ? -t : 0);
+  for (int k = 0; k < 3; ++k) s.flow[(b * 3 + k) * s.voxels + v] = 0;
+  s.excess[i] = s.terminal[i];
 }
 
-// A global relabel's first labels: 1 where the sink arc has residual, else dead.
+// A global relabel's first labels: 1 where the sink arc has residual, else dead; and
+// the voxel's arcs with residual, which its sweeps read (a byte instead of six
+// capacities and six flows).
 GRABCUT_HD void bfs_start_voxel(const Grid3dState& s, std::int64_t i, std::int32_t* out) {
-  out[i] = s.sink[i] > 0 ? 1 : s.dead;
+  out[i] = s.excess[i] < 0 ? 1 : s.dead;
+  const std::int64_t base = edge_base(s, i);
+  unsigned bits = 0;
+  for (int d = 0; d < kDirections; ++d) {
+    if (has_neighbour(s, i, d) && arc_residual(s, arc_edge(s, base, d), d) > 0) bits |= 1U << d;
+  }
+  s.arcs[i] = static_cast<std::uint8_t>(bits);
 }
 
 // One sweep: out[i] = min(in[i], 1 + in[j] over the residual arcs i -> j). Returns
@@ -145,8 +215,9 @@ GRABCUT_HD void bfs_start_voxel(const Grid3dState& s, std::int64_t i, std::int32
 GRABCUT_HD bool bfs_sweep_voxel(const Grid3dState& s, std::int64_t i, const std::int32_t* in, std::int32_t* out) {
   const std::int32_t old = in[i];
   std::int32_t best = old;
+  const unsigned bits = s.arcs[i];
   for (int d = 0; d < kDirections; ++d) {
-    if (!has_neighbour(s, i, d) || s.residual[d * s.total + i] <= 0) continue;
+    if (((bits >> d) & 1U) == 0) continue;
     const std::int32_t via = in[i + step(s, d)] + 1;
     best = via < best ? via : best;
   }
@@ -158,58 +229,48 @@ GRABCUT_HD bool active_voxel(const Grid3dState& s, std::int64_t i, const std::in
   return s.excess[i] > 0 && label[i] < s.dead;
 }
 
-// Phase 1: the amounts voxel i sends this phase, recorded in s.pushed (0 where none).
+// Phase 1: voxel i's pushes, added to the flows of the edges they go along.
 GRABCUT_HD void push_voxel(const Grid3dState& s, std::int64_t i, const std::int32_t* label) {
-  std::int32_t amount[kRecords] = {0, 0, 0, 0, 0, 0, 0};
   std::int64_t excess = s.excess[i];
   const std::int32_t h = label[i];
-  if (excess > 0 && h < s.dead) {
-    const std::int32_t to_sink = s.sink[i];
-    if (h == 1 && to_sink > 0) {
-      amount[kToSink] = excess < to_sink ? static_cast<std::int32_t>(excess) : to_sink;
-      excess -= amount[kToSink];
-    }
-    for (int d = 0; d < kDirections && excess > 0; ++d) {
-      if (!has_neighbour(s, i, d)) continue;
-      const std::int32_t r = s.residual[d * s.total + i];
-      if (r <= 0 || label[i + step(s, d)] != h - 1) continue;
-      amount[d] = excess < r ? static_cast<std::int32_t>(excess) : r;
-      excess -= amount[d];
-    }
+  if (excess <= 0 || h >= s.dead) return;
+  const std::int64_t base = edge_base(s, i);
+  for (int d = 0; d < kDirections && excess > 0; ++d) {
+    // The label first: the flow of an edge to a neighbour that is not one below may be
+    // the neighbour's to write in this phase.
+    if (!has_neighbour(s, i, d) || label[i + step(s, d)] != h - 1) continue;
+    const std::int64_t e = arc_edge(s, base, d);
+    const std::int32_t r = arc_residual(s, e, d);
+    if (r <= 0) continue;
+    const std::int32_t amount = excess < r ? static_cast<std::int32_t>(excess) : r;
+    s.flow[e] += d < 3 ? amount : -amount;
+    excess -= amount;
   }
-  for (int d = 0; d < kRecords; ++d) s.pushed[d * s.total + i] = amount[d];
 }
 
-// Phase 2: voxel i's own pushes out, and its neighbours' pushes in.
-GRABCUT_HD void apply_voxel(const Grid3dState& s, std::int64_t i) {
-  std::int64_t excess = s.excess[i];
-  const std::int32_t to_sink = s.pushed[kToSink * s.total + i];
-  excess -= to_sink;
-  s.sink[i] -= to_sink;
+// Phase 2: voxel i's excess, t plus what its six edges bring in.
+GRABCUT_HD void settle_voxel(const Grid3dState& s, std::int64_t i) {
+  std::int64_t excess = s.terminal[i];
+  const std::int64_t base = edge_base(s, i);
   for (int d = 0; d < kDirections; ++d) {
-    const std::int32_t out = s.pushed[d * s.total + i];
-    std::int32_t r = s.residual[d * s.total + i] - out;
-    excess -= out;
-    if (has_neighbour(s, i, d)) {
-      const std::int32_t in = s.pushed[opposite(d) * s.total + i + step(s, d)];
-      r += in;
-      excess += in;
-    }
-    s.residual[d * s.total + i] = r;
+    if (!has_neighbour(s, i, d)) continue;
+    const std::int32_t f = s.flow[arc_edge(s, base, d)];
+    excess += d < 3 ? -std::int64_t{f} : std::int64_t{f};
   }
   s.excess[i] = excess;
 }
 
-// Phase 3: the next phase's label of voxel i (after apply_voxel on it).
+// Phase 3: the next phase's label of voxel i (after settle_voxel on it).
 GRABCUT_HD void relabel_voxel(const Grid3dState& s, std::int64_t i, const std::int32_t* in, std::int32_t* out) {
   const std::int32_t h = in[i];
   std::int32_t next = h;
+  // An active voxel has no sink capacity left (its excess is positive).
   if (s.excess[i] > 0 && h < s.dead) {
-    const bool to_sink = s.sink[i] > 0;
-    bool admissible = to_sink && h == 1;
-    std::int32_t lowest = to_sink ? 0 : s.dead;
+    bool admissible = false;
+    std::int32_t lowest = s.dead;
+    const std::int64_t base = edge_base(s, i);
     for (int d = 0; d < kDirections; ++d) {
-      if (!has_neighbour(s, i, d) || s.residual[d * s.total + i] <= 0) continue;
+      if (!has_neighbour(s, i, d) || arc_residual(s, arc_edge(s, base, d), d) <= 0) continue;
       const std::int32_t l = in[i + step(s, d)];
       admissible = admissible || l == h - 1;
       lowest = l < lowest ? l : lowest;
@@ -226,8 +287,8 @@ GRABCUT_HD bool source_side_voxel(const Grid3dState& s, std::int64_t i, const st
 }
 
 GRABCUT_HD std::int64_t sink_flow_voxel(const Grid3dState& s, std::int64_t i) {
-  const std::int64_t t = s.terminal[i];
-  return (t < 0 ? -t : 0) - s.sink[i];
+  const std::int64_t t = s.terminal[i], e = s.excess[i];
+  return (t < 0 ? -t : 0) - (e < 0 ? -e : 0);
 }
 
 // The schedule, one for both backends. The host reads the device (a synchronisation)
@@ -250,7 +311,7 @@ struct Stats {
 // Backend: start() (init_voxel over the batch), bfs_start() (bfs_start_voxel into the
 // current label buffer), bfs_sweeps(count) (count sweeps, each swapping the label
 // buffers; returns whether the last one changed a label), phases(count) (count
-// phases: push, apply, relabel into the other buffer, swap), any_active() (whether a
+// phases: push, settle, relabel into the other buffer, swap), any_active() (whether a
 // voxel is active under the current labels). Afterwards the current labels are the
 // final global relabel's: source_side_voxel and sink_flow_voxel give the result.
 template <class Backend>

@@ -5,12 +5,13 @@
 // the integer ones that sum a graph's offset and flow value, or raise a flag (sums of
 // integers: the same whatever the order).
 #include <algorithm>
+#include <cstddef>
+#include <cstdint>
 #include <stdexcept>
 #include <string>
 
 #include "cuda/check.h"
 #include "cuda/mincut3d.h"
-#include "cuda/scratch.h"
 
 namespace grabcut::cuda {
 namespace {
@@ -99,12 +100,13 @@ __global__ void push_kernel(pr3d::Grid3dState s, const std::int32_t* label) {
   if (i < s.total) pr3d::push_voxel(s, i, label);
 }
 
-// Phases 2 and 3 in one thread per voxel: relabel_voxel reads the voxel's own state,
-// which this thread has just written, and the labels `in`, which no one writes here.
-__global__ void apply_relabel_kernel(pr3d::Grid3dState s, const std::int32_t* in, std::int32_t* out) {
+// Phases 2 and 3 in one thread per voxel: relabel_voxel reads of settle_voxel's writes
+// only the voxel's own excess, which this thread has just written, and the flows and
+// the labels `in`, which no one writes here.
+__global__ void settle_relabel_kernel(pr3d::Grid3dState s, const std::int32_t* in, std::int32_t* out) {
   const std::int64_t i = voxel_index();
   if (i < s.total) {
-    pr3d::apply_voxel(s, i);
+    pr3d::settle_voxel(s, i);
     pr3d::relabel_voxel(s, i, in, out);
   }
 }
@@ -131,14 +133,16 @@ __global__ void finish_kernel(pr3d::Grid3dState s, const std::int32_t* label, st
   }
 }
 
-// The solver's scratch, carved from the workspace (a null base only counts).
+// The solver's scratch, carved from the workspace (a null base only counts): the
+// state of pr3d::carve_state, then one int for the flags.
 struct Scratch {
   pr3d::Grid3dState state;
   std::int32_t* label[2] = {nullptr, nullptr};
   unsigned int* flag = nullptr;
+  std::size_t bytes = 0;
 };
 
-Scratch carve(const Grid3dBatch& g, WorkspaceCarver& carver) {
+Scratch carve(const Grid3dBatch& g, void* workspace) {
   if (g.batch <= 0 || g.depth <= 0 || g.height <= 0 || g.width <= 0) {
     throw std::invalid_argument("pushrelabel3d_cuda: expected a non-empty batch of non-empty grids");
   }
@@ -151,19 +155,13 @@ Scratch carve(const Grid3dBatch& g, WorkspaceCarver& carver) {
     throw std::invalid_argument("pushrelabel3d_cuda: a batch of " + std::to_string(g.batch) + " graphs of " +
                                 std::to_string(n) + " voxels is too large for one launch");
   }
-  const std::int64_t total = g.batch * n;
-  const auto count = static_cast<std::size_t>(total);
   Scratch s;
-  pr3d::Grid3dState& st = s.state;
-  st = pr3d::grid3d_state(g.batch, g.depth, g.height, g.width, g.terminal, g.nlinks);
-  st.neighbours = carver.take<std::uint8_t>(count);
-  st.residual = carver.take<std::int32_t>(pr3d::kDirections * count);
-  st.excess = carver.take<std::int64_t>(count);
-  st.sink = carver.take<std::int32_t>(count);
-  st.pushed = carver.take<std::int32_t>(pr3d::kRecords * count);
-  s.label[0] = carver.take<std::int32_t>(count);
-  s.label[1] = carver.take<std::int32_t>(count);
-  s.flag = carver.take<unsigned int>(1);
+  s.state = pr3d::grid3d_state(g.batch, g.depth, g.height, g.width, g.terminal, g.nlinks);
+  auto* base = static_cast<unsigned char*>(workspace);
+  const std::size_t state = pr3d::carve_state(s.state, s.label, base);
+  const std::size_t flag_at = (state + pr3d::kStateAlignment - 1) / pr3d::kStateAlignment * pr3d::kStateAlignment;
+  if (base != nullptr) s.flag = reinterpret_cast<unsigned int*>(base + flag_at);
+  s.bytes = flag_at + sizeof(unsigned int);
   return s;
 }
 
@@ -200,8 +198,8 @@ class DeviceBackend {
     for (int k = 0; k < count; ++k) {
       push_kernel<<<blocks_, kBlock, 0, stream_>>>(s_, label_[cur_]);
       GRABCUT_CUDA_CHECK_LAUNCH("pushrelabel3d push_kernel");
-      apply_relabel_kernel<<<blocks_, kBlock, 0, stream_>>>(s_, label_[cur_], label_[1 - cur_]);
-      GRABCUT_CUDA_CHECK_LAUNCH("pushrelabel3d apply_relabel_kernel");
+      settle_relabel_kernel<<<blocks_, kBlock, 0, stream_>>>(s_, label_[cur_], label_[1 - cur_]);
+      GRABCUT_CUDA_CHECK_LAUNCH("pushrelabel3d settle_relabel_kernel");
       cur_ = 1 - cur_;
     }
   }
@@ -250,16 +248,18 @@ template bool mincut3d_reduce_cuda<std::int32_t>(const mincut3d::Input<std::int3
 template bool mincut3d_reduce_cuda<std::int64_t>(const mincut3d::Input<std::int64_t>&, std::int64_t, std::int32_t*,
                                                  std::int32_t*, std::int64_t*, unsigned int*, cudaStream_t);
 
-std::size_t pushrelabel3d_workspace_bytes(const Grid3dBatch& graph) {
-  WorkspaceCarver counter(nullptr, 0);
-  carve(graph, counter);
-  return counter.used();
-}
+std::size_t pushrelabel3d_workspace_bytes(const Grid3dBatch& graph) { return carve(graph, nullptr).bytes; }
 
 pr3d::Stats pushrelabel3d_cuda(const Grid3dBatch& graph, std::uint8_t* source_side, std::int64_t* flows,
                                void* workspace, std::size_t workspace_bytes, cudaStream_t stream) {
-  WorkspaceCarver carver(workspace, workspace_bytes);
-  const Scratch scratch = carve(graph, carver);
+  const Scratch scratch = carve(graph, workspace);
+  if (workspace == nullptr || workspace_bytes < scratch.bytes) {
+    throw std::invalid_argument("pushrelabel3d_cuda: expected a workspace of at least " +
+                                std::to_string(scratch.bytes) + " bytes, got " + std::to_string(workspace_bytes));
+  }
+  if (reinterpret_cast<std::uintptr_t>(workspace) % 16 != 0) {
+    throw std::invalid_argument("pushrelabel3d_cuda: expected a workspace aligned to 16 bytes");
+  }
   DeviceBackend backend(scratch, stream);
   const pr3d::Stats stats = pr3d::solve_schedule(backend);
   GRABCUT_CUDA_CHECK(cudaMemsetAsync(flows, 0, sizeof(std::int64_t) * static_cast<std::size_t>(graph.batch), stream));

@@ -41,8 +41,8 @@ struct Grid3dBatch {
   const std::int32_t* nlinks = nullptr;
 };
 
-// The scratch bytes pushrelabel3d_cuda needs for a batch (about 72 a voxel). Throws
-// std::invalid_argument for a batch too large to launch.
+// The scratch bytes pushrelabel3d_cuda needs for a batch: pr3d::state_bytes (30 a
+// voxel) and a flag. Throws std::invalid_argument for a batch too large to launch.
 std::size_t pushrelabel3d_workspace_bytes(const Grid3dBatch& graph);
 
 // The maximum flow of every graph of the batch and its canonical cut (1 = source side:
@@ -51,6 +51,8 @@ std::size_t pushrelabel3d_workspace_bytes(const Grid3dBatch& graph);
 // the end (every kPhasesPerCheck phases and kSweepsPerCheck global relabel sweeps);
 // the last kernel, which writes the outputs, is left running on `stream`. Returns the
 // schedule's counts.
+// The workspace: device memory aligned to 16 bytes, at least
+// pushrelabel3d_workspace_bytes.
 pr3d::Stats pushrelabel3d_cuda(const Grid3dBatch& graph, std::uint8_t* source_side, std::int64_t* flows,
                                void* workspace, std::size_t workspace_bytes, cudaStream_t stream);
 

@@ -127,23 +127,14 @@ class ShuffledBackend {
  public:
   ShuffledBackend(const Graph3d& g, std::uint32_t seed) : rng_(seed) {
     const std::int64_t n = g.voxels();
-    const auto size = static_cast<std::size_t>(n);
-    neighbours_.assign(size, 0);
-    residual_.assign(6 * size, 0);
-    excess_.assign(size, 0);
-    sink_.assign(size, 0);
-    pushed_.assign(7 * size, 0);
-    label_[0].assign(size, 0);
-    label_[1].assign(size, 0);
-    order_.resize(size);
+    order_.resize(static_cast<std::size_t>(n));
     std::iota(order_.begin(), order_.end(), std::int64_t{0});
     s = grabcut::pr3d::grid3d_state(1, g.depth, g.height, g.width, g.terminal.data(), g.nlinks.data());
-    s.neighbours = neighbours_.data();
-    s.residual = residual_.data();
-    s.excess = excess_.data();
-    s.sink = sink_.data();
-    s.pushed = pushed_.data();
+    state_.assign(grabcut::pr3d::state_bytes(n), 0);
+    grabcut::pr3d::carve_state(s, label_, state_.data());
   }
+  ShuffledBackend(const ShuffledBackend&) = delete;
+  ShuffledBackend& operator=(const ShuffledBackend&) = delete;
   template <class F>
   void each(F f) {
     std::shuffle(order_.begin(), order_.end(), rng_);
@@ -153,14 +144,14 @@ class ShuffledBackend {
     each([&](std::int64_t i) { grabcut::pr3d::init_voxel(s, i); });
   }
   void bfs_start() {
-    each([&](std::int64_t i) { grabcut::pr3d::bfs_start_voxel(s, i, label_[cur].data()); });
+    each([&](std::int64_t i) { grabcut::pr3d::bfs_start_voxel(s, i, label_[cur]); });
   }
   bool bfs_sweeps(int count) {
     bool changed = false;
     for (int k = 0; k < count; ++k) {
       changed = false;
       each([&](std::int64_t i) {
-        changed = grabcut::pr3d::bfs_sweep_voxel(s, i, label_[cur].data(), label_[1 - cur].data()) || changed;
+        changed = grabcut::pr3d::bfs_sweep_voxel(s, i, label_[cur], label_[1 - cur]) || changed;
       });
       cur = 1 - cur;
     }
@@ -168,28 +159,28 @@ class ShuffledBackend {
   }
   void phases(int count) {
     for (int k = 0; k < count; ++k) {
-      each([&](std::int64_t i) { grabcut::pr3d::push_voxel(s, i, label_[cur].data()); });
-      each([&](std::int64_t i) { grabcut::pr3d::apply_voxel(s, i); });
-      each([&](std::int64_t i) { grabcut::pr3d::relabel_voxel(s, i, label_[cur].data(), label_[1 - cur].data()); });
+      each([&](std::int64_t i) { grabcut::pr3d::push_voxel(s, i, label_[cur]); });
+      each([&](std::int64_t i) { grabcut::pr3d::settle_voxel(s, i); });
+      each([&](std::int64_t i) { grabcut::pr3d::relabel_voxel(s, i, label_[cur], label_[1 - cur]); });
       cur = 1 - cur;
     }
   }
   bool any_active() {
     bool any = false;
-    each([&](std::int64_t i) { any = any || grabcut::pr3d::active_voxel(s, i, label_[cur].data()); });
+    each([&](std::int64_t i) { any = any || grabcut::pr3d::active_voxel(s, i, label_[cur]); });
     return any;
   }
 
   grabcut::pr3d::Grid3dState s;
   int cur = 0;
-  std::vector<std::int32_t> label_[2];
+  std::int32_t* label_[2] = {nullptr, nullptr};
+
+  std::vector<std::int32_t> labels() const { return {label_[cur], label_[cur] + s.total}; }
 
  private:
   std::mt19937 rng_;
   std::vector<std::int64_t> order_;
-  std::vector<std::uint8_t> neighbours_;
-  std::vector<std::int32_t> residual_, sink_, pushed_;
-  std::vector<std::int64_t> excess_;
+  std::vector<unsigned char> state_;
 };
 
 TEST(PushRelabel3d, AnyOrderOfTheVoxelsWithinAPhaseGivesTheSameResult) {
@@ -209,7 +200,7 @@ TEST(PushRelabel3d, AnyOrderOfTheVoxelsWithinAPhaseGivesTheSameResult) {
     EXPECT_EQ(got.sweeps, want.sweeps) << kind;
     std::int64_t shuffled_flow = 0;
     for (std::int64_t i = 0; i < n; ++i) {
-      ASSERT_EQ(grabcut::pr3d::source_side_voxel(shuffled.s, i, shuffled.label_[shuffled.cur].data()) ? 1 : 0,
+      ASSERT_EQ(grabcut::pr3d::source_side_voxel(shuffled.s, i, shuffled.label_[shuffled.cur]) ? 1 : 0,
                 cut[static_cast<std::size_t>(i)])
           << kind << " voxel " << i;
       shuffled_flow += grabcut::pr3d::sink_flow_voxel(shuffled.s, i);
@@ -235,14 +226,33 @@ TEST(PushRelabel3d, GlobalRelabelsGiveExactDistancesToTheSink) {
   line.bfs_start();
   while (line.bfs_sweeps(1)) {
   }
-  EXPECT_EQ(line.label_[line.cur], (std::vector<std::int32_t>{5, 4, 3, 2, 1}));
+  EXPECT_EQ(line.labels(), (std::vector<std::int32_t>{5, 4, 3, 2, 1}));
   g.nlinks[1] = 0;
   ShuffledBackend cut_off(g, 2);
   cut_off.start();
   cut_off.bfs_start();
   while (cut_off.bfs_sweeps(1)) {
   }
-  EXPECT_EQ(cut_off.label_[cut_off.cur], (std::vector<std::int32_t>{6, 6, 3, 2, 1}));
+  EXPECT_EQ(cut_off.labels(), (std::vector<std::int32_t>{6, 6, 3, 2, 1}));
+}
+
+// Issue 36's bound on the 3D GPU path's device memory, 48 bytes a voxel beside the
+// caller's inputs (a 512^3 volume in 8 GB): the solver's state as carve_state lays it
+// out (the layout the CUDA workspace and the emulator take), with the graph in the
+// solver's form and the cut.
+TEST(PushRelabel3d, TheGpuPathHoldsAtMost48BytesAVoxel) {
+  for (const std::int64_t total : {std::int64_t{1}, std::int64_t{4096}, std::int64_t{128} * 128 * 128,
+                                   std::int64_t{256} * 256 * 256, std::int64_t{512} * 512 * 512}) {
+    const std::size_t state = grabcut::pr3d::state_bytes(total);
+    EXPECT_GE(state, static_cast<std::size_t>(total * grabcut::pr3d::kStateBytesPerVoxel)) << total;
+    // Six arrays, each padded to 256 bytes at most.
+    EXPECT_LE(state, static_cast<std::size_t>(total * grabcut::pr3d::kStateBytesPerVoxel + 6 * 256)) << total;
+    if (total >= 4096) {
+      EXPECT_LE(static_cast<double>(grabcut::pr3d::device_path_bytes(total)) / static_cast<double>(total), 47.5)
+          << total;
+    }
+  }
+  EXPECT_EQ(grabcut::pr3d::kStateBytesPerVoxel + 4 + 12 + 1, 47);
 }
 
 }  // namespace

@@ -1022,6 +1022,26 @@ def test_3d_cuda_long_paths_and_a_64_cubed_volume() -> None:
 
 
 @pytest.mark.skipif(not has_cuda(), reason="no CUDA GPU")
+def test_3d_cuda_holds_at_most_48_bytes_a_voxel() -> None:
+    """Issue 36's memory bound for 3D on the GPU: the call's peak device memory beside its int32
+    inputs (the solver's form of the graph, its state and the cut) is at most 48 bytes a voxel."""
+    rng = np.random.default_rng(42)
+    shape = (96, 96, 96)
+    g = make_graph3d(rng, shape, "smooth")
+    s, t, e, _ = stacked3d([g], torch.int32, "cuda")
+    torch.cuda.synchronize()
+    base = torch.cuda.memory_allocated()
+    torch.cuda.reset_peak_memory_stats()
+    result = torchgrabcut.mincut(s, t, e)
+    torch.cuda.synchronize()
+    peak = torch.cuda.max_memory_allocated() - base
+    voxels = 96**3
+    assert peak <= 48 * voxels, f"{peak / voxels:.1f} bytes a voxel"
+    cpu = call([g])
+    assert torch.equal(result.cut.cpu(), cpu.cut) and torch.equal(result.flow.cpu(), cpu.flow)
+
+
+@pytest.mark.skipif(not has_cuda(), reason="no CUDA GPU")
 def test_3d_cuda_repeated_calls_opcheck_errors_and_layouts() -> None:
     rng = np.random.default_rng(40)
     graphs = graphs3d(rng, (6, 7, 8), asymmetric=False)
