@@ -10,6 +10,10 @@
 #   schedules                     only the max-flow benchmarks, built alone: the
 #                                 MaxflowSchedule variants side by side (quick), their
 #                                 phase profile, then the tuning grid with relabels capped at 12 sweeps
+#   roundbench                    torch-free, built alone: one tile's push-relabel round,
+#                                 the solver's block round against warp rounds (issue 33),
+#                                 on a 1 MP graph's tiles with global and with in-tile
+#                                 heights, every kernel checked against a host reference
 #   realimages                    torch-free, built alone: GrabCut-50 scaled to 1024x1024, each
 #                                 image under the MaxflowSchedules that GRABCUT_BENCH_SCHEDULES picks side by side
 #                                 (median, p90, slowest), then at native sizes as one batch,
@@ -49,7 +53,8 @@ OUT=${OUT:-/tmp/gpu_out}
 LOGS=/tmp/gpu_logs
 mkdir -p "$OUT" "$LOGS"
 STEPS=${STEPS:-build cmake busy sanitize pytest cppbench bench robust coco serve pictures scaling wheel oomcrash}
-# (schedules is not in the default list: cppbench runs the same benchmark in full.)
+# (schedules is not in the default list: cppbench runs the same benchmark in full;
+# roundbench is a measurement for issue 33, not a check.)
 status=0
 started=$SECONDS
 bundle_logs() { tar czf "$OUT/logs.tgz" -C /tmp gpu_logs 2>/dev/null || true; }
@@ -212,6 +217,17 @@ if [[ " $STEPS " == *" schedules "* ]]; then
   timeout 150 build-gpu/bench_maxflow_cuda_phases quick > "$LOGS/schedules_phases.log" 2>&1
   grep -E -A2 "variant:| cold" "$LOGS/schedules_phases.log" | grep -E "variant|phases|push visits"
   timeout 200 build-gpu/bench_maxflow_cuda tune 12 2>&1 | grep -E "tune K|best"
+fi
+
+if [[ " $STEPS " == *" roundbench "* ]]; then
+  step "one tile's push-relabel round: block (maxflow.cu) against warp rounds (torch-free)"
+  build_gpu "$LOGS/roundbench_build.log" bench_tile_round
+  if [[ -x build-gpu/bench_tile_round ]]; then
+    for heights in global tile; do
+      timeout 240 build-gpu/bench_tile_round --heights $heights 2>&1 | tee "$LOGS/roundbench_$heights.log"
+      [[ ${PIPESTATUS[0]} -eq 0 ]] || status=1
+    done
+  fi
 fi
 
 if [[ " $STEPS " == *" realimages "* ]]; then

@@ -1,0 +1,1250 @@
+// What one synchronous push-relabel round of a 32x16 tile costs on the GPU (issue 33):
+// the block-synchronous round of the max-flow (csrc/cuda/maxflow.cu, push_sync_rounds)
+// against warp-synchronous rounds, on the same tile states, checked bit for bit
+// against a host reference. Torch-free; CUDA events, warm-up, medians.
+//
+// Tile states: the cold-start state of a GrabCut-like 1024x1024 graph (the scene and
+// seed of bench_maxflow_cuda's 1 MP graph) cut into 32x16 tiles with a 1-pixel halo.
+// Per pixel: excess = the terminal (int64; negative = remaining sink capacity), 8
+// residuals (uint32; load_residual's rule at flow 0: forward arcs k < 4 the pixel's
+// n-link, reverse arcs the neighbour's, 0 off the grid), a height. Heights (--heights):
+//   global (default)  the exact BFS distance to the sink over the whole graph's
+//                     residual arcs (sink = excess < 0 at 0, kInf where unreachable),
+//                     halo included: the state push_tile finds after an uncapped
+//                     global relabel of a cold solve.
+//   tile              a region discharge's start (bench/model_region_discharge.cpp with
+//                     every region label 0): the exact in-tile distance to the tile's
+//                     own sinks, or B + the in-tile steps to the halo where no in-tile
+//                     path reaches a sink, with every in-grid halo pixel frozen
+//                     at B = 2 x the tile's pixels (kInf off the grid). Excess drains to
+//                     the tile's sinks first, then out across its boundary.
+//
+// The round (push_sync_rounds): every active pixel (excess > 0, height < kInf) pushes
+// min(left, r) to each residual neighbour strictly lower, directions k = 0..7 in turn;
+// pushes into the halo add up in a halo inbox; then every pixel takes in what was pushed
+// to it, and an active one with no residual neighbour strictly lower rises to 1 + its
+// lowest residual neighbour (kInf if none). All decisions of a round read the heights
+// at its start; halo heights are frozen. A tile with no active pixel runs no round (as
+// push_tile); otherwise rounds run until no pixel is active after a round, or R rounds
+// (the latency rows disable the early stop: exactly R).
+//
+// Kernels (one tile = 512 pixels):
+//   A        the block round of maxflow.cu: one block of 512 threads a tile, a pixel a
+//            thread, heights, inboxes and residuals in shared memory, two barriers a round.
+//   B.reg    one warp a tile (4 tiles a block): lane = column x, the column's 16 rows in
+//            registers (height, excess, and the 8 x 16 residuals); neighbour columns'
+//            heights and the amounts pushed across columns move by __shfl_sync; no block
+//            barrier. A round is one pass down the rows: row y pushes, then row y - 1
+//            (whose inflow is complete once rows y - 2..y pushed) takes in its inflow
+//            and relabels, from the heights at the round's start.
+//   B.smem   the same with the residuals in the warp's shared memory ([k][y][lane]:
+//            each lane only ever touches its own column's, so no bank conflicts and no
+//            synchronisation).
+//
+// Output: one table (median of --runs runs after warm-up): throughput rows run every
+// tile of the graph with early stop at R = 12 and 32 (the solvers' caps), ns per
+// tile-round = kernel time / rounds run over all tiles; latency rows run the N tiles
+// that the reference needs most rounds for (N = one and two per SM) for exactly R rounds,
+// us per round = kernel time / R (the critical path of a grid-wide step). Each
+// kernel's registers and local (spill) bytes from cudaFuncGetAttributes.
+//
+//   bench_tile_round [--host-only] [--heights global|tile] [--size N] [--seed S] [--runs N]
+//                    [--emulate N]
+// --host-only needs no GPU: it builds the tiles, prints the reference's round statistics
+// and runs kernel B's own code on host fibers (a lockstep warp) for the N hardest tiles
+// at R = 32 and N tiles spread over the graph (--emulate, default 8), checked like the
+// GPU's results. Exit status 1 if any kernel's state differs from the reference.
+#ifdef __CUDACC__
+#include <cuda_runtime.h>
+#else
+// Host-only compile (g++ -x c++, for sanitizers): the tile header's qualifiers vanish.
+#define __host__
+#define __device__
+#define __forceinline__ inline
+#endif
+// Unrolled on the GPU (the column's arrays stay in registers only if every index is a
+// constant); host compilers, nvcc's included, know no such pragma.
+#ifdef __CUDA_ARCH__
+#define GRABCUT_UNROLL _Pragma("unroll")
+#else
+#define GRABCUT_UNROLL
+#endif
+
+#include <algorithm>
+#include <array>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <exception>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <ucontext.h>
+
+#include "common/grabcut_graph.h"
+#include "common/grid_graph.h"
+#include "common/percentile.h"
+#include "cuda/maxflow_tile.h"
+#ifdef __CUDACC__
+#include "cuda/check.h"
+#endif
+
+namespace {
+
+using grabcut::cuda::tile::dir_dx;
+using grabcut::cuda::tile::dir_dy;
+using grabcut::cuda::tile::kInf;
+using grabcut::cuda::tile::kPad;
+using grabcut::cuda::tile::kPadH;
+using grabcut::cuda::tile::kPadW;
+using grabcut::cuda::tile::kThreads;
+using grabcut::cuda::tile::kTileH;
+using grabcut::cuda::tile::kTileW;
+using HostGraph = grabcut::testing::HostGridGraph;
+
+constexpr int kPix = kThreads;  // pixels of a tile
+// The halo's frozen height in --heights tile: above every in-tile distance.
+constexpr int kRegionStep = 2 * kPix;
+constexpr int kLongCap = 1000;  // host-only statistics: "to the end" where a tile ends at all
+
+// N tiles' states, each in its own slice: excess [t][i], heights [t][padded slot]
+// (halo included, frozen), residuals [t][k][i], i = y * kTileW + x.
+struct TileSet {
+  int count = 0;
+  std::vector<long long> excess;
+  std::vector<int> height;
+  std::vector<unsigned> res;
+
+  void resize(int n) {
+    count = n;
+    excess.assign(static_cast<std::size_t>(n) * kPix, 0);
+    height.assign(static_cast<std::size_t>(n) * kPad, kInf);
+    res.assign(static_cast<std::size_t>(n) * 8 * kPix, 0U);
+  }
+};
+
+// What the rounds leave: excess, heights (interior), residuals, the halo inbox (padded
+// slots, 0 in the interior) and the rounds run.
+struct TileResult {
+  std::vector<long long> excess;
+  std::vector<int> height;
+  std::vector<unsigned> res;
+  std::vector<long long> inbox;
+  std::vector<int> rounds;
+
+  void resize(int n) {
+    excess.assign(static_cast<std::size_t>(n) * kPix, 0);
+    height.assign(static_cast<std::size_t>(n) * kPix, 0);
+    res.assign(static_cast<std::size_t>(n) * 8 * kPix, 0U);
+    inbox.assign(static_cast<std::size_t>(n) * kPad, 0);
+    rounds.assign(static_cast<std::size_t>(n), 0);
+  }
+};
+
+constexpr int pad_slot(int x, int y) { return (y + 1) * kPadW + x + 1; }
+constexpr bool in_tile(int x, int y) { return x >= 0 && y >= 0 && x < kTileW && y < kTileH; }
+
+// ---------------------------------------------------------------- tile states
+// Residual of the arc from (x, y) in direction k at flow 0 (load_residual's rule).
+unsigned residual0(const HostGraph& g, int x, int y, int k) {
+  const int nx = x + dir_dx(k);
+  const int ny = y + dir_dy(k);
+  if (nx < 0 || ny < 0 || nx >= g.width || ny >= g.height) return 0U;
+  const auto p = static_cast<std::size_t>(y) * static_cast<std::size_t>(g.width) + static_cast<std::size_t>(x);
+  const auto q = static_cast<std::size_t>(ny) * static_cast<std::size_t>(g.width) + static_cast<std::size_t>(nx);
+  return k < 4 ? static_cast<unsigned>(g.nlink[static_cast<std::size_t>(k)][p])
+               : static_cast<unsigned>(g.nlink[static_cast<std::size_t>(k - 4)][q]);
+}
+
+// Exact BFS distance to the sink (excess = terminal < 0) over the graph's residual arcs.
+std::vector<int> global_distances(const HostGraph& g) {
+  const int w = g.width;
+  std::vector<int> dist(g.size(), kInf);
+  std::vector<int> queue;
+  queue.reserve(g.size());
+  for (std::size_t p = 0; p < g.size(); ++p) {
+    if (g.terminal[p] < 0) {
+      dist[p] = 0;
+      queue.push_back(static_cast<int>(p));
+    }
+  }
+  for (std::size_t head = 0; head < queue.size(); ++head) {
+    const int q = queue[head];
+    const int qx = q % w;
+    const int qy = q / w;
+    for (int j = 0; j < 8; ++j) {
+      const int px = qx + dir_dx(j);
+      const int py = qy + dir_dy(j);
+      if (px < 0 || py < 0 || px >= w || py >= g.height) continue;
+      const int p = py * w + px;
+      // The arc p -> q leaves p in the direction opposite to j.
+      if (dist[static_cast<std::size_t>(p)] != kInf || residual0(g, px, py, j ^ 4) == 0U) continue;
+      dist[static_cast<std::size_t>(p)] = dist[static_cast<std::size_t>(q)] + 1;
+      queue.push_back(p);
+    }
+  }
+  return dist;
+}
+
+// BFS inside one tile over its residual arcs, from the padded slots in `queue` (whose
+// labels are set), labelling only interior pixels still at kInf.
+void tile_bfs_wave(std::array<int, kPad>& dist, std::vector<int>& queue, const unsigned* res) {
+  for (std::size_t head = 0; head < queue.size(); ++head) {
+    const int q = queue[head];
+    const int qx = q % kPadW - 1;
+    const int qy = q / kPadW - 1;
+    for (int j = 0; j < 8; ++j) {
+      const int px = qx + dir_dx(j);
+      const int py = qy + dir_dy(j);
+      if (!in_tile(px, py)) continue;
+      const int ps = pad_slot(px, py);
+      const int pi = py * kTileW + px;
+      if (dist[static_cast<std::size_t>(ps)] != kInf || res[(j ^ 4) * kPix + pi] == 0U) continue;
+      dist[static_cast<std::size_t>(ps)] = dist[static_cast<std::size_t>(q)] + 1;
+      queue.push_back(ps);
+    }
+  }
+}
+
+TileSet make_tiles(const HostGraph& g, bool region_heights) {
+  const int tiles_x = g.width / kTileW;
+  const int tiles_y = g.height / kTileH;
+  TileSet s;
+  s.resize(tiles_x * tiles_y);
+  const std::vector<int> dist = region_heights ? std::vector<int>() : global_distances(g);
+  for (int ty = 0; ty < tiles_y; ++ty) {
+    for (int tx = 0; tx < tiles_x; ++tx) {
+      const auto t = static_cast<std::size_t>(ty * tiles_x + tx);
+      long long* e = s.excess.data() + t * kPix;
+      int* h = s.height.data() + t * kPad;
+      unsigned* r = s.res.data() + t * 8 * kPix;
+      for (int ly = -1; ly <= kTileH; ++ly) {
+        for (int lx = -1; lx <= kTileW; ++lx) {
+          const int x = tx * kTileW + lx;
+          const int y = ty * kTileH + ly;
+          const bool grid = x >= 0 && y >= 0 && x < g.width && y < g.height;
+          const auto p = static_cast<std::size_t>(y) * static_cast<std::size_t>(g.width) + static_cast<std::size_t>(x);
+          const int slot = pad_slot(lx, ly);
+          if (!in_tile(lx, ly)) {
+            h[slot] = !grid ? kInf : (region_heights ? kRegionStep : dist[p]);
+            continue;
+          }
+          const int i = ly * kTileW + lx;
+          e[i] = g.terminal[p];
+          for (int k = 0; k < 8; ++k) r[k * kPix + i] = residual0(g, x, y, k);
+          h[slot] = region_heights ? kInf : dist[p];
+        }
+      }
+      if (!region_heights) continue;
+      std::array<int, kPad> d{};
+      std::copy(h, h + kPad, d.begin());
+      std::vector<int> queue;
+      for (int i = 0; i < kPix; ++i) {
+        if (e[i] < 0) {
+          const int slot = pad_slot(i % kTileW, i / kTileW);
+          d[static_cast<std::size_t>(slot)] = 0;
+          queue.push_back(slot);
+        }
+      }
+      tile_bfs_wave(d, queue, r);
+      queue.clear();
+      for (int slot = 0; slot < kPad; ++slot) {
+        const int x = slot % kPadW - 1;
+        const int y = slot / kPadW - 1;
+        if (!in_tile(x, y) && d[static_cast<std::size_t>(slot)] < kInf) queue.push_back(slot);
+      }
+      tile_bfs_wave(d, queue, r);
+      std::copy(d.begin(), d.end(), h);
+    }
+  }
+  return s;
+}
+
+TileSet subset(const TileSet& s, const std::vector<int>& which) {
+  TileSet o;
+  o.resize(static_cast<int>(which.size()));
+  for (std::size_t j = 0; j < which.size(); ++j) {
+    const auto t = static_cast<std::size_t>(which[j]);
+    std::copy_n(s.excess.begin() + static_cast<std::ptrdiff_t>(t * kPix), kPix,
+                o.excess.begin() + static_cast<std::ptrdiff_t>(j * kPix));
+    std::copy_n(s.height.begin() + static_cast<std::ptrdiff_t>(t * kPad), kPad,
+                o.height.begin() + static_cast<std::ptrdiff_t>(j * kPad));
+    std::copy_n(s.res.begin() + static_cast<std::ptrdiff_t>(t * 8 * kPix), 8 * kPix,
+                o.res.begin() + static_cast<std::ptrdiff_t>(j * 8 * kPix));
+  }
+  return o;
+}
+
+// ---------------------------------------------------------------- host reference
+// push_sync_rounds on one tile, pixel by pixel. Sequential order gives the parallel
+// round's result: a pixel reads its residual towards a strictly lower neighbour only,
+// which that neighbour cannot be adding to in the same push phase.
+void reference_tile(const TileSet& in, int t, int max_rounds, bool force, TileResult& out) {
+  const auto tt = static_cast<std::size_t>(t);
+  std::array<int, kPad> h{};
+  std::copy_n(in.height.begin() + static_cast<std::ptrdiff_t>(tt * kPad), kPad, h.begin());
+  std::array<long long, kPix> e{};
+  std::copy_n(in.excess.begin() + static_cast<std::ptrdiff_t>(tt * kPix), kPix, e.begin());
+  std::vector<unsigned> res(in.res.begin() + static_cast<std::ptrdiff_t>(tt * 8 * kPix),
+                            in.res.begin() + static_cast<std::ptrdiff_t>((tt + 1) * 8 * kPix));
+  std::array<long long, kPad> inbox{};
+  bool any = false;
+  for (int i = 0; i < kPix; ++i) any = any || (e[static_cast<std::size_t>(i)] > 0 && h[static_cast<std::size_t>(pad_slot(i % kTileW, i / kTileW))] < kInf);
+  int rounds = 0;
+  if (any) {
+    int round = 0;
+    for (; round < max_rounds; ++round) {
+      const std::array<int, kPad> old = h;
+      for (int i = 0; i < kPix; ++i) {
+        const int x = i % kTileW;
+        const int y = i / kTileW;
+        const int hm = old[static_cast<std::size_t>(pad_slot(x, y))];
+        long long left = e[static_cast<std::size_t>(i)];
+        if (left <= 0 || hm >= kInf) continue;
+        for (int k = 0; k < 8 && left > 0; ++k) {
+          const int nx = x + dir_dx(k);
+          const int ny = y + dir_dy(k);
+          const auto nb = static_cast<std::size_t>(pad_slot(nx, ny));
+          unsigned& r = res[static_cast<std::size_t>(k * kPix + i)];
+          if (old[nb] >= hm || r == 0U) continue;
+          const long long amount = std::min(left, static_cast<long long>(r));
+          r -= static_cast<unsigned>(amount);
+          if (in_tile(nx, ny)) res[static_cast<std::size_t>((k ^ 4) * kPix + ny * kTileW + nx)] += static_cast<unsigned>(amount);
+          inbox[nb] += amount;
+          left -= amount;
+        }
+        e[static_cast<std::size_t>(i)] = left;
+      }
+      bool still = false;
+      for (int i = 0; i < kPix; ++i) {
+        const int x = i % kTileW;
+        const int y = i / kTileW;
+        const auto me = static_cast<std::size_t>(pad_slot(x, y));
+        long long& ex = e[static_cast<std::size_t>(i)];
+        ex += inbox[me];
+        inbox[me] = 0;
+        int hm = old[me];
+        if (ex > 0 && hm < kInf) {
+          int m = kInf;
+          for (int k = 0; k < 8; ++k) {
+            if (res[static_cast<std::size_t>(k * kPix + i)] != 0U) {
+              m = std::min(m, old[static_cast<std::size_t>(pad_slot(x + dir_dx(k), y + dir_dy(k)))]);
+            }
+          }
+          if (m >= hm) hm = m >= kInf - 1 ? kInf : m + 1;
+          still = still || hm < kInf;
+        }
+        h[me] = hm;
+      }
+      if (!force && !still) break;
+    }
+    rounds = round < max_rounds ? round + 1 : max_rounds;
+  }
+  for (int i = 0; i < kPix; ++i) {
+    out.excess[tt * kPix + static_cast<std::size_t>(i)] = e[static_cast<std::size_t>(i)];
+    out.height[tt * kPix + static_cast<std::size_t>(i)] = h[static_cast<std::size_t>(pad_slot(i % kTileW, i / kTileW))];
+  }
+  std::copy(res.begin(), res.end(), out.res.begin() + static_cast<std::ptrdiff_t>(tt * 8 * kPix));
+  std::copy(inbox.begin(), inbox.end(), out.inbox.begin() + static_cast<std::ptrdiff_t>(tt * kPad));
+  out.rounds[tt] = rounds;
+}
+
+TileResult reference(const TileSet& in, int max_rounds, bool force) {
+  TileResult out;
+  out.resize(in.count);
+  for (int t = 0; t < in.count; ++t) reference_tile(in, t, max_rounds, force, out);
+  return out;
+}
+
+long long total_rounds(const TileResult& r) {
+  long long s = 0;
+  for (int v : r.rounds) s += v;
+  return s;
+}
+
+void print_round_stats(const char* what, const TileResult& r, int cap) {
+  std::vector<double> worked;
+  int capped = 0;
+  for (int v : r.rounds) {
+    if (v == 0) continue;
+    worked.push_back(v);
+    if (v >= cap) ++capped;
+  }
+  double mean = 0;
+  for (double v : worked) mean += v;
+  if (!worked.empty()) mean /= static_cast<double>(worked.size());
+  using grabcut::testing::percentile;
+  std::printf("%-12s tiles with work %4zu of %zu, rounds: total %7lld, mean %6.2f, median %4.0f, p90 %4.0f, max %5.0f, "
+              "at the cap %d\n",
+              what, worked.size(), r.rounds.size(), total_rounds(r), mean, percentile(worked, 0.5),
+              percentile(worked, 0.9), percentile(worked, 1.0), capped);
+}
+
+// The n tiles the reference runs most rounds on (ties: lower index first).
+std::vector<int> hardest_tiles(const TileResult& r, int n) {
+  std::vector<int> idx(r.rounds.size());
+  for (std::size_t i = 0; i < idx.size(); ++i) idx[i] = static_cast<int>(i);
+  std::stable_sort(idx.begin(), idx.end(), [&r](int a, int b) {
+    return r.rounds[static_cast<std::size_t>(a)] > r.rounds[static_cast<std::size_t>(b)];
+  });
+  idx.resize(std::min(idx.size(), static_cast<std::size_t>(n)));
+  return idx;
+}
+
+// Counts the differences between a kernel's result and the reference's; prints the first few.
+long long compare(const char* what, const TileResult& ref, const TileResult& got) {
+  long long bad = 0;
+  auto report = [&](const char* field, std::size_t at, long long want, long long have) {
+    if (bad++ < 5) std::printf("  MISMATCH %s: %s[%zu] = %lld, reference %lld\n", what, field, at, have, want);
+  };
+  for (std::size_t i = 0; i < ref.excess.size(); ++i) {
+    if (ref.excess[i] != got.excess[i]) report("excess", i, ref.excess[i], got.excess[i]);
+  }
+  for (std::size_t i = 0; i < ref.height.size(); ++i) {
+    if (ref.height[i] != got.height[i]) report("height", i, ref.height[i], got.height[i]);
+  }
+  for (std::size_t i = 0; i < ref.res.size(); ++i) {
+    if (ref.res[i] != got.res[i]) report("res", i, ref.res[i], got.res[i]);
+  }
+  for (std::size_t i = 0; i < ref.inbox.size(); ++i) {
+    if (ref.inbox[i] != got.inbox[i]) report("inbox", i, ref.inbox[i], got.inbox[i]);
+  }
+  for (std::size_t i = 0; i < ref.rounds.size(); ++i) {
+    if (ref.rounds[i] != got.rounds[i]) report("rounds", i, ref.rounds[i], got.rounds[i]);
+  }
+  if (bad > 0) std::printf("  %s: %lld values differ from the reference\n", what, bad);
+  return bad;
+}
+
+// ---------------------------------------------------------------- the rounds on a warp
+// Kernel B's tile, written once over a warp policy: DeviceWarp on the GPU
+// (__shfl_sync, __any_sync), FiberWarp on the host (32 fibers in lockstep), so the
+// host checks this very code against the reference without a GPU (--host-only).
+struct TileArgs {
+  const long long* excess;
+  const int* height;  // padded
+  const unsigned* res;
+  long long* out_excess;
+  int* out_height;  // interior
+  unsigned* out_res;
+  long long* out_inbox;  // padded
+  int* out_rounds;
+  int tiles;
+  int max_rounds;
+};
+
+// Per warp in shared memory: the inbox of the halo's left and right columns (rows
+// -1..16; only lane 0 pushes into the left one, only lane 31 into the right), and in
+// B.smem the residuals.
+struct WarpSide {
+  long long in[2][kPadH];
+};
+struct WarpResiduals {
+  unsigned r[8][kTileH][kTileW];
+};
+
+// A lane's residuals, 8 directions x 16 rows of its column.
+template <bool kInRegisters>
+struct ColumnResiduals;
+
+template <>
+struct ColumnResiduals<true> {
+  unsigned v[8][kTileH];
+  __host__ __device__ __forceinline__ explicit ColumnResiduals(WarpResiduals* /*unused*/, int /*lane*/) {}
+  __host__ __device__ __forceinline__ unsigned get(int k, int y) const { return v[k][y]; }
+  __host__ __device__ __forceinline__ void set(int k, int y, unsigned r) { v[k][y] = r; }
+  __host__ __device__ __forceinline__ void add(int k, int y, unsigned d) { v[k][y] += d; }
+  __host__ __device__ __forceinline__ void sub(int k, int y, unsigned d) { v[k][y] -= d; }
+};
+
+template <>
+struct ColumnResiduals<false> {
+  unsigned* base;  // &WarpResiduals::r[0][0][lane]: [k][y] is base[(k * kTileH + y) * kTileW]
+  __host__ __device__ __forceinline__ explicit ColumnResiduals(WarpResiduals* w, int lane) : base(&w->r[0][0][lane]) {}
+  __host__ __device__ __forceinline__ unsigned get(int k, int y) const { return base[(k * kTileH + y) * kTileW]; }
+  __host__ __device__ __forceinline__ void set(int k, int y, unsigned r) { base[(k * kTileH + y) * kTileW] = r; }
+  // Most amounts are 0: no shared-memory write for them.
+  __host__ __device__ __forceinline__ void add(int k, int y, unsigned d) {
+    if (d != 0U) base[(k * kTileH + y) * kTileW] += d;
+  }
+  __host__ __device__ __forceinline__ void sub(int k, int y, unsigned d) {
+    if (d != 0U) base[(k * kTileH + y) * kTileW] -= d;
+  }
+};
+
+__host__ __device__ __forceinline__ long long min_ll(long long a, long long b) { return a < b ? a : b; }
+__host__ __device__ __forceinline__ int min_int(int a, int b) { return a < b ? a : b; }
+
+// Tile t's rounds on one warp: lane = column x, rows 0..15 of the column in registers.
+// A round is one pass down the rows: row y pushes (the amounts that cross columns go to
+// the neighbour lanes by shuffles, whose receivers add them to their inflow and reverse
+// residuals), then row y - 1, whose inflow is complete once rows y - 2..y have pushed,
+// takes it in and relabels. Every decision reads the heights at the round's start.
+// wres: the warp's residuals in shared memory (B.smem), unused in B.reg.
+#ifdef __CUDACC__
+#pragma nv_exec_check_disable
+#endif
+template <class Warp, bool kResInRegisters, bool kForce>
+__host__ __device__ __forceinline__ void warp_tile(const Warp& w, const TileArgs& a, long long t, WarpSide& side,
+                                                   WarpResiduals* wres) {
+  const int lane = w.lane();
+  ColumnResiduals<kResInRegisters> res(wres, lane);
+  const int* hp = a.height + t * kPad;
+  int h[kTileH];
+  long long e[kTileH];
+GRABCUT_UNROLL
+  for (int y = 0; y < kTileH; ++y) {
+    h[y] = hp[(y + 1) * kPadW + lane + 1];
+    e[y] = a.excess[t * kPix + y * kTileW + lane];
+  }
+GRABCUT_UNROLL
+  for (int k = 0; k < 8; ++k) {
+GRABCUT_UNROLL
+    for (int y = 0; y < kTileH; ++y) res.set(k, y, a.res[(t * 8 + k) * kPix + y * kTileW + lane]);
+  }
+  // Frozen halo heights: this column's rows -1 and 16, the left and right columns' too.
+  const int top = hp[lane + 1];
+  const int bottom = hp[(kPadH - 1) * kPadW + lane + 1];
+  const int left_top = hp[lane];
+  const int left_bottom = hp[(kPadH - 1) * kPadW + lane];
+  const int right_top = hp[lane + 2];
+  const int right_bottom = hp[(kPadH - 1) * kPadW + lane + 2];
+  // Lane 0 holds the halo's left column (rows 0..15), lane 31 its right one: what lane
+  // 0's shuffle from the left and lane 31's from the right take instead.
+  int edge[kTileH];
+GRABCUT_UNROLL
+  for (int y = 0; y < kTileH; ++y) edge[y] = hp[(y + 1) * kPadW + (lane == 0 ? 0 : kPadW - 1)];
+  if (lane < kPadH) {
+    side.in[0][lane] = 0;
+    side.in[1][lane] = 0;
+  }
+  w.sync();
+  long long in_top = 0;  // what was pushed into this column's halo rows -1 and 16
+  long long in_bottom = 0;
+  bool any = false;
+GRABCUT_UNROLL
+  for (int y = 0; y < kTileH; ++y) any = any || (e[y] > 0 && h[y] < kInf);
+  int rounds = 0;
+  if (w.any(any)) {
+    int round = 0;
+    for (; round < a.max_rounds; ++round) {
+      int old[kTileH];  // the heights every decision of the round reads
+GRABCUT_UNROLL
+      for (int y = 0; y < kTileH; ++y) old[y] = h[y];
+      // The left and right columns' heights, rows -1..16 at index row + 1.
+      int lh[kTileH + 2];
+      int rh[kTileH + 2];
+      lh[0] = left_top;
+      lh[kTileH + 1] = left_bottom;
+      rh[0] = right_top;
+      rh[kTileH + 1] = right_bottom;
+      // This round's inflow to this column's rows -1..16 (index row + 1).
+      long long inflow[kTileH + 2];
+GRABCUT_UNROLL
+      for (int j = 0; j < kTileH + 2; ++j) inflow[j] = 0;
+      bool still = false;
+      // The heights around pixel (lane, y) at the round's start, by direction k.
+      auto neighbour_heights = [&](int y, int(&hn)[8]) {
+        hn[0] = rh[y + 1];
+        hn[1] = rh[y + 2];
+        hn[2] = y + 1 < kTileH ? old[y + 1 < kTileH ? y + 1 : 0] : bottom;
+        hn[3] = lh[y + 2];
+        hn[4] = lh[y + 1];
+        hn[5] = lh[y];
+        hn[6] = y >= 1 ? old[y >= 1 ? y - 1 : 0] : top;
+        hn[7] = rh[y];
+      };
+GRABCUT_UNROLL
+      for (int y = 0; y <= kTileH; ++y) {
+        if (y < kTileH) {
+          // Row y's push reads the neighbour columns' rows y - 1..y + 1.
+GRABCUT_UNROLL
+          for (int j = (y == 0 ? 0 : y + 1); j <= y + 1 && j < kTileH; ++j) {
+            const int from_left = w.shfl_up(old[j]);
+            const int from_right = w.shfl_down(old[j]);
+            lh[j + 1] = lane == 0 ? edge[j] : from_left;
+            rh[j + 1] = lane == kTileW - 1 ? edge[j] : from_right;
+          }
+          const int hm = old[y];
+          const bool active = e[y] > 0 && hm < kInf;
+          if (w.any(active)) {
+            int hn[8];
+            neighbour_heights(y, hn);
+            unsigned amount[8];
+            long long left = active ? e[y] : 0;
+GRABCUT_UNROLL
+            for (int k = 0; k < 8; ++k) {
+              const unsigned r = hn[k] < hm ? res.get(k, y) : 0U;
+              const unsigned m = left > 0 ? static_cast<unsigned>(min_ll(left, static_cast<long long>(r))) : 0U;
+              amount[k] = m;
+              left -= m;
+            }
+GRABCUT_UNROLL
+            for (int k = 0; k < 8; ++k) res.sub(k, y, amount[k]);
+            if (active) e[y] = left;
+            // Pushes across the tile's left and right edges go to the halo inbox directly.
+            if (lane == 0 && (amount[3] | amount[4] | amount[5]) != 0U) {
+              side.in[0][y] += amount[5];
+              side.in[0][y + 1] += amount[4];
+              side.in[0][y + 2] += amount[3];
+            }
+            if (lane == kTileW - 1 && (amount[0] | amount[1] | amount[7]) != 0U) {
+              side.in[1][y] += amount[7];
+              side.in[1][y + 1] += amount[0];
+              side.in[1][y + 2] += amount[1];
+            }
+            // What the left neighbour pushed rightwards (k = 0, 1, 7) and the right one
+            // leftwards (k = 4, 3, 5), landing on rows y, y + 1, y - 1 of this column.
+            const unsigned l0 = w.shfl_up(amount[0]);
+            const unsigned l1 = w.shfl_up(amount[1]);
+            const unsigned l7 = w.shfl_up(amount[7]);
+            const unsigned r4 = w.shfl_down(amount[4]);
+            const unsigned r3 = w.shfl_down(amount[3]);
+            const unsigned r5 = w.shfl_down(amount[5]);
+            const unsigned from_l0 = lane == 0 ? 0U : l0;
+            const unsigned from_l1 = lane == 0 ? 0U : l1;
+            const unsigned from_l7 = lane == 0 ? 0U : l7;
+            const unsigned from_r4 = lane == kTileW - 1 ? 0U : r4;
+            const unsigned from_r3 = lane == kTileW - 1 ? 0U : r3;
+            const unsigned from_r5 = lane == kTileW - 1 ? 0U : r5;
+            inflow[y] += static_cast<long long>(amount[6]) + from_l7 + from_r5;
+            inflow[y + 1] += static_cast<long long>(from_l0) + from_r4;
+            inflow[y + 2] += static_cast<long long>(amount[2]) + from_l1 + from_r3;
+            // Each push opens the reverse arc at its head.
+            if (y >= 1) {
+              res.add(2, y - 1, amount[6]);
+              res.add(3, y - 1, from_l7);
+              res.add(1, y - 1, from_r5);
+            }
+            res.add(4, y, from_l0);
+            res.add(0, y, from_r4);
+            if (y + 1 < kTileH) {
+              res.add(6, y + 1, amount[2]);
+              res.add(5, y + 1, from_l1);
+              res.add(7, y + 1, from_r3);
+            }
+          }
+        }
+        if (y >= 1) {
+          // Row r = y - 1 has all its inflow (rows r - 1..r + 1 pushed): take it in, relabel.
+          const int r = y - 1;
+          const long long ex = e[r] + inflow[r + 1];
+          int hm = old[r];
+          const bool need = ex > 0 && hm < kInf;
+          if (w.any(need) && need) {
+            int hn[8];
+            neighbour_heights(r, hn);
+            int m = kInf;
+GRABCUT_UNROLL
+            for (int k = 0; k < 8; ++k) {
+              if (res.get(k, r) != 0U) m = min_int(m, hn[k]);
+            }
+            if (m >= hm) hm = m >= kInf - 1 ? kInf : m + 1;
+            still = still || hm < kInf;
+          }
+          e[r] = ex;
+          h[r] = hm;
+        }
+      }
+      in_top += inflow[0];
+      in_bottom += inflow[kTileH + 1];
+      if (!kForce && !w.any(still)) break;
+    }
+    rounds = round < a.max_rounds ? round + 1 : a.max_rounds;
+  }
+GRABCUT_UNROLL
+  for (int y = 0; y < kTileH; ++y) {
+    a.out_excess[t * kPix + y * kTileW + lane] = e[y];
+    a.out_height[t * kPix + y * kTileW + lane] = h[y];
+  }
+GRABCUT_UNROLL
+  for (int k = 0; k < 8; ++k) {
+GRABCUT_UNROLL
+    for (int y = 0; y < kTileH; ++y) a.out_res[(t * 8 + k) * kPix + y * kTileW + lane] = res.get(k, y);
+  }
+  long long* inbox = a.out_inbox + t * kPad;
+  inbox[lane + 1] = in_top;
+  inbox[(kPadH - 1) * kPadW + lane + 1] = in_bottom;
+  w.sync();
+  if (lane < kPadH) {
+    inbox[lane * kPadW] = side.in[0][lane];
+    inbox[lane * kPadW + kPadW - 1] = side.in[1][lane];
+  }
+  if (lane == 0) a.out_rounds[t] = rounds;
+}
+
+// ---------------------------------------------------------------- a warp on the host
+// 32 fibers (ucontext) in lockstep: every shuffle or vote is a meeting point where each
+// lane first posts its value, then all read. Lanes run one after another between
+// meetings, so the emulation is deterministic.
+class WarpEmulator {
+ public:
+  // Runs body(lane) for lanes 0..31 in lockstep until all return.
+  void run(const std::function<void(int)>& body) {
+    body_ = &body;
+    for (std::size_t lane = 0; lane < kLanes; ++lane) {
+      stacks_[lane].resize(kStackBytes);
+      prepare(ctx_[lane], stacks_[lane].data());
+      done_[lane] = false;
+    }
+    for (std::size_t left = kLanes; left > 0;) {
+      left = 0;
+      for (std::size_t lane = 0; lane < kLanes; ++lane) {
+        if (done_[lane]) continue;
+        current_ = this;
+        current_lane_ = static_cast<int>(lane);
+        swapcontext(&main_, &ctx_[lane]);
+        if (!done_[lane]) ++left;
+      }
+    }
+  }
+  // Posts v, waits for every lane, returns lane src's value.
+  long long exchange(int lane, long long v, int src) {
+    slot_[static_cast<std::size_t>(lane)] = v;
+    yield(lane);
+    const long long r = slot_[static_cast<std::size_t>(src)];
+    yield(lane);
+    return r;
+  }
+  bool any(int lane, bool p) {
+    slot_[static_cast<std::size_t>(lane)] = p ? 1 : 0;
+    yield(lane);
+    bool r = false;
+    for (long long v : slot_) r = r || v != 0;
+    yield(lane);
+    return r;
+  }
+  void sync(int lane) { yield(lane); }
+
+ private:
+  static constexpr std::size_t kLanes = 32;
+  static constexpr std::size_t kStackBytes = 1 << 18;
+  void yield(int lane) { swapcontext(&ctx_[static_cast<std::size_t>(lane)], &main_); }
+  // A fiber that starts in entry() on `stack` and returns to main_ (apart from run's
+  // loop: getcontext returns twice, which its caller's locals must not see).
+  void prepare(ucontext_t& c, char* stack) {
+    getcontext(&c);
+    c.uc_stack.ss_sp = stack;
+    c.uc_stack.ss_size = kStackBytes;
+    c.uc_link = &main_;
+    makecontext(&c, &WarpEmulator::entry, 0);
+  }
+  static void entry() {
+    WarpEmulator* self = current_;
+    const int lane = current_lane_;
+    (*self->body_)(lane);
+    self->done_[static_cast<std::size_t>(lane)] = true;
+  }
+  static inline WarpEmulator* current_ = nullptr;
+  static inline int current_lane_ = 0;
+  const std::function<void(int)>* body_ = nullptr;
+  ucontext_t main_{};
+  std::array<ucontext_t, kLanes> ctx_{};
+  std::array<std::vector<char>, kLanes> stacks_;
+  std::array<long long, kLanes> slot_{};
+  std::array<bool, kLanes> done_{};
+};
+
+struct FiberWarp {
+  WarpEmulator* emu;
+  int id;
+  int lane() const { return id; }
+  template <typename T>
+  T shfl_up(T v) const {
+    return static_cast<T>(emu->exchange(id, static_cast<long long>(v), id == 0 ? id : id - 1));
+  }
+  template <typename T>
+  T shfl_down(T v) const {
+    return static_cast<T>(emu->exchange(id, static_cast<long long>(v), id == 31 ? id : id + 1));
+  }
+  bool any(bool p) const { return emu->any(id, p); }
+  void sync() const { emu->sync(id); }
+};
+
+// Kernel B's code on the host, tile by tile: what B.reg (or B.smem) leaves.
+template <bool kResInRegisters>
+TileResult emulate_warp_kernel(const TileSet& in, int max_rounds, bool force) {
+  TileResult out;
+  out.resize(in.count);
+  TileArgs a{in.excess.data(),  in.height.data(),    in.res.data(), out.excess.data(), out.height.data(),
+             out.res.data(),    out.inbox.data(),    out.rounds.data(), in.count,      max_rounds};
+  WarpEmulator emu;
+  WarpSide side{};
+  WarpResiduals wres{};
+  for (long long t = 0; t < in.count; ++t) {
+    emu.run([&](int lane) {
+      const FiberWarp w{&emu, lane};
+      if (force) {
+        warp_tile<FiberWarp, kResInRegisters, true>(w, a, t, side, &wres);
+      } else {
+        warp_tile<FiberWarp, kResInRegisters, false>(w, a, t, side, &wres);
+      }
+    });
+  }
+  return out;
+}
+
+#ifdef __CUDACC__
+// ---------------------------------------------------------------- device side
+constexpr unsigned kFull = 0xffffffffU;
+
+// Kernel A: push_sync_rounds of maxflow.cu in a block of kThreads, a pixel a thread.
+struct SharedA {
+  unsigned res[8][kThreads];
+  long long e[kPad];
+  int h[2][kPad];
+};
+
+// push_sync_rounds with the early stop optional; returns the rounds run.
+template <bool kForce>
+__device__ __forceinline__ int block_rounds(SharedA& sh, int max_rounds, int tid, long long& ex, int& hm) {
+  const int lx = tid % kTileW;
+  const int ly = tid / kTileW;
+  const int me = (ly + 1) * kPadW + lx + 1;
+  int round = 0;
+  for (int par = 0; round < max_rounds; ++round, par ^= 1) {
+    int hn[8];
+#pragma unroll
+    for (int k = 0; k < 8; ++k) hn[k] = sh.h[par][me + dir_dy(k) * kPadW + dir_dx(k)];
+    const bool active = ex > 0 && hm < kInf;
+    if (active) {
+      unsigned int down[8];
+#pragma unroll
+      for (int k = 0; k < 8; ++k) down[k] = hn[k] < hm ? sh.res[k][tid] : 0U;
+      long long left = ex;
+#pragma unroll
+      for (int k = 0; k < 8; ++k) {
+        if (left > 0) {
+          const unsigned int r = down[k];
+          if (r != 0U) {
+            const long long amount = min(left, static_cast<long long>(r));
+            sh.res[k][tid] = r - static_cast<unsigned int>(amount);
+            const int nlx = lx + dir_dx(k);
+            const int nly = ly + dir_dy(k);
+            if (nlx >= 0 && nlx < kTileW && nly >= 0 && nly < kTileH) {
+              sh.res[k ^ 4][nly * kTileW + nlx] += static_cast<unsigned int>(amount);
+            }
+            const int nb = me + dir_dy(k) * kPadW + dir_dx(k);
+            atomicAdd(reinterpret_cast<unsigned long long*>(&sh.e[nb]), static_cast<unsigned long long>(amount));
+            left -= amount;
+          }
+        }
+      }
+      ex = left;
+    }
+    __syncthreads();
+    bool still = false;
+    ex += sh.e[me];
+    sh.e[me] = 0;
+    if (ex > 0 && hm < kInf) {
+      int m = kInf;
+#pragma unroll
+      for (int k = 0; k < 8; ++k) {
+        if (sh.res[k][tid] != 0U) m = min(m, hn[k]);
+      }
+      if (m >= hm) hm = m >= kInf - 1 ? kInf : m + 1;
+      still = hm < kInf;
+    }
+    sh.h[par ^ 1][me] = hm;
+    if (kForce) {
+      __syncthreads();
+    } else if (!__syncthreads_or(still)) {
+      break;
+    }
+  }
+  return round < max_rounds ? round + 1 : max_rounds;
+}
+
+template <bool kForce>
+__global__ void __launch_bounds__(kThreads, 2) block_round_kernel(TileArgs a) {
+  __shared__ SharedA sh;
+  const long long t = blockIdx.x;
+  const int tid = static_cast<int>(threadIdx.x);
+  const int me = (tid / kTileW + 1) * kPadW + tid % kTileW + 1;
+  const int* hp = a.height + t * kPad;
+  long long ex = a.excess[t * kPix + tid];
+  int hm = hp[me];
+  for (int i = tid; i < kPad; i += kThreads) {
+    const int v = hp[i];
+    sh.h[0][i] = v;
+    sh.h[1][i] = v;
+    sh.e[i] = 0;
+  }
+#pragma unroll
+  for (int k = 0; k < 8; ++k) sh.res[k][tid] = a.res[(t * 8 + k) * kPix + tid];
+  int rounds = 0;
+  if (__syncthreads_or(ex > 0 && hm < kInf)) rounds = block_rounds<kForce>(sh, a.max_rounds, tid, ex, hm);
+  a.out_excess[t * kPix + tid] = ex;
+  a.out_height[t * kPix + tid] = hm;
+#pragma unroll
+  for (int k = 0; k < 8; ++k) a.out_res[(t * 8 + k) * kPix + tid] = sh.res[k][tid];
+  for (int i = tid; i < kPad; i += kThreads) {
+    const int py = i / kPadW;
+    const int px = i - py * kPadW;
+    if (py >= 1 && py <= kTileH && px >= 1 && px <= kTileW) continue;
+    a.out_inbox[t * kPad + i] = sh.e[i];
+  }
+  if (tid == 0) a.out_rounds[t] = rounds;
+}
+struct DeviceWarp {
+  __device__ __forceinline__ int lane() const { return static_cast<int>(threadIdx.x) & 31; }
+  template <typename T>
+  __device__ __forceinline__ T shfl_up(T v) const {
+    return __shfl_up_sync(kFull, v, 1);
+  }
+  template <typename T>
+  __device__ __forceinline__ T shfl_down(T v) const {
+    return __shfl_down_sync(kFull, v, 1);
+  }
+  __device__ __forceinline__ bool any(bool p) const { return __any_sync(kFull, p) != 0; }
+  __device__ __forceinline__ void sync() const { __syncwarp(); }
+};
+
+// Kernel B: a warp a tile, kWarps tiles a block.
+template <int kWarps, bool kResInRegisters>
+constexpr std::size_t warp_kernel_smem() {
+  return static_cast<std::size_t>(kWarps) * (sizeof(WarpSide) + (kResInRegisters ? 0 : sizeof(WarpResiduals)));
+}
+
+template <int kWarps, bool kResInRegisters, bool kForce>
+__global__ void __launch_bounds__(32 * kWarps) warp_round_kernel(TileArgs a) {
+  extern __shared__ __align__(16) unsigned char smem[];
+  const int warp = static_cast<int>(threadIdx.x) >> 5;
+  const long long t = static_cast<long long>(blockIdx.x) * kWarps + warp;
+  if (t >= a.tiles) return;  // the whole warp
+  WarpSide& side = reinterpret_cast<WarpSide*>(smem)[warp];
+  WarpResiduals* wres = nullptr;
+  if constexpr (!kResInRegisters) wres = reinterpret_cast<WarpResiduals*>(smem + kWarps * sizeof(WarpSide)) + warp;
+  warp_tile<DeviceWarp, kResInRegisters, kForce>(DeviceWarp{}, a, t, side, wres);
+}
+
+// ---------------------------------------------------------------- host side of the GPU runs
+template <typename T>
+class DeviceArray {
+ public:
+  explicit DeviceArray(std::size_t n) : n_(n) {
+    if (n > 0) GRABCUT_CUDA_CHECK(cudaMalloc(&p_, n * sizeof(T)));
+  }
+  ~DeviceArray() {
+    if (p_ != nullptr) cudaFree(p_);
+  }
+  DeviceArray(const DeviceArray&) = delete;
+  DeviceArray& operator=(const DeviceArray&) = delete;
+  T* get() const { return p_; }
+  void upload(const std::vector<T>& v) {
+    GRABCUT_CUDA_CHECK(cudaMemcpy(p_, v.data(), n_ * sizeof(T), cudaMemcpyHostToDevice));
+  }
+  void download(std::vector<T>& v) const {
+    v.resize(n_);
+    GRABCUT_CUDA_CHECK(cudaMemcpy(v.data(), p_, n_ * sizeof(T), cudaMemcpyDeviceToHost));
+  }
+  // A byte pattern no kernel writes, so a value a kernel forgot shows in the check.
+  void poison() { GRABCUT_CUDA_CHECK(cudaMemset(p_, 0xA5, n_ * sizeof(T))); }
+
+ private:
+  T* p_ = nullptr;
+  std::size_t n_;
+};
+
+class CudaEvent {
+ public:
+  CudaEvent() { GRABCUT_CUDA_CHECK(cudaEventCreate(&e_)); }
+  ~CudaEvent() { cudaEventDestroy(e_); }
+  CudaEvent(const CudaEvent&) = delete;
+  CudaEvent& operator=(const CudaEvent&) = delete;
+  cudaEvent_t get() const { return e_; }
+
+ private:
+  cudaEvent_t e_ = nullptr;
+};
+
+// A tile set on the device, with room for the rounds' results.
+struct DeviceTiles {
+  int count;
+  DeviceArray<long long> excess, out_excess, out_inbox;
+  DeviceArray<int> height, out_height, out_rounds;
+  DeviceArray<unsigned> res, out_res;
+
+  explicit DeviceTiles(const TileSet& s)
+      : count(s.count),
+        excess(s.excess.size()),
+        out_excess(s.excess.size()),
+        out_inbox(static_cast<std::size_t>(s.count) * kPad),
+        height(s.height.size()),
+        out_height(static_cast<std::size_t>(s.count) * kPix),
+        out_rounds(static_cast<std::size_t>(s.count)),
+        res(s.res.size()),
+        out_res(s.res.size()) {
+    excess.upload(s.excess);
+    height.upload(s.height);
+    res.upload(s.res);
+  }
+  TileArgs args(int max_rounds) const {
+    return {excess.get(),  height.get(),    res.get(),        out_excess.get(), out_height.get(),
+            out_res.get(), out_inbox.get(), out_rounds.get(), count,            max_rounds};
+  }
+  void poison() {
+    out_excess.poison();
+    out_height.poison();
+    out_res.poison();
+    out_rounds.poison();
+    // The interior of the inbox is never written: 0, as the reference has it.
+    GRABCUT_CUDA_CHECK(cudaMemset(out_inbox.get(), 0, static_cast<std::size_t>(count) * kPad * sizeof(long long)));
+    std::vector<long long> halo(static_cast<std::size_t>(count) * kPad, 0);
+    for (std::size_t i = 0; i < halo.size(); ++i) {
+      const int slot = static_cast<int>(i % kPad);
+      if (!in_tile(slot % kPadW - 1, slot / kPadW - 1)) halo[i] = 0x5a5a5a5a5a5aLL;
+    }
+    out_inbox.upload(halo);
+  }
+  TileResult download() const {
+    TileResult r;
+    out_excess.download(r.excess);
+    out_height.download(r.height);
+    out_res.download(r.res);
+    out_inbox.download(r.inbox);
+    out_rounds.download(r.rounds);
+    return r;
+  }
+};
+
+using KernelFn = void (*)(TileArgs);
+
+struct KernelVariant {
+  const char* name;
+  KernelFn early_stop;
+  KernelFn forced;
+  int threads;
+  int tiles_per_block;
+  std::size_t dynamic_smem;
+};
+
+template <int kWarps, bool kResInRegisters>
+KernelVariant warp_variant(const char* name) {
+  constexpr std::size_t smem = warp_kernel_smem<kWarps, kResInRegisters>();
+  KernelVariant v{name, warp_round_kernel<kWarps, kResInRegisters, false>,
+                  warp_round_kernel<kWarps, kResInRegisters, true>, 32 * kWarps, kWarps, smem};
+  for (KernelFn f : {v.early_stop, v.forced}) {
+    GRABCUT_CUDA_CHECK(cudaFuncSetAttribute(reinterpret_cast<const void*>(f),
+                                            cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
+  }
+  return v;
+}
+
+void launch(const KernelVariant& v, bool force, const DeviceTiles& d, int max_rounds) {
+  const int blocks = (d.count + v.tiles_per_block - 1) / v.tiles_per_block;
+  (force ? v.forced : v.early_stop)<<<blocks, v.threads, v.dynamic_smem>>>(d.args(max_rounds));
+  GRABCUT_CUDA_CHECK_LAUNCH(v.name);
+}
+
+float median_ms(int runs, const std::function<void()>& timed) {
+  CudaEvent start;
+  CudaEvent stop;
+  for (int i = 0; i < 3; ++i) timed();
+  GRABCUT_CUDA_CHECK(cudaDeviceSynchronize());
+  std::vector<double> ms;
+  for (int i = 0; i < runs; ++i) {
+    GRABCUT_CUDA_CHECK(cudaEventRecord(start.get(), nullptr));
+    timed();
+    GRABCUT_CUDA_CHECK(cudaEventRecord(stop.get(), nullptr));
+    GRABCUT_CUDA_CHECK(cudaEventSynchronize(stop.get()));
+    float v = 0;
+    GRABCUT_CUDA_CHECK(cudaEventElapsedTime(&v, start.get(), stop.get()));
+    ms.push_back(v);
+  }
+  return static_cast<float>(grabcut::testing::percentile(ms, 0.5));
+}
+
+// One measured configuration: a tile set with its reference, early stop or forced rounds.
+struct Case {
+  const char* kind;  // "throughput" or "latency"
+  DeviceTiles* tiles;
+  const TileResult* ref;
+  int max_rounds;
+  bool force;
+};
+#endif  // __CUDACC__
+
+struct Options {
+  bool host_only = false;
+  bool region_heights = false;
+  int size = 1024;
+  unsigned seed = 1;
+  int runs = 15;
+  int emulate = 8;
+};
+
+int usage() {
+  std::fprintf(stderr, "usage: bench_tile_round [--host-only] [--heights global|tile] [--size N] [--seed S] [--runs N]\n"
+               "                        [--emulate N]\n");
+  return 2;
+}
+
+int run(int argc, char** argv) {
+  Options o;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    const bool has_value = i + 1 < argc;
+    if (arg == "--host-only") {
+      o.host_only = true;
+    } else if (arg == "--heights" && has_value) {
+      const std::string v = argv[++i];
+      if (v != "global" && v != "tile") return usage();
+      o.region_heights = v == "tile";
+    } else if (arg == "--size" && has_value) {
+      o.size = std::atoi(argv[++i]);
+    } else if (arg == "--seed" && has_value) {
+      o.seed = static_cast<unsigned>(std::strtoul(argv[++i], nullptr, 10));
+    } else if (arg == "--emulate" && has_value) {
+      o.emulate = std::max(0, std::atoi(argv[++i]));
+    } else if (arg == "--runs" && has_value) {
+      o.runs = std::max(1, std::atoi(argv[++i]));
+    } else {
+      return usage();
+    }
+  }
+  if (o.size <= 0 || o.size % kTileW != 0 || o.size % kTileH != 0) {
+    std::fprintf(stderr, "bench_tile_round: --size must be a positive multiple of %d\n", kTileW);
+    return 2;
+  }
+  const HostGraph g =
+      grabcut::testing::grabcut_graph(o.size, o.size, o.seed, {grabcut::testing::GrabCutScene::kSmoothScoreFloat});
+  const TileSet tiles = make_tiles(g, o.region_heights);
+  long long active = 0;
+  long long finite = 0;
+  for (int t = 0; t < tiles.count; ++t) {
+    for (int i = 0; i < kPix; ++i) {
+      const int hv = tiles.height[static_cast<std::size_t>(t) * kPad + static_cast<std::size_t>(pad_slot(i % kTileW, i / kTileW))];
+      const long long ev = tiles.excess[static_cast<std::size_t>(t) * kPix + static_cast<std::size_t>(i)];
+      finite += hv < kInf ? 1 : 0;
+      active += ev > 0 && hv < kInf ? 1 : 0;
+    }
+  }
+  std::printf("bench_tile_round: GrabCut-like graph %dx%d (seed %u), %d tiles of %dx%d, heights: %s\n", o.size, o.size,
+              o.seed, tiles.count, kTileW, kTileH,
+              o.region_heights ? "tile (in-tile BFS, halo frozen at B = 1024)" : "global (exact BFS, halo included)");
+  std::printf("pixels with a finite height %lld, active %lld of %lld\n", finite, active,
+              static_cast<long long>(tiles.count) * kPix);
+  const TileResult ref12 = reference(tiles, 12, false);
+  const TileResult ref32 = reference(tiles, 32, false);
+  print_round_stats("R = 12", ref12, 12);
+  print_round_stats("R = 32", ref32, 32);
+  if (o.host_only) {
+    const TileResult long_run = reference(tiles, kLongCap, false);
+    print_round_stats("R = 1000", long_run, kLongCap);
+    // The forced mode's end state is the capped one (a round with no active pixel
+    // changes nothing): a check of the reference itself.
+    const TileResult forced = reference(tiles, 12, true);
+    TileResult same = forced;
+    same.rounds = ref12.rounds;
+    if (compare("forced R = 12 against early stop", ref12, same) != 0) return 1;
+    // Kernel B's code on host fibers, on the --emulate hardest tiles at R = 32 and as many
+    // spread over the graph, with early stop and forced rounds.
+    if (o.emulate > 0) {
+      std::vector<int> pick = hardest_tiles(ref32, o.emulate);
+      for (int i = 0; i < o.emulate; ++i) pick.push_back(static_cast<int>(static_cast<long long>(i) * tiles.count / o.emulate));
+      const TileSet set = subset(tiles, pick);
+      long long bad = 0;
+      for (int cap : {12, 32}) {
+        for (bool force : {false, true}) {
+          const TileResult want = reference(set, cap, force);
+          const std::string what = "R = " + std::to_string(cap) + (force ? " forced" : "");
+          bad += compare(("B.reg emulated " + what).c_str(), want, emulate_warp_kernel<true>(set, cap, force));
+          bad += compare(("B.smem emulated " + what).c_str(), want, emulate_warp_kernel<false>(set, cap, force));
+        }
+      }
+      std::printf("kernel B emulated on the host (%d tiles, R = 12 and 32, early stop and forced): %s\n", set.count,
+                  bad == 0 ? "equal to the reference" : "DIFFERENT");
+      if (bad != 0) return 1;
+    }
+    // The latency rows' tiles (on an H100, 132 SMs: 132 and 264 tiles).
+    for (int n : {132, 264}) {
+      for (const TileResult* r : {&ref12, &ref32}) {
+        const std::vector<int> hard = hardest_tiles(*r, n);
+        const TileSet set = subset(tiles, hard);
+        const int cap = r == &ref12 ? 12 : 32;
+        const TileResult sub = reference(set, cap, false);
+        std::printf("latency set: the %d tiles with most rounds at R = %d run %lld rounds, fewest %d\n", n, cap,
+                    total_rounds(sub), *std::min_element(sub.rounds.begin(), sub.rounds.end()));
+      }
+    }
+    return 0;
+  }
+#ifdef __CUDACC__
+  int device = 0;
+  GRABCUT_CUDA_CHECK(cudaGetDevice(&device));
+  cudaDeviceProp prop{};
+  GRABCUT_CUDA_CHECK(cudaGetDeviceProperties(&prop, device));
+  const int sms = prop.multiProcessorCount;
+  std::printf("device: %s, %d SMs\n", prop.name, sms);
+
+  std::vector<KernelVariant> kernels;
+  kernels.push_back({"A block", block_round_kernel<false>, block_round_kernel<true>, kThreads, 1, 0});
+  kernels.push_back(warp_variant<4, true>("B.reg warp"));
+  kernels.push_back(warp_variant<4, false>("B.smem warp"));
+
+  DeviceTiles all(tiles);
+  std::vector<std::unique_ptr<DeviceTiles>> sets;
+  std::vector<std::unique_ptr<TileResult>> refs;
+  std::vector<Case> cases;
+  cases.push_back({"throughput", &all, &ref12, 12, false});
+  cases.push_back({"throughput", &all, &ref32, 32, false});
+  for (int n : {sms, 2 * sms}) {
+    for (int r : {12, 32}) {
+      const TileSet hard = subset(tiles, hardest_tiles(r == 12 ? ref12 : ref32, n));
+      refs.push_back(std::make_unique<TileResult>(reference(hard, r, true)));
+      sets.push_back(std::make_unique<DeviceTiles>(hard));
+      cases.push_back({"latency", sets.back().get(), refs.back().get(), r, true});
+    }
+  }
+
+  long long mismatches = 0;
+  std::printf("\n%-12s %-10s %6s %3s %10s %11s %14s %10s %5s %6s\n", "kernel", "rows", "tiles", "R", "median ms",
+              "us/round", "ns/tile-round", "rounds", "regs", "local");
+  for (const KernelVariant& v : kernels) {
+    cudaFuncAttributes attr{};
+    GRABCUT_CUDA_CHECK(cudaFuncGetAttributes(&attr, reinterpret_cast<const void*>(v.early_stop)));
+    for (const Case& c : cases) {
+      c.tiles->poison();
+      launch(v, c.force, *c.tiles, c.max_rounds);
+      GRABCUT_CUDA_CHECK(cudaDeviceSynchronize());
+      const std::string what = std::string(v.name) + " " + c.kind + " R=" + std::to_string(c.max_rounds);
+      mismatches += compare(what.c_str(), *c.ref, c.tiles->download());
+      const float ms = median_ms(o.runs, [&] { launch(v, c.force, *c.tiles, c.max_rounds); });
+      const long long rounds = total_rounds(*c.ref);
+      const double us_per_round = c.force ? 1000.0 * ms / c.max_rounds : 0.0;
+      const double ns_per_tile_round = rounds > 0 ? 1e6 * ms / static_cast<double>(rounds) : 0.0;
+      char lat[32] = "-";
+      if (c.force) std::snprintf(lat, sizeof lat, "%.3f", us_per_round);
+      std::printf("%-12s %-10s %6d %3d %10.4f %11s %14.2f %10lld %5d %6zu\n", v.name, c.kind, c.tiles->count,
+                  c.max_rounds, static_cast<double>(ms), lat, ns_per_tile_round, rounds, attr.numRegs,
+                  attr.localSizeBytes);
+    }
+  }
+  std::printf("(latency rows: the tiles the reference needs most rounds for, exactly R rounds each; us/round = "
+              "time / R. throughput rows: every tile, early stop; ns/tile-round = time / rounds run.)\n");
+  if (mismatches != 0) {
+    std::printf("FAILED: %lld values differ from the host reference\n", mismatches);
+    return 1;
+  }
+  std::printf("all kernels equal the host reference bit for bit\n");
+  return 0;
+#else
+  std::fprintf(stderr, "bench_tile_round: built without CUDA, only --host-only runs\n");
+  return 2;
+#endif
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return run(argc, argv);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "bench_tile_round: %s\n", e.what());
+    return 1;
+  }
+}
