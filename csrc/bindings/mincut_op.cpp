@@ -6,6 +6,7 @@
 #include <torch/library.h>
 #include <torch/torch.h>
 
+#include <atomic>
 #include <optional>
 #include <stdexcept>
 #include <tuple>
@@ -17,11 +18,67 @@
 namespace torchgrabcut {
 namespace {
 
+// Each thread keeps its solver, and so its buffers (about 60 bytes a pixel of the
+// largest grid it solved), between calls: fresh ones cost a page fault every 4 KiB,
+// 5-10% of a call at 1 MP. Every solve is cold and keeps no flow for a warm start
+// (no copy of the terminals): nothing carries over.
+grabcut::GridMaxflowSolver& thread_solver() {
+  thread_local grabcut::GridMaxflowSolver solver;
+  solver.set_keep_flow(false);
+  return solver;
+}
+
+// Symmetric int32 input, the common case, needs no reduction: the solver reads the
+// user's source, sink (its pair form) and edges as they are and checks the bounds as
+// it fills its arrays, so the call reads the input once, where a checking pass that
+// writes net terminals and a fill that reads them back read it twice. The solver
+// returns the flow of the graph as given. If it finds a value out of range,
+// find_first_error says which comes first in (graph, y, x) order, in the words of
+// the other path.
+std::tuple<at::Tensor, at::Tensor> mincut_grid_cpu_pair(const MincutShape& s, const at::Tensor& source,
+                                                        const at::Tensor& sink, const at::Tensor& edges) {
+  const at::Tensor src = source.contiguous(), snk = sink.contiguous(), edg = edges.contiguous();
+  at::Tensor cut = at::empty({s.batch, s.height, s.width}, source.options().dtype(at::kByte));
+  at::Tensor flows = at::empty({s.batch}, source.options().dtype(at::kLong));
+  int64_t* const flow = flows.data_ptr<int64_t>();
+  uint8_t* const side = cut.data_ptr<uint8_t>();
+  const int32_t* const sp = src.data_ptr<int32_t>();
+  const int32_t* const tp = snk.data_ptr<int32_t>();
+  const int32_t* const ep = edg.data_ptr<int32_t>();
+  const int64_t hw = s.height * s.width, kk = s.neighbours;
+  std::atomic<bool> bad{false};
+  at::parallel_for(0, s.batch, 1, [&](int64_t begin, int64_t end) {
+    grabcut::GridMaxflowSolver& solver = thread_solver();
+    for (int64_t b = begin; b < end && !bad.load(std::memory_order_relaxed); ++b) {
+      grabcut::GridGraphView graph;
+      graph.height = static_cast<int>(s.height);
+      graph.width = static_cast<int>(s.width);
+      graph.source = sp + b * hw;
+      graph.sink = tp + b * hw;
+      for (int k = 0; k < kk; ++k) graph.nlink[grabcut::mincut_solver_direction(k)] = ep + (b * kk + k) * hw;
+      graph.four_connected = kk == 2;
+      graph.max_node_sum = kMincutMaxNodeSum;
+      try {
+        flow[b] = solver.solve(graph, side + b * hw);
+      } catch (const std::invalid_argument&) {
+        bad.store(true, std::memory_order_relaxed);
+      }
+    }
+  });
+  if (bad.load()) {
+    const detail::MincutError first = detail::find_first_error<int32_t>(s, sp, tp, ep, nullptr);
+    TORCH_INTERNAL_ASSERT(first.b != INT64_MAX, "mincut_grid: the solver's and the exact check disagree");
+    detail::throw_mincut_error(first);
+  }
+  return {cut.view(at::kBool), flows};
+}
+
 std::tuple<at::Tensor, at::Tensor> mincut_grid_cpu(const at::Tensor& source, const at::Tensor& sink,
                                                    const at::Tensor& edges,
                                                    const std::optional<at::Tensor>& reverse_edges) {
   const MincutShape s = check_mincut_args(source, sink, edges, reverse_edges);
   if (s.batch == 0 || s.height == 0 || s.width == 0) return mincut_empty_result(s, source);
+  if (!s.asymmetric && source.scalar_type() == at::kInt) return mincut_grid_cpu_pair(s, source, sink, edges);
   const MincutGraph g = mincut_graph_cpu(s, source, sink, edges, reverse_edges);
   at::Tensor cut = at::empty({s.batch, s.height, s.width}, source.options().dtype(at::kByte));
   at::Tensor flows = at::empty({s.batch}, source.options().dtype(at::kLong));
@@ -29,10 +86,7 @@ std::tuple<at::Tensor, at::Tensor> mincut_grid_cpu(const at::Tensor& source, con
   const int64_t hw = s.height * s.width;
   // Graphs of a batch in parallel; one graph alone gets the solver's own threads.
   at::parallel_for(0, s.batch, 1, [&](int64_t begin, int64_t end) {
-    // Each thread keeps its solver, and so its buffers (about 60 bytes a pixel of the
-    // largest grid it solved), between calls: fresh ones cost a page fault every 4 KiB,
-    // 5-10% of a call at 1 MP. Every solve is cold: nothing else carries over.
-    thread_local grabcut::GridMaxflowSolver solver;
+    grabcut::GridMaxflowSolver& solver = thread_solver();
     for (int64_t b = begin; b < end; ++b) {
       grabcut::GridGraphView graph;
       graph.height = static_cast<int>(s.height);

@@ -175,6 +175,37 @@ constexpr Node kClearedNode = {0, 0, 0, kFree, kNoParent, 0, 0};
 // or 31 is set.
 bool out_of_range(std::uint32_t any_bits) { return any_bits > static_cast<std::uint32_t>(kMaxNlinkCapacity); }
 
+// The first pixel of row y of a pair-form graph with a capacity out of range or a
+// node sum over graph.max_node_sum, reported; called once fill_row found one.
+[[noreturn]] void throw_bad_pair_row(const GridGraphView& graph, int y) {
+  const int h = graph.height;
+  const int w = graph.width;
+  const auto at = [&](int d, int yy, int xx) -> std::int64_t {
+    const int ny = yy + kForwardDy[d];
+    const int nx = xx + kForwardDx[d];
+    const bool diagonal = d == kDownRight || d == kDownLeft;
+    if (yy < 0 || ny >= h || xx < 0 || xx >= w || nx < 0 || nx >= w || (diagonal && graph.four_connected)) return 0;
+    return graph.nlink[d][static_cast<std::size_t>(yy) * static_cast<std::size_t>(w) + static_cast<std::size_t>(xx)];
+  };
+  for (int x = 0; x < w; ++x) {
+    const std::size_t i = static_cast<std::size_t>(y) * static_cast<std::size_t>(w) + static_cast<std::size_t>(x);
+    std::int64_t sum = std::int64_t{graph.source[i]} + graph.sink[i];
+    bool bad = out_of_range(static_cast<std::uint32_t>(graph.source[i]) | static_cast<std::uint32_t>(graph.sink[i]));
+    for (int d = 0; d < kNumForwardDirections; ++d) {
+      const std::int64_t c = at(d, y, x);
+      bad = bad || c < 0 || c > kMaxNlinkCapacity;
+      sum += c + at(d, y - kForwardDy[d], x - kForwardDx[d]);
+    }
+    if (bad || sum > graph.max_node_sum) {
+      throw std::invalid_argument(
+          "GridMaxflowSolver: source, sink and n-link capacities must be in [0, 2^30 - 1] and add up to at most " +
+          std::to_string(graph.max_node_sum) + " at every pixel; not so at pixel (y=" + std::to_string(y) +
+          ", x=" + std::to_string(x) + ")");
+    }
+  }
+  throw std::logic_error("GridMaxflowSolver: row " + std::to_string(y) + " failed a check no pixel fails");
+}
+
 // The solver of one neighbourhood, K = 8 or 4 (see Neighbourhood). Everything
 // below is written for either: arc d of node p leads to p + offset[d], and its
 // reverse is arc opposite(d) of that node.
@@ -217,6 +248,7 @@ struct GridCore {
   // Warm start state: after a completed solve, residual and nodes[].terminal hold
   // a maximum flow of a graph whose terminals were last_terminal (unpadded).
   bool has_flow = false;
+  bool keep_flow = true;  // see GridMaxflowSolver::set_keep_flow
   std::vector<std::int32_t> last_terminal;
   // Solvers of the strips of a parallel cold solve, kept for reuse.
   std::vector<std::unique_ptr<GridCore>> strips;
@@ -252,6 +284,8 @@ struct GridCore {
   void short_paths_row(int y);
   void allocate(const GridGraphView& graph);
   void fill_row(const GridGraphView& graph, int y);
+  template <bool kPair>
+  void fill_row_of(const GridGraphView& graph, int y);
   void fill_and_start(const GridGraphView& graph, int push_passes);
   std::vector<std::int32_t> label;  // distances of push_toward_sinks()
   void seed_trees();
@@ -272,6 +306,11 @@ struct GridCore {
     }
   }
   void compute_cut(std::uint8_t* source_side);
+  std::int64_t cut_and_flow(const GridGraphView& graph, std::uint8_t* source_side);
+  // Whether every terminal residual moved from the graph's terminal by augmentations
+  // only (a serial cold solve whose push sweeps moved nothing): the flow value is then
+  // the source capacity less the source residual left (cut_and_flow).
+  bool augmented_only = false;
 
   void enqueue(int p) {
     queue[queue_tail] = p;
@@ -341,15 +380,29 @@ void GridCore<K>::allocate(const GridGraphView& graph) {
   }
 
   has_flow = false;
+  augmented_only = false;
   clear_queue();
   orphans.clear();
   time = 0;
 }
 
 // Writes row y of `graph` into the buffers (after allocate()): the residuals of the
-// arcs of its pixels, checking the n-links they own, and their nodes, cleared.
+// arcs of its pixels, checking the n-links they own (in the pair form also the
+// terminals and the node sums, whose other n-links, owned by earlier pixels, are
+// checked already), and their nodes, cleared. It reads nothing of later rows, so a
+// row that throws has not been used.
 template <int K>
 void GridCore<K>::fill_row(const GridGraphView& graph, int y) {
+  if (graph.terminal != nullptr) {
+    fill_row_of<false>(graph, y);
+  } else {
+    fill_row_of<true>(graph, y);
+  }
+}
+
+template <int K>
+template <bool kPair>
+void GridCore<K>::fill_row_of(const GridGraphView& graph, int y) {
   const int h = graph.height;
   const int w = graph.width;
   const std::int32_t* const right = graph.nlink[kRight];
@@ -359,6 +412,10 @@ void GridCore<K>::fill_row(const GridGraphView& graph, int y) {
   std::int32_t* const rc = residual.data();
   const bool has_down = y + 1 < h;
   const bool has_up = y > 0;
+  // The pair form's checks, for the whole row: any bit 30 or 31 set in a capacity,
+  // any node sum over the bound. The loop stays free of branches.
+  std::uint32_t pair_bits = 0;
+  bool pair_over = false;
   for (int x = 0; x < w; ++x) {
     const bool has_right = x + 1 < w;
     const bool has_left = x > 0;
@@ -372,8 +429,11 @@ void GridCore<K>::fill_row(const GridGraphView& graph, int y) {
     if constexpr (K == 8) {
       const std::int32_t c1 = has_right && has_down ? down_right[i] : 0;
       const std::int32_t c3 = has_left && has_down ? down_left[i] : 0;
-      if (out_of_range(static_cast<std::uint32_t>(c0) | static_cast<std::uint32_t>(c1) |
-                       static_cast<std::uint32_t>(c2) | static_cast<std::uint32_t>(c3))) {
+      if constexpr (kPair) {
+        pair_bits |= static_cast<std::uint32_t>(c0) | static_cast<std::uint32_t>(c1) | static_cast<std::uint32_t>(c2) |
+                     static_cast<std::uint32_t>(c3);
+      } else if (out_of_range(static_cast<std::uint32_t>(c0) | static_cast<std::uint32_t>(c1) |
+                              static_cast<std::uint32_t>(c2) | static_cast<std::uint32_t>(c3))) {
         throw_bad_nlink(c0, c1, c2, c3, y, x);
       }
       r[0] = c0;
@@ -386,7 +446,9 @@ void GridCore<K>::fill_row(const GridGraphView& graph, int y) {
       r[7] = has_right && has_up ? down_left[i - w + 1] : 0;
     } else {
       // Only graphs whose diagonal n-links in the grid are all zero come here.
-      if (out_of_range(static_cast<std::uint32_t>(c0) | static_cast<std::uint32_t>(c2))) {
+      if constexpr (kPair) {
+        pair_bits |= static_cast<std::uint32_t>(c0) | static_cast<std::uint32_t>(c2);
+      } else if (out_of_range(static_cast<std::uint32_t>(c0) | static_cast<std::uint32_t>(c2))) {
         throw_bad_nlink(c0, 0, c2, 0, y, x);
       }
       r[0] = c0;
@@ -397,7 +459,23 @@ void GridCore<K>::fill_row(const GridGraphView& graph, int y) {
 
     Node& n = nodes[p];
     n = kClearedNode;
-    n.terminal = graph.terminal[i];
+    if constexpr (kPair) {
+      const std::int32_t source = graph.source[i];
+      const std::int32_t sink = graph.sink[i];
+      pair_bits |= static_cast<std::uint32_t>(source) | static_cast<std::uint32_t>(sink);
+      // The node's n-links are its K residuals. Every value is below 2^31 in
+      // magnitude, so the int64 sum cannot overflow, checked or not.
+      std::int64_t sum = std::int64_t{source} + sink;
+      for (int d = 0; d < kNumDirections; ++d) sum += r[d];
+      pair_over |= sum > graph.max_node_sum;
+      // Unsigned: values the row's check rejects may wrap, and are never used.
+      n.terminal = static_cast<std::int32_t>(static_cast<std::uint32_t>(source) - static_cast<std::uint32_t>(sink));
+    } else {
+      n.terminal = graph.terminal[i];
+    }
+  }
+  if constexpr (kPair) {
+    if (out_of_range(pair_bits) || pair_over) throw_bad_pair_row(graph, y);
   }
 }
 
@@ -422,8 +500,9 @@ void GridCore<K>::reset_search() {
 // size or an n-link differs or a new residual leaves int32.
 template <int K>
 bool GridCore<K>::reparametrise(const GridGraphView& graph) {
-  if (!has_flow || graph.height != height || graph.width != width) return false;
+  if (!has_flow || graph.terminal == nullptr || graph.height != height || graph.width != width) return false;
   has_flow = false;
+  augmented_only = false;
   const int h = height;
   const int w = width;
   std::int32_t* const rc = residual.data();
@@ -458,6 +537,10 @@ bool GridCore<K>::reparametrise(const GridGraphView& graph) {
 
 template <int K>
 void GridCore<K>::remember_terminals(const GridGraphView& graph) {
+  if (!keep_flow || graph.terminal == nullptr) {
+    has_flow = false;
+    return;
+  }
   const std::size_t n = static_cast<std::size_t>(height) * static_cast<std::size_t>(width);
   last_terminal.assign(graph.terminal, graph.terminal + n);
   has_flow = true;
@@ -838,6 +921,7 @@ void GridCore<K>::run_sweeps(int push_passes, const SweepScan* first_scan) {
       moved = push_toward_sinks(pass < kStrongPasses, /*seed=*/pass == 0, skipped);
     }
     if (skipped && pass == 0) return;
+    if (moved != 0) augmented_only = false;
     if (skipped || moved == 0) break;
   }
   seed_trees();
@@ -852,6 +936,7 @@ void GridCore<K>::run_sweeps(int push_passes, const SweepScan* first_scan) {
 template <int K>
 void GridCore<K>::fill_and_start(const GridGraphView& graph, int push_passes) {
   allocate(graph);
+  augmented_only = true;
   SweepScan scan;
   const bool sweeps = push_passes > 0;
   if (sweeps) start_scan(scan, /*strong_only=*/0 < kStrongPasses, /*seed=*/true);
@@ -1174,6 +1259,44 @@ void GridCore<K>::compute_cut(std::uint8_t* source_side) {
   }
 }
 
+// compute_cut() and the flow's value in one pass, where the terminal residuals moved
+// by augmentations only (augmented_only): an augmentation sends its flow out of one
+// source edge, and moves terminal residuals toward zero, never across it, so the
+// flow's value is the sum over the pixels of source capacity used, max(t, 0) -
+// max(residual, 0) in the net form; source - max(residual, 0) in the pair form, whose
+// flow is the net form's plus the sum of min(source, sink). The flow is maximum, so
+// this is the maximum flow value, read from the nodes compute_cut reads anyway and
+// one plane of terminals, where cut_capacity_of reads the cut, the terminals and
+// the n-links again.
+template <int K>
+std::int64_t GridCore<K>::cut_and_flow(const GridGraphView& graph, std::uint8_t* source_side) {
+  const Node* const node = nodes.data();
+  std::int64_t given = 0;
+  std::int64_t left = 0;
+  for (int y = 0; y < height; ++y) {
+    const Node* const row = node + (y + 1) * stride + 1;
+    const std::size_t first = static_cast<std::size_t>(y) * static_cast<std::size_t>(width);
+    std::uint8_t* const out = source_side + first;
+    std::int64_t row_given = 0;
+    std::int64_t row_left = 0;
+    for (int x = 0; x < width; ++x) {
+      out[x] = static_cast<std::uint8_t>(row[x].tree != kSinkTree);
+      row_left += std::max(row[x].terminal, 0);
+    }
+    if (graph.terminal != nullptr) {
+      const std::int32_t* const t = graph.terminal + first;
+      for (int x = 0; x < width; ++x) row_given += std::max(t[x], 0);
+    } else {
+      const std::int32_t* const source = graph.source + first;
+      for (int x = 0; x < width; ++x) row_given += source[x];
+    }
+    given += row_given;
+    left += row_left;
+  }
+  remember_terminals(graph);
+  return given - left;
+}
+
 namespace {
 
 void check_graph(const GridGraphView& graph, const std::uint8_t* source_side, const char* who) {
@@ -1182,8 +1305,11 @@ void check_graph(const GridGraphView& graph, const std::uint8_t* source_side, co
                                 std::to_string(graph.height) + " x " + std::to_string(graph.width));
   }
   if (graph.height == 0 || graph.width == 0) return;
-  if (graph.terminal == nullptr || graph.nlink[0] == nullptr || graph.nlink[1] == nullptr ||
-      graph.nlink[2] == nullptr || graph.nlink[3] == nullptr || source_side == nullptr) {
+  const bool terminals = graph.terminal != nullptr || (graph.source != nullptr && graph.sink != nullptr);
+  const bool diagonals =
+      graph.four_connected || (graph.nlink[kDownRight] != nullptr && graph.nlink[kDownLeft] != nullptr);
+  if (!terminals || graph.nlink[kRight] == nullptr || graph.nlink[kDown] == nullptr || !diagonals ||
+      source_side == nullptr) {
     throw std::invalid_argument(std::string(who) + ": null array for a non-empty graph");
   }
 }
@@ -1211,12 +1337,18 @@ std::int64_t cut_capacity_of(const GridGraphView& graph, const std::uint8_t* sou
   for (int y = 0; y < h; ++y) {
     const std::size_t row = static_cast<std::size_t>(y) * static_cast<std::size_t>(w);
     const std::uint8_t* const s = source_side + row;
-    const std::int32_t* const t = graph.terminal + row;
     std::int64_t sum = 0;
     // A terminal edge is cut when its pixel is on the other terminal's side.
-    for (int x = 0; x < w; ++x) {
-      const std::int64_t tx = t[x];
-      sum += s[x] != 0 ? std::max<std::int64_t>(-tx, 0) : std::max<std::int64_t>(tx, 0);
+    if (graph.terminal != nullptr) {
+      const std::int32_t* const t = graph.terminal + row;
+      for (int x = 0; x < w; ++x) {
+        const std::int64_t tx = t[x];
+        sum += s[x] != 0 ? std::max<std::int64_t>(-tx, 0) : std::max<std::int64_t>(tx, 0);
+      }
+    } else {
+      const std::int32_t* const source = graph.source + row;
+      const std::int32_t* const sink = graph.sink + row;
+      for (int x = 0; x < w; ++x) sum += s[x] != 0 ? sink[x] : source[x];
     }
     const std::int32_t* const right = graph.nlink[kRight] + row;
     for (int x = 0; x + 1 < w; ++x) sum += (s[x] != 0) != (s[x + 1] != 0) ? right[x] : 0;
@@ -1274,10 +1406,11 @@ std::int64_t GridCore<K>::solve_from_here(const GridGraphView& graph, int push_p
 }
 
 // The search to a maximum flow, from trees started, then the canonical cut; returns
-// its capacity in `graph`.
+// the maximum flow value of `graph` (the cut's capacity in it).
 template <int K>
 std::int64_t GridCore<K>::finish_solve(const GridGraphView& graph, std::uint8_t* source_side) {
   run_search();
+  if (augmented_only) return cut_and_flow(graph, source_side);
   compute_cut(source_side);
   remember_terminals(graph);
   return cut_capacity_of<K>(graph, source_side);
@@ -1288,8 +1421,10 @@ std::int64_t GridCore<K>::finish_solve(const GridGraphView& graph, std::uint8_t*
 struct GridMaxflowSolver::Impl {
   int num_threads = 0;            // see GridMaxflowSolver::set_num_threads
   bool four_connected_path = true;  // see GridMaxflowSolver::set_four_connected_path
+  bool keep_flow = true;            // see GridMaxflowSolver::set_keep_flow
   std::unique_ptr<GridCore<8>> eight;
   std::unique_ptr<GridCore<4>> four;
+  std::vector<std::int32_t> zeros;  // the diagonals of a four_connected graph on the 8-neighbour path
 
   // The core for `graph`, its other core's flow forgotten.
   template <int K>
@@ -1298,6 +1433,7 @@ struct GridMaxflowSolver::Impl {
     auto& other = std::get<std::unique_ptr<GridCore<12 - K>>&>(std::tie(eight, four));
     if (other) other->has_flow = false;
     if (!mine) mine = std::make_unique<GridCore<K>>();
+    mine->keep_flow = keep_flow;
     return *mine;
   }
 
@@ -1314,6 +1450,15 @@ struct GridMaxflowSolver::Impl {
   }
 
   std::int64_t solve(const GridGraphView& graph, bool warm, std::uint8_t* source_side) {
+    if (graph.four_connected) {
+      if (four_connected_path) return solve<4>(graph, warm, source_side);
+      // The 8-neighbour solver reads the diagonals: planes of zeros.
+      GridGraphView with_zeros = graph;
+      zeros.assign(static_cast<std::size_t>(graph.height) * static_cast<std::size_t>(graph.width), 0);
+      with_zeros.nlink[kDownRight] = with_zeros.nlink[kDownLeft] = zeros.data();
+      with_zeros.four_connected = false;
+      return solve<8>(with_zeros, warm, source_side);
+    }
     if (four_connected_path && !has_diagonals(graph)) return solve<4>(graph, warm, source_side);
     return solve<8>(graph, warm, source_side);
   }
@@ -1348,8 +1493,17 @@ void GridMaxflowSolver::set_four_connected_path(bool enabled) {
   impl_->four_connected_path = enabled;
 }
 
+void GridMaxflowSolver::set_keep_flow(bool enabled) {
+  if (!impl_) impl_ = std::make_unique<Impl>();
+  impl_->keep_flow = enabled;
+  if (!enabled) {
+    if (impl_->eight) impl_->eight->has_flow = false;
+    if (impl_->four) impl_->four->has_flow = false;
+  }
+}
+
 std::int64_t cut_capacity(const GridGraphView& graph, const std::uint8_t* source_side) {
-  return cut_capacity_of<8>(graph, source_side);
+  return graph.four_connected ? cut_capacity_of<4>(graph, source_side) : cut_capacity_of<8>(graph, source_side);
 }
 
 }  // namespace grabcut

@@ -35,11 +35,27 @@ constexpr int kForwardDx[kNumForwardDirections] = {1, 1, 0, -1};
 // nlink[d][p] is the capacity of the edge from p in direction d; it must be 0 where
 // that neighbour is outside the grid. A 4-connected graph has zero diagonals.
 // All capacities are non-negative except terminal, which is signed.
+//
+// The terminals come in one of two forms. The net form: `terminal`, as above. The
+// pair form (terminal null): `source` and `sink`, the capacities of the edges
+// source -> p and p -> sink, each in [0, 2^30 - 1], with every pixel's source + sink +
+// its n-links on the grid at most `max_node_sum`; the solver checks both as it reads
+// the graph, so that a caller needs no pass of its own, and throws
+// std::invalid_argument on a value out of range. In the pair form a solve returns the
+// flow of the graph with both terminal edges (the net form's value plus the sum of
+// min(source, sink)), and keeps no flow for a warm start (solve_warm is then cold).
 struct GridGraphView {
   int height = 0;
   int width = 0;
   const std::int32_t* terminal = nullptr;
   const std::int32_t* nlink[kNumForwardDirections] = {nullptr, nullptr, nullptr, nullptr};
+  const std::int32_t* source = nullptr;
+  const std::int32_t* sink = nullptr;
+  std::int64_t max_node_sum = (std::int64_t{1} << 30) - 1;
+  // The caller's word that the diagonals are zero: they are then never read and may
+  // be null, and the graph takes the 4-neighbour path (see set_four_connected_path)
+  // without a scan of them.
+  bool four_connected = false;
 };
 
 // Reusable CPU solver: buffers are kept between calls so a GrabCut loop does not
@@ -55,9 +71,10 @@ class GridMaxflowSolver {
 
   // Computes a maximum flow of `graph` and writes the canonical cut into
   // source_side (height * width bytes): 1 for the source side, 0 for the sink side.
-  // Returns the value of the maximum flow (of the graph as given, net terminals),
+  // Returns the value of the maximum flow (of the graph as given), read off the
+  // flow found where its terminal residuals moved by augmentations only, else
   // computed as the capacity of that cut (equal by the max-flow min-cut theorem;
-  // the solver's internal flow may be one of a reparametrised graph, see
+  // the solver's internal flow may then be one of a reparametrised graph, see
   // solve_warm). Starts from zero flow (a cold solve); see set_num_threads.
   std::int64_t solve(const GridGraphView& graph, std::uint8_t* source_side);
 
@@ -108,6 +125,11 @@ class GridMaxflowSolver {
   // 8-neighbour solver (for tests and measurements). A warm start reuses a flow only
   // from the same kind of solve.
   void set_four_connected_path(bool enabled);
+
+  // true (the default): every solve keeps its flow and a copy of the terminals for a
+  // later solve_warm. false: it keeps neither (a pass over the grid less, for callers
+  // that never warm-start); solve_warm is then a cold solve.
+  void set_keep_flow(bool enabled);
 
  private:
   struct Impl;
