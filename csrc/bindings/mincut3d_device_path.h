@@ -17,15 +17,18 @@
 #include <optional>
 #include <tuple>
 
+#include "bindings/interrupt.h"
 #include "bindings/mincut_op.h"
 #include "core/mincut3d_voxel.h"
 
 namespace torchgrabcut {
 
 // Backend: reduce<T>(input, batch, net, nlinks, offsets) -> bool (every voxel passed;
-// offsets zeroed, each graph's offset added), and solve(shape, net, nlinks, cut, flows):
-// the solvers' form in, the uint8 cut (B, D, H, W) and int64 flows (B) out, on the
-// tensors' device.
+// offsets zeroed, each graph's offset added), and solve(shape, net, nlinks, cut, flows,
+// stop): the solvers' form in, the uint8 cut (B, D, H, W) and int64 flows (B) out, on
+// the tensors' device, unless stop() (asked between the solver's steps) returned true.
+// Ctrl-C: a long solve polls Python's signal handlers there (bindings/interrupt.h) and
+// raises their exception; the caller's tensors are only read.
 template <class Backend>
 std::tuple<at::Tensor, at::Tensor> mincut3d_device_path(const Mincut3dShape& s, const at::Tensor& source,
                                                         const at::Tensor& sink, const at::Tensor& edges,
@@ -64,7 +67,9 @@ std::tuple<at::Tensor, at::Tensor> mincut3d_device_path(const Mincut3dShape& s, 
   }
   at::Tensor cut = at::empty({s.batch, s.depth, s.height, s.width}, options.dtype(at::kByte));
   at::Tensor flows = at::empty({s.batch}, options.dtype(at::kLong));
-  backend.solve(s, g.net, g.nlinks, cut, flows);
+  InterruptCheck interrupt;
+  backend.solve(s, g.net, g.nlinks, cut, flows, [&interrupt] { return interrupt.stop_requested(); });
+  interrupt.rethrow_if_stopped();
   return mincut_result(g, cut, flows);
 }
 

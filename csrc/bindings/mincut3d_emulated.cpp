@@ -8,6 +8,7 @@
 #include <torch/torch.h>
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <tuple>
 
@@ -37,11 +38,11 @@ struct EmulatedBackend {
   }
 
   void solve(const Mincut3dShape& s, const at::Tensor& net, const at::Tensor& nlinks, at::Tensor& cut,
-             at::Tensor& flows) {
+             at::Tensor& flows, const std::function<bool()>& stop) {
     grabcut::Grid3dPushRelabelEmulator emulator;
     emulator.solve(s.batch, static_cast<int>(s.depth), static_cast<int>(s.height), static_cast<int>(s.width),
                    net.data_ptr<int32_t>(), nlinks.data_ptr<int32_t>(), cut.data_ptr<uint8_t>(),
-                   flows.data_ptr<int64_t>());
+                   flows.data_ptr<int64_t>(), stop);
   }
 };
 

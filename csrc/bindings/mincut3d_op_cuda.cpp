@@ -9,6 +9,7 @@
 #include <torch/torch.h>
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <tuple>
 
@@ -31,7 +32,7 @@ struct CudaBackend {
   }
 
   void solve(const Mincut3dShape& s, const at::Tensor& net, const at::Tensor& nlinks, at::Tensor& cut,
-             at::Tensor& flows) {
+             at::Tensor& flows, const std::function<bool()>& stop) {
     grabcut::cuda::Grid3dBatch graph;
     graph.batch = s.batch;
     graph.depth = static_cast<int32_t>(s.depth);
@@ -42,7 +43,7 @@ struct CudaBackend {
     const std::size_t bytes = grabcut::cuda::pushrelabel3d_workspace_bytes(graph);
     at::Tensor workspace = at::empty({static_cast<int64_t>(bytes)}, net.options().dtype(at::kByte));
     grabcut::cuda::pushrelabel3d_cuda(graph, cut.data_ptr<uint8_t>(), flows.data_ptr<int64_t>(), workspace.data_ptr(),
-                                      bytes, stream);
+                                      bytes, stream, stop);
   }
 };
 

@@ -306,6 +306,12 @@ struct Stats {
   std::int64_t sweeps = 0;           // global relabel sweeps, the final one's included
   std::int64_t global_relabels = 0;  // the final one included
   std::int64_t checks = 0;           // host reads of the device
+  bool stopped = false;              // `stop` asked to end early: no result
+};
+
+// The stop predicate of a schedule that always runs to the end.
+struct RunToTheEnd {
+  bool operator()() const { return false; }
 };
 
 // Backend: start() (init_voxel over the batch), bfs_start() (bfs_start_voxel into the
@@ -314,17 +320,22 @@ struct Stats {
 // phases: push, settle, relabel into the other buffer, swap), any_active() (whether a
 // voxel is active under the current labels). Afterwards the current labels are the
 // final global relabel's: source_side_voxel and sink_flow_voxel give the result.
-template <class Backend>
-Stats solve_schedule(Backend& backend) {
+// stop() is asked at every check (where the host has just waited for the device): a
+// long solve (a volume of long snakes takes thousands of phases) can then end at a
+// user's Ctrl-C. Once it returns true the schedule returns at once with
+// Stats::stopped set, and the state holds no result.
+template <class Backend, class Stop = RunToTheEnd>
+Stats solve_schedule(Backend& backend, Stop stop = {}) {
   Stats stats;
   const auto global_relabel = [&]() {
     backend.bfs_start();
     std::int64_t sweeps = 0;
     bool changed = true;
-    while (changed) {
+    while (changed && !stats.stopped) {
       changed = backend.bfs_sweeps(kSweepsPerCheck);
       sweeps += kSweepsPerCheck;
       ++stats.checks;
+      stats.stopped = stop();
     }
     stats.sweeps += sweeps;
     ++stats.global_relabels;
@@ -333,9 +344,11 @@ Stats solve_schedule(Backend& backend) {
   backend.start();
   std::int64_t interval = global_relabel();
   std::int64_t since = 0;  // phases since the last global relabel
-  for (;;) {
+  while (!stats.stopped) {
     ++stats.checks;
     if (!backend.any_active()) break;
+    stats.stopped = stop();
+    if (stats.stopped) break;
     backend.phases(kPhasesPerCheck);
     stats.phases += kPhasesPerCheck;
     since += kPhasesPerCheck;
@@ -344,7 +357,7 @@ Stats solve_schedule(Backend& backend) {
       since = 0;
     }
   }
-  if (since > 0) global_relabel();  // else the labels are a global relabel's already
+  if (since > 0 && !stats.stopped) global_relabel();  // else the labels are a global relabel's already
   return stats;
 }
 

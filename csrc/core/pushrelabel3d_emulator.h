@@ -27,9 +27,11 @@ class Grid3dPushRelabelEmulator {
   // `batch` graphs of depth x height x width voxels, in the layout of
   // core/pushrelabel3d.h (terminal[b * n + v], nlinks[(b * 3 + k) * n + v]): writes the
   // canonical cut (1 = source side) into source_side[b * n + v] and each graph's flow
-  // value into flows[b]. Returns the schedule's counts.
+  // value into flows[b]. Returns the schedule's counts; when `stop` ended it early
+  // (pr3d::solve_schedule), Stats::stopped and nothing written.
+  template <class Stop = pr3d::RunToTheEnd>
   pr3d::Stats solve(std::int64_t batch, int depth, int height, int width, const std::int32_t* terminal,
-                    const std::int32_t* nlinks, std::uint8_t* source_side, std::int64_t* flows) {
+                    const std::int32_t* nlinks, std::uint8_t* source_side, std::int64_t* flows, Stop stop = {}) {
     if (batch <= 0 || depth <= 0 || height <= 0 || width <= 0) return {};
     const std::int64_t n = std::int64_t{depth} * height * width;
     if (n > (std::int64_t{1} << 28)) throw std::length_error("Grid3dPushRelabelEmulator: a graph of over 2^28 voxels");
@@ -37,7 +39,8 @@ class Grid3dPushRelabelEmulator {
     state_.assign(pr3d::state_bytes(s_.total), 0);
     pr3d::carve_state(s_, label_, state_.data());
     cur_ = 0;
-    const pr3d::Stats stats = pr3d::solve_schedule(*this);
+    const pr3d::Stats stats = pr3d::solve_schedule(*this, stop);
+    if (stats.stopped) return stats;
     const std::int32_t* label = label_[cur_];
     for (std::int64_t b = 0; b < batch; ++b) {
       std::int64_t flow = 0;

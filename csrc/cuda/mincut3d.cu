@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <stdexcept>
 #include <string>
 
@@ -251,7 +252,8 @@ template bool mincut3d_reduce_cuda<std::int64_t>(const mincut3d::Input<std::int6
 std::size_t pushrelabel3d_workspace_bytes(const Grid3dBatch& graph) { return carve(graph, nullptr).bytes; }
 
 pr3d::Stats pushrelabel3d_cuda(const Grid3dBatch& graph, std::uint8_t* source_side, std::int64_t* flows,
-                               void* workspace, std::size_t workspace_bytes, cudaStream_t stream) {
+                               void* workspace, std::size_t workspace_bytes, cudaStream_t stream,
+                               const std::function<bool()>& stop) {
   const Scratch scratch = carve(graph, workspace);
   if (workspace == nullptr || workspace_bytes < scratch.bytes) {
     throw std::invalid_argument("pushrelabel3d_cuda: expected a workspace of at least " +
@@ -261,7 +263,8 @@ pr3d::Stats pushrelabel3d_cuda(const Grid3dBatch& graph, std::uint8_t* source_si
     throw std::invalid_argument("pushrelabel3d_cuda: expected a workspace aligned to 16 bytes");
   }
   DeviceBackend backend(scratch, stream);
-  const pr3d::Stats stats = pr3d::solve_schedule(backend);
+  const pr3d::Stats stats = pr3d::solve_schedule(backend, [&stop] { return stop && stop(); });
+  if (stats.stopped) return stats;
   GRABCUT_CUDA_CHECK(cudaMemsetAsync(flows, 0, sizeof(std::int64_t) * static_cast<std::size_t>(graph.batch), stream));
   finish_kernel<<<graph_grid(graph.batch, scratch.state.voxels), kBlock, 0, stream>>>(scratch.state, backend.labels(),
                                                                                       source_side, flows);

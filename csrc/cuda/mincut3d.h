@@ -16,6 +16,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 
 #include "core/mincut3d_voxel.h"
 #include "core/pushrelabel3d.h"
@@ -52,8 +53,11 @@ std::size_t pushrelabel3d_workspace_bytes(const Grid3dBatch& graph);
 // the last kernel, which writes the outputs, is left running on `stream`. Returns the
 // schedule's counts.
 // The workspace: device memory aligned to 16 bytes, at least
-// pushrelabel3d_workspace_bytes.
+// pushrelabel3d_workspace_bytes. `stop`, when set, is asked at each of those
+// synchronisations; once it returns true the solve ends there with Stats::stopped and
+// writes no output.
 pr3d::Stats pushrelabel3d_cuda(const Grid3dBatch& graph, std::uint8_t* source_side, std::int64_t* flows,
-                               void* workspace, std::size_t workspace_bytes, cudaStream_t stream);
+                               void* workspace, std::size_t workspace_bytes, cudaStream_t stream,
+                               const std::function<bool()>& stop = {});
 
 }  // namespace grabcut::cuda
