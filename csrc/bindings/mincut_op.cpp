@@ -99,7 +99,50 @@ std::tuple<at::Tensor, at::Tensor> mincut_grid_cpu(const at::Tensor& source, con
   return mincut_result(g, cut, flows);
 }
 
-// 3D, 6-connected, on the CPU: the same reduction (mincut3d_graph_cpu), the 3D solver.
+grabcut::Grid3dMaxflowSolver& thread_solver3d() {
+  thread_local grabcut::Grid3dMaxflowSolver solver;
+  return solver;
+}
+
+// 3D symmetric int32 input, as in 2D: the solver reads source, sink and edges as they
+// are (its pair form), checks them as it fills its arrays and returns the flow of the
+// graph as given; find_first_error3d names the first error if it found one.
+std::tuple<at::Tensor, at::Tensor> mincut_grid3d_cpu_pair(const Mincut3dShape& s, const at::Tensor& source,
+                                                          const at::Tensor& sink, const at::Tensor& edges) {
+  const at::Tensor src = source.contiguous(), snk = sink.contiguous(), edg = edges.contiguous();
+  at::Tensor cut = at::empty({s.batch, s.depth, s.height, s.width}, source.options().dtype(at::kByte));
+  at::Tensor flows = at::empty({s.batch}, source.options().dtype(at::kLong));
+  int64_t* const flow = flows.data_ptr<int64_t>();
+  uint8_t* const side = cut.data_ptr<uint8_t>();
+  const int32_t* const sp = src.data_ptr<int32_t>();
+  const int32_t* const tp = snk.data_ptr<int32_t>();
+  const int32_t* const ep = edg.data_ptr<int32_t>();
+  const int64_t n = s.depth * s.height * s.width;
+  std::atomic<bool> bad{false};
+  at::parallel_for(0, s.batch, 1, [&](int64_t begin, int64_t end) {
+    grabcut::Grid3dMaxflowSolver& solver = thread_solver3d();
+    for (int64_t b = begin; b < end && !bad.load(std::memory_order_relaxed); ++b) {
+      grabcut::Grid3dGraphView graph;
+      graph.depth = static_cast<int>(s.depth);
+      graph.height = static_cast<int>(s.height);
+      graph.width = static_cast<int>(s.width);
+      graph.source = sp + b * n;
+      graph.sink = tp + b * n;
+      for (int d = 0; d < grabcut::kNumForwardDirections3d; ++d) graph.nlink[d] = ep + (b * 3 + d) * n;
+      graph.max_node_sum = kMincutMaxNodeSum;
+      try {
+        flow[b] = solver.solve(graph, side + b * n);
+      } catch (const std::invalid_argument&) {
+        bad.store(true, std::memory_order_relaxed);
+      }
+    }
+  });
+  if (bad.load()) detail::throw_mincut_error(detail::find_first_error3d<int32_t>(s, sp, tp, ep, nullptr));
+  return {cut.view(at::kBool), flows};
+}
+
+// 3D, 6-connected, on the CPU: int64 or asymmetric input through the reduction
+// (mincut3d_graph_cpu), then the 3D solver.
 std::tuple<at::Tensor, at::Tensor> mincut_grid3d_cpu(const at::Tensor& source, const at::Tensor& sink,
                                                      const at::Tensor& edges,
                                                      const std::optional<at::Tensor>& reverse_edges) {
@@ -108,13 +151,14 @@ std::tuple<at::Tensor, at::Tensor> mincut_grid3d_cpu(const at::Tensor& source, c
     return {at::empty({s.batch, s.depth, s.height, s.width}, source.options().dtype(at::kBool)),
             at::zeros({s.batch}, source.options().dtype(at::kLong))};
   }
+  if (!s.asymmetric && source.scalar_type() == at::kInt) return mincut_grid3d_cpu_pair(s, source, sink, edges);
   const MincutGraph g = mincut3d_graph_cpu(s, source, sink, edges, reverse_edges);
   at::Tensor cut = at::empty({s.batch, s.depth, s.height, s.width}, source.options().dtype(at::kByte));
   at::Tensor flows = at::empty({s.batch}, source.options().dtype(at::kLong));
   int64_t* flow = flows.data_ptr<int64_t>();
   const int64_t n = s.depth * s.height * s.width;
   at::parallel_for(0, s.batch, 1, [&](int64_t begin, int64_t end) {
-    thread_local grabcut::Grid3dMaxflowSolver solver;
+    grabcut::Grid3dMaxflowSolver& solver = thread_solver3d();
     for (int64_t b = begin; b < end; ++b) {
       grabcut::Grid3dGraphView graph;
       graph.depth = static_cast<int>(s.depth);

@@ -378,8 +378,8 @@ inline Mincut3dShape check_mincut3d_args(const at::Tensor& source, const at::Ten
 
 namespace detail {
 
-// One voxel: checks (ok), and with `write` its net terminal, its forward n-links
-// (nl, 3 planes of the graph) and its share of the offset. Returns the error found.
+// One voxel: checks (ok), and with net its net terminal and share of the offset, with nl
+// its forward n-links (3 planes of the graph). Returns 1 on an error (in *error).
 template <typename T>
 inline int reduce_voxel(const Mincut3dShape& s, const T* src, const T* snk, const T* edg, const T* rev, int64_t b,
                         int64_t z, int64_t y, int64_t x, int32_t* net, int32_t* nl, int64_t& offset,
@@ -420,6 +420,7 @@ inline int reduce_voxel(const Mincut3dShape& s, const T* src, const T* snk, cons
     if (nl != nullptr) nl[(b * 3 + k) * n + v] = static_cast<int32_t>(a + ra);
   }
   if (sum > kMincutMaxNodeSum) return fail(4, 0, sum);
+  if (net == nullptr) return 0;
   if (rev == nullptr) {
     net[b * n + v] = static_cast<int32_t>(sv - tv);
     offset += std::min(sv, tv);
@@ -428,6 +429,24 @@ inline int reduce_voxel(const Mincut3dShape& s, const T* src, const T* snk, cons
     offset += std::min(s2, t2) - both;
   }
   return 0;
+}
+
+// The first error of a 3D batch in (graph, z, y, x) order, where a check found one.
+template <typename T>
+MincutError find_first_error3d(const Mincut3dShape& s, const T* src, const T* snk, const T* edg, const T* rev) {
+  for (int64_t b = 0; b < s.batch; ++b) {
+    for (int64_t z = 0; z < s.depth; ++z) {
+      for (int64_t y = 0; y < s.height; ++y) {
+        for (int64_t x = 0; x < s.width; ++x) {
+          MincutError e;
+          int64_t unused = 0;
+          if (reduce_voxel<T>(s, src, snk, edg, rev, b, z, y, x, nullptr, nullptr, unused, &e)) return e;
+        }
+      }
+    }
+  }
+  TORCH_INTERNAL_ASSERT(false, "mincut_grid3d: the check found an error it cannot locate");
+  return MincutError{};
 }
 
 }  // namespace detail
@@ -471,20 +490,7 @@ inline MincutGraph mincut3d_graph_cpu(const Mincut3dShape& s, const at::Tensor& 
       }
     });
     if (!ok.load()) {
-      for (int64_t b = 0; b < s.batch; ++b) {
-        for (int64_t z = 0; z < s.depth; ++z) {
-          for (int64_t y = 0; y < s.height; ++y) {
-            for (int64_t x = 0; x < s.width; ++x) {
-              detail::MincutError e;
-              int64_t unused = 0;
-              if (detail::reduce_voxel<index_t>(s, sp, tp, ep, r, b, z, y, x, net, nullptr, unused, &e)) {
-                detail::throw_mincut_error(e);
-              }
-            }
-          }
-        }
-      }
-      TORCH_INTERNAL_ASSERT(false, "mincut_grid3d: the check found an error it cannot locate");
+      detail::throw_mincut_error(detail::find_first_error3d<index_t>(s, sp, tp, ep, r));
     }
   });
   g.offset = slices.view({s.batch, s.depth}).sum(1);

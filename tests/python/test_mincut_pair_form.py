@@ -79,3 +79,55 @@ def test_int32_inputs_untouched_and_repeatable() -> None:
         assert torch.equal(x, c)
     again = torchgrabcut.mincut(s, t, e)
     assert torch.equal(first.cut, again.cut) and torch.equal(first.flow, again.flow)
+
+
+def _graph3d(rng: np.random.Generator, b: int, shape: tuple[int, int, int], high: int) -> tuple[torch.Tensor, ...]:
+    source = torch.from_numpy(rng.integers(0, high, (b, *shape)).astype(np.int32))
+    sink = torch.from_numpy(rng.integers(0, high, (b, *shape)).astype(np.int32))
+    edges = torch.from_numpy(rng.integers(0, high, (b, 3, *shape)).astype(np.int32))
+    return source, sink, edges
+
+
+@pytest.mark.parametrize("shape", [(1, 1, 1), (1, 1, 7), (6, 1, 1), (1, 5, 1), (4, 9, 13), (17, 12, 10)])
+def test_3d_int32_equals_int64(shape: tuple[int, int, int]) -> None:
+    rng = np.random.default_rng(sum(shape))
+    for high in (3, 50, 2**26):
+        # Twice per size: the solver keeps its buffers for the next graph of the same size.
+        for _ in range(2):
+            s, t, e = _graph3d(rng, 3, shape, high)
+            a = torchgrabcut.mincut(s, t, e)
+            r = torchgrabcut.mincut(s.long(), t.long(), e.long())
+            assert torch.equal(a.cut, r.cut)
+            assert torch.equal(a.flow, r.flow)
+
+
+def test_3d_int32_errors_are_the_int64_errors() -> None:
+    rng = np.random.default_rng(36)
+    bound = 2**30 - 1
+    cases = 0
+    shape = (4, 5, 6)
+    for trial in range(60):
+        s, t, e = _graph3d(rng, 3, shape, 100)
+        for _ in range(int(rng.integers(1, 3))):
+            which = int(rng.integers(0, 3))
+            value = int(rng.choice([-1, -(2**31), bound + 1, 2**31 - 1, bound // 2, bound]))
+            g, z, y, x = int(rng.integers(0, 3)), *(int(rng.integers(0, n)) for n in shape)
+            if which == 0:
+                s[g, z, y, x] = value
+            elif which == 1:
+                t[g, z, y, x] = value
+            else:
+                e[g, int(rng.integers(0, 3)), z, y, x] = value
+        try:
+            expected = _message(s.long(), t.long(), e.long())
+        except pytest.fail.Exception:
+            a, r = torchgrabcut.mincut(s, t, e), torchgrabcut.mincut(s.long(), t.long(), e.long())
+            assert torch.equal(a.cut, r.cut) and torch.equal(a.flow, r.flow)
+            continue
+        assert _message(s, t, e) == expected, trial
+        cases += 1
+        # A solve that stopped on the error leaves nothing behind for the next one.
+        s, t, e = _graph3d(rng, 3, shape, 100)
+        a, r = torchgrabcut.mincut(s, t, e), torchgrabcut.mincut(s.long(), t.long(), e.long())
+        assert torch.equal(a.cut, r.cut) and torch.equal(a.flow, r.flow)
+    assert cases > 30
