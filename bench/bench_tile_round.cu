@@ -48,12 +48,39 @@
 // us per round = kernel time / R (the critical path of a grid-wide step). Each
 // kernel's registers and local (spill) bytes from cudaFuncGetAttributes.
 //
-//   bench_tile_round [--host-only] [--heights global|tile] [--size N] [--seed S] [--runs N]
-//                    [--emulate N]
+//   bench_tile_round [--host-only] [--relax [--drop-arcs P] [--keep-sinks P]]
+//                    [--heights global|tile] [--size N] [--seed S] [--runs N] [--emulate N]
 // --host-only needs no GPU: it builds the tiles, prints the reference's round statistics
 // and runs kernel B's own code on host fibers (a lockstep warp) for the N hardest tiles
 // at R = 32 and N tiles spread over the graph (--emulate, default 8), checked like the
 // GPU's results. Exit status 1 if any kernel's state differs from the reference.
+//
+// --relax: instead of the rounds, the exact in-tile BFS relaxation that a global
+// relabel's tile visit (bfs_tile) and a region discharge's exact heights run, on the same
+// tiles: labels start at 0 on the pixels with sink capacity left (excess < 0) and kInf
+// elsewhere, with the halo frozen as the heights mode has it, and relax to the fixpoint
+// label(p) = min over residual arcs p -> q of 1 + label(q). The host reference is a
+// Dijkstra per tile; the fixpoint also equals the interior heights the tile set was
+// built with. Kernels:
+//   A        bfs_tile's relaxation: a block of 512 threads a tile, Jacobi steps over two
+//            label buffers in shared memory, one __syncthreads_or a step.
+//   B        a warp a tile (x4: four tiles a block; x1: one), lane = column, its 16 labels
+//            and residual bits (a byte a pixel, four to a register) in registers; the
+//            frozen halo's arcs taken once at the start; a step is a pass up and a pass
+//            down the column (Gauss-Seidel over the vertical arcs), then the horizontal
+//            and diagonal arcs from the neighbour columns' labels by shuffles; a warp vote
+//            ends it at the first step that changes nothing.
+// Each kernel's labels must equal the reference bit for bit, its step counts its schedule
+// run on the host (jacobi_model, column_model). Rows: every tile (throughput, ns per
+// tile), then the 1 x and 2 x SMs tiles with most steps under the kernel's own schedule
+// (latency: each tile runs to its own fixpoint, so the kernel time is one relaxation's
+// critical path; ns/step = time / the set's most steps). At a cold start nearly every
+// arc has residual both ways and most pixels are sinks, so distances are short;
+// --drop-arcs P clears P% of the arcs (each on its own) and --keep-sinks P keeps P% of
+// the sinks, for the longer, winding residual paths of later relabels. With --host-only:
+// the step statistics of both schedules, and kernel B's code on fibers (on the chosen
+// state and, thinned 20/10, on the same tiles: the cold state's symmetric arcs hide a
+// pass that reads the wrong arc's bit).
 #ifdef __CUDACC__
 #include <cuda_runtime.h>
 #else
@@ -787,6 +814,380 @@ TileResult emulate_warp_kernel(const TileSet& in, int max_rounds, bool force) {
   return out;
 }
 
+// ---------------------------------------------------------------- in-tile relaxation (--relax)
+// The exact in-tile labels that a global relabel's tile visit (bfs_tile) and a region
+// discharge's exact heights need: 0 at a pixel with sink capacity left (excess < 0),
+// else min over its residual arcs p -> q of 1 + label(q), q in the tile or in its frozen
+// halo, kInf where nothing is reachable. The start: 0 at the sinks, kInf at every other
+// interior pixel, the halo as the tile set has it (global: the global BFS; tile: B).
+struct RelaxSet {
+  int count = 0;
+  std::vector<int> label;           // [t][padded slot]
+  std::vector<unsigned char> mask;  // [t][i]: bit k set if the arc in direction k has residual
+};
+
+struct RelaxResult {
+  std::vector<int> label;  // [t][i], interior only
+  std::vector<int> steps;  // steps run, the last one changing nothing (0 for the reference)
+
+  void resize(int n) {
+    label.assign(static_cast<std::size_t>(n) * kPix, 0);
+    steps.assign(static_cast<std::size_t>(n), 0);
+  }
+};
+
+// A deterministic draw in 0..99 for (seed, tile, pixel, what).
+int thin_draw(unsigned seed, int t, int i, int what) {
+  std::uint64_t z = (static_cast<std::uint64_t>(seed) << 40) ^ (static_cast<std::uint64_t>(t) << 16) ^
+                    (static_cast<std::uint64_t>(i) << 4) ^ static_cast<std::uint64_t>(what);
+  z += 0x9e3779b97f4a7c15ULL;
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  z ^= z >> 31;
+  return static_cast<int>(z % 100U);
+}
+
+// The relax set of a tile set. At a cold start nearly every arc has residual and most
+// pixels are sinks, so the in-tile distances are short; drop_arcs (percent of arcs
+// cleared, each on its own) and keep_sinks (percent of sinks kept) thin the graph into
+// the winding residual paths of a solve's later relabels, a stress test of both
+// schedules and of their step counts. 0 and 100 leave the tile set's state as it is.
+RelaxSet make_relax(const TileSet& s, int drop_arcs = 0, int keep_sinks = 100, unsigned seed = 1) {
+  RelaxSet r;
+  r.count = s.count;
+  r.label.assign(static_cast<std::size_t>(s.count) * kPad, kInf);
+  r.mask.assign(static_cast<std::size_t>(s.count) * kPix, 0);
+  for (int t = 0; t < s.count; ++t) {
+    const auto tt = static_cast<std::size_t>(t);
+    for (int slot = 0; slot < kPad; ++slot) {
+      const int x = slot % kPadW - 1;
+      const int y = slot / kPadW - 1;
+      int v = s.height[tt * kPad + static_cast<std::size_t>(slot)];
+      if (in_tile(x, y)) {
+        const int i = y * kTileW + x;
+        const bool sink = s.excess[tt * kPix + static_cast<std::size_t>(i)] < 0 && thin_draw(seed, t, i, 8) < keep_sinks;
+        v = sink ? 0 : kInf;
+      }
+      r.label[tt * kPad + static_cast<std::size_t>(slot)] = v;
+    }
+    for (int i = 0; i < kPix; ++i) {
+      unsigned m = 0;
+      for (int k = 0; k < 8; ++k) {
+        if (s.res[(tt * 8 + static_cast<std::size_t>(k)) * kPix + static_cast<std::size_t>(i)] != 0U &&
+            thin_draw(seed, t, i, k) >= drop_arcs) {
+          m |= 1U << k;
+        }
+      }
+      r.mask[tt * kPix + static_cast<std::size_t>(i)] = static_cast<unsigned char>(m);
+    }
+  }
+  return r;
+}
+
+RelaxSet relax_subset(const RelaxSet& s, const std::vector<int>& which) {
+  RelaxSet o;
+  o.count = static_cast<int>(which.size());
+  o.label.resize(which.size() * kPad);
+  o.mask.resize(which.size() * kPix);
+  for (std::size_t j = 0; j < which.size(); ++j) {
+    const auto t = static_cast<std::size_t>(which[j]);
+    std::copy_n(s.label.begin() + static_cast<std::ptrdiff_t>(t * kPad), kPad,
+                o.label.begin() + static_cast<std::ptrdiff_t>(j * kPad));
+    std::copy_n(s.mask.begin() + static_cast<std::ptrdiff_t>(t * kPix), kPix,
+                o.mask.begin() + static_cast<std::ptrdiff_t>(j * kPix));
+  }
+  return o;
+}
+
+// The reference: Dijkstra per tile from the sinks and the finite halo labels (unit arcs
+// walked backwards: q settled, then every in-tile p with a residual arc p -> q).
+RelaxResult relax_reference(const RelaxSet& in) {
+  RelaxResult out;
+  out.resize(in.count);
+  for (int t = 0; t < in.count; ++t) {
+    const auto tt = static_cast<std::size_t>(t);
+    std::array<int, kPad> dist{};
+    std::copy_n(in.label.begin() + static_cast<std::ptrdiff_t>(tt * kPad), kPad, dist.begin());
+    using Item = std::pair<int, int>;  // (label, slot)
+    std::vector<Item> heap;
+    for (int slot = 0; slot < kPad; ++slot) {
+      if (dist[static_cast<std::size_t>(slot)] < kInf) heap.emplace_back(dist[static_cast<std::size_t>(slot)], slot);
+    }
+    std::make_heap(heap.begin(), heap.end(), std::greater<>());
+    while (!heap.empty()) {
+      std::pop_heap(heap.begin(), heap.end(), std::greater<>());
+      const auto [dq, q] = heap.back();
+      heap.pop_back();
+      if (dq != dist[static_cast<std::size_t>(q)]) continue;
+      const int qx = q % kPadW - 1;
+      const int qy = q / kPadW - 1;
+      for (int j = 0; j < 8; ++j) {
+        const int px = qx + dir_dx(j);
+        const int py = qy + dir_dy(j);
+        if (!in_tile(px, py)) continue;
+        // The arc p -> q leaves p in the direction opposite to j.
+        if ((in.mask[tt * kPix + static_cast<std::size_t>(py * kTileW + px)] >> (j ^ 4) & 1U) == 0U) continue;
+        const int ps = pad_slot(px, py);
+        if (dq + 1 < dist[static_cast<std::size_t>(ps)]) {
+          dist[static_cast<std::size_t>(ps)] = dq + 1;
+          heap.emplace_back(dq + 1, ps);
+          std::push_heap(heap.begin(), heap.end(), std::greater<>());
+        }
+      }
+    }
+    for (int i = 0; i < kPix; ++i) {
+      out.label[tt * kPix + static_cast<std::size_t>(i)] = dist[static_cast<std::size_t>(pad_slot(i % kTileW, i / kTileW))];
+    }
+  }
+  return out;
+}
+
+// Kernel A's schedule on the host (bfs_tile's Jacobi steps): every pixel takes the min
+// over its residual arcs of 1 + the neighbour's label of the previous step, until a
+// step changes nothing. Gives the labels and the steps kernel A must report.
+RelaxResult jacobi_model(const RelaxSet& in) {
+  RelaxResult out;
+  out.resize(in.count);
+  for (int t = 0; t < in.count; ++t) {
+    const auto tt = static_cast<std::size_t>(t);
+    std::array<int, kPad> cur{};
+    std::copy_n(in.label.begin() + static_cast<std::ptrdiff_t>(tt * kPad), kPad, cur.begin());
+    int steps = 0;
+    for (bool ch = true; ch;) {
+      ++steps;
+      ch = false;
+      std::array<int, kPad> next = cur;
+      for (int i = 0; i < kPix; ++i) {
+        const int x = i % kTileW;
+        const int y = i / kTileW;
+        const unsigned m = in.mask[tt * kPix + static_cast<std::size_t>(i)];
+        const auto me = static_cast<std::size_t>(pad_slot(x, y));
+        int nd = cur[me];
+        for (int k = 0; k < 8; ++k) {
+          if ((m >> k & 1U) != 0U) nd = std::min(nd, cur[static_cast<std::size_t>(pad_slot(x + dir_dx(k), y + dir_dy(k)))] + 1);
+        }
+        ch = ch || nd < cur[me];
+        next[me] = nd;
+      }
+      cur = next;
+    }
+    for (int i = 0; i < kPix; ++i) {
+      out.label[tt * kPix + static_cast<std::size_t>(i)] = cur[static_cast<std::size_t>(pad_slot(i % kTileW, i / kTileW))];
+    }
+    out.steps[tt] = steps;
+  }
+  return out;
+}
+
+// Kernel B's schedule on the host, written plainly (no warp): the frozen halo's arcs
+// taken once at the start, then steps of (every column: a pass up the rows over the
+// arcs to y - 1, a pass down over the arcs to y + 1; then every pixel: the min over its
+// arcs to the neighbour columns of 1 + their labels after their column passes) until a
+// step changes nothing.
+RelaxResult column_model(const RelaxSet& in) {
+  RelaxResult out;
+  out.resize(in.count);
+  for (int t = 0; t < in.count; ++t) {
+    const auto tt = static_cast<std::size_t>(t);
+    const int* lp = in.label.data() + tt * kPad;
+    const unsigned char* mp = in.mask.data() + tt * kPix;
+    std::array<int, kPix> d{};
+    for (int i = 0; i < kPix; ++i) {
+      const int x = i % kTileW;
+      const int y = i / kTileW;
+      int v = lp[pad_slot(x, y)];
+      for (int k = 0; k < 8; ++k) {
+        const int nx = x + dir_dx(k);
+        const int ny = y + dir_dy(k);
+        if (!in_tile(nx, ny) && (mp[i] >> k & 1U) != 0U) v = std::min(v, lp[pad_slot(nx, ny)] + 1);
+      }
+      d[static_cast<std::size_t>(i)] = v;
+    }
+    auto at = [&d](int x, int y) -> int& { return d[static_cast<std::size_t>(y * kTileW + x)]; };
+    auto arc = [mp](int x, int y, int k) { return (mp[y * kTileW + x] >> k & 1U) != 0U; };
+    int steps = 0;
+    for (bool ch = true; ch;) {
+      ++steps;
+      ch = false;
+      for (int x = 0; x < kTileW; ++x) {
+        for (int y = 1; y < kTileH; ++y) {
+          if (arc(x, y, 6) && at(x, y - 1) + 1 < at(x, y)) at(x, y) = at(x, y - 1) + 1, ch = true;
+        }
+        for (int y = kTileH - 2; y >= 0; --y) {
+          if (arc(x, y, 2) && at(x, y + 1) + 1 < at(x, y)) at(x, y) = at(x, y + 1) + 1, ch = true;
+        }
+      }
+      const std::array<int, kPix> s = d;
+      for (int i = 0; i < kPix; ++i) {
+        const int x = i % kTileW;
+        const int y = i / kTileW;
+        int c = kInf;
+        for (int k : {0, 1, 7, 3, 4, 5}) {
+          const int nx = x + dir_dx(k);
+          const int ny = y + dir_dy(k);
+          if (in_tile(nx, ny) && arc(x, y, k)) c = std::min(c, s[static_cast<std::size_t>(ny * kTileW + nx)]);
+        }
+        if (c + 1 < d[static_cast<std::size_t>(i)]) d[static_cast<std::size_t>(i)] = c + 1, ch = true;
+      }
+    }
+    std::copy(d.begin(), d.end(), out.label.begin() + static_cast<std::ptrdiff_t>(tt * kPix));
+    out.steps[tt] = steps;
+  }
+  return out;
+}
+
+// Counts the labels that differ from the reference's and, where `steps` is given, the
+// step counts that differ from it; prints the first few.
+long long compare_relax(const char* what, const RelaxResult& ref, const RelaxResult* steps, const RelaxResult& got) {
+  long long bad = 0;
+  auto report = [&](const char* field, std::size_t at, long long want, long long have) {
+    if (bad++ < 5) std::printf("  MISMATCH %s: %s[%zu] = %lld, reference %lld\n", what, field, at, have, want);
+  };
+  for (std::size_t i = 0; i < ref.label.size(); ++i) {
+    if (ref.label[i] != got.label[i]) report("label", i, ref.label[i], got.label[i]);
+  }
+  if (steps != nullptr) {
+    for (std::size_t i = 0; i < steps->steps.size(); ++i) {
+      if (steps->steps[i] != got.steps[i]) report("steps", i, steps->steps[i], got.steps[i]);
+    }
+  }
+  if (bad > 0) std::printf("  %s: %lld values differ from the reference\n", what, bad);
+  return bad;
+}
+
+// The n tiles with most steps (ties: lower index first).
+std::vector<int> most_steps(const RelaxResult& r, int n) {
+  std::vector<int> idx(r.steps.size());
+  for (std::size_t i = 0; i < idx.size(); ++i) idx[i] = static_cast<int>(i);
+  std::stable_sort(idx.begin(), idx.end(), [&r](int a, int b) {
+    return r.steps[static_cast<std::size_t>(a)] > r.steps[static_cast<std::size_t>(b)];
+  });
+  idx.resize(std::min(idx.size(), static_cast<std::size_t>(n)));
+  return idx;
+}
+
+void print_step_stats(const char* what, const RelaxResult& r) {
+  std::vector<double> v(r.steps.begin(), r.steps.end());
+  double sum = 0;
+  for (double s : v) sum += s;
+  using grabcut::testing::percentile;
+  std::printf("%-28s steps: total %7.0f, mean %6.2f, median %3.0f, p90 %3.0f, p99 %3.0f, max %3.0f\n", what, sum,
+              v.empty() ? 0.0 : sum / static_cast<double>(v.size()), percentile(v, 0.5), percentile(v, 0.9),
+              percentile(v, 0.99), percentile(v, 1.0));
+}
+
+struct RelaxArgs {
+  const int* label;  // padded start labels, halo frozen
+  const unsigned char* mask;
+  int* out_label;  // interior
+  int* out_steps;
+  int tiles;
+};
+
+// Bit k of row y's residual arcs; m holds a byte a row, four rows a word.
+__host__ __device__ __forceinline__ bool arc_bit(const unsigned (&m)[kTileH / 4], int y, int k) {
+  return ((m[y >> 2] >> (8 * (y & 3) + k)) & 1U) != 0U;
+}
+
+// Kernel B's relaxation of tile t on one warp: lane = column x, the column's 16 labels
+// and residual bits (a byte a row, four to a register) in registers. The frozen halo's
+// arcs are taken once at the start (a min with constants, so once is enough). A step:
+// a pass up the column over the arcs to row y - 1 and one down over the arcs to y + 1
+// (Gauss-Seidel in the lane: after the two, the column is exact for its own arcs), then
+// the neighbour columns' labels by shuffles for the horizontal and diagonal arcs. A warp
+// vote ends the relaxation at the first step that changes no label.
+#ifdef __CUDACC__
+#pragma nv_exec_check_disable
+#endif
+template <class Warp>
+__host__ __device__ __forceinline__ void warp_relax(const Warp& w, const RelaxArgs& a, long long t) {
+  const int lane = w.lane();
+  const int* lp = a.label + t * kPad;
+  const unsigned char* mp = a.mask + t * kPix;
+  int d[kTileH];
+  unsigned m[kTileH / 4];
+GRABCUT_UNROLL
+  for (int j = 0; j < kTileH / 4; ++j) m[j] = 0U;
+GRABCUT_UNROLL
+  for (int y = 0; y < kTileH; ++y) {
+    d[y] = lp[(y + 1) * kPadW + lane + 1];
+    m[y >> 2] |= static_cast<unsigned>(mp[y * kTileW + lane]) << (8 * (y & 3));
+  }
+GRABCUT_UNROLL
+  for (int y = 0; y < kTileH; ++y) {
+    int c = kInf;
+GRABCUT_UNROLL
+    for (int k = 0; k < 8; ++k) {
+      const int ny = y + dir_dy(k);
+      const int nx = lane + dir_dx(k);
+      const bool halo = ny < 0 || ny >= kTileH || nx < 0 || nx >= kTileW;
+      if (halo && arc_bit(m, y, k)) c = min_int(c, lp[(ny + 1) * kPadW + nx + 1]);
+    }
+    d[y] = min_int(d[y], c + 1);
+  }
+  int steps = 0;
+  for (;;) {
+    ++steps;
+    bool ch = false;
+GRABCUT_UNROLL
+    for (int y = 1; y < kTileH; ++y) {
+      const int v = arc_bit(m, y, 6) ? d[y - 1] + 1 : kInf;
+      ch = ch || v < d[y];
+      d[y] = min_int(d[y], v);
+    }
+GRABCUT_UNROLL
+    for (int y = kTileH - 2; y >= 0; --y) {
+      const int v = arc_bit(m, y, 2) ? d[y + 1] + 1 : kInf;
+      ch = ch || v < d[y];
+      d[y] = min_int(d[y], v);
+    }
+    // The neighbour columns' labels after their passes; none beyond the tile's edges
+    // (the halo's arcs were taken at the start).
+    int l[kTileH];
+    int r[kTileH];
+GRABCUT_UNROLL
+    for (int y = 0; y < kTileH; ++y) {
+      const int from_left = w.shfl_up(d[y]);
+      const int from_right = w.shfl_down(d[y]);
+      l[y] = lane == 0 ? kInf : from_left;
+      r[y] = lane == kTileW - 1 ? kInf : from_right;
+    }
+GRABCUT_UNROLL
+    for (int y = 0; y < kTileH; ++y) {
+      int c = kInf;
+      if (arc_bit(m, y, 0)) c = min_int(c, r[y]);
+      if (arc_bit(m, y, 4)) c = min_int(c, l[y]);
+      if (y >= 1) {
+        if (arc_bit(m, y, 7)) c = min_int(c, r[y >= 1 ? y - 1 : 0]);
+        if (arc_bit(m, y, 5)) c = min_int(c, l[y >= 1 ? y - 1 : 0]);
+      }
+      if (y + 1 < kTileH) {
+        if (arc_bit(m, y, 1)) c = min_int(c, r[y + 1 < kTileH ? y + 1 : 0]);
+        if (arc_bit(m, y, 3)) c = min_int(c, l[y + 1 < kTileH ? y + 1 : 0]);
+      }
+      const int v = c + 1;
+      ch = ch || v < d[y];
+      d[y] = min_int(d[y], v);
+    }
+    if (!w.any(ch)) break;
+  }
+GRABCUT_UNROLL
+  for (int y = 0; y < kTileH; ++y) a.out_label[t * kPix + y * kTileW + lane] = d[y];
+  if (lane == 0) a.out_steps[t] = steps;
+}
+
+// Kernel B's relaxation on the host fibers, tile by tile.
+RelaxResult emulate_warp_relax(const RelaxSet& in) {
+  RelaxResult out;
+  out.resize(in.count);
+  const RelaxArgs a{in.label.data(), in.mask.data(), out.label.data(), out.steps.data(), in.count};
+  WarpEmulator emu;
+  for (long long t = 0; t < in.count; ++t) {
+    emu.run([&](int lane) { warp_relax(FiberWarp{&emu, lane}, a, t); });
+  }
+  return out;
+}
+
 #ifdef __CUDACC__
 // ---------------------------------------------------------------- device side
 constexpr unsigned kFull = 0xffffffffU;
@@ -919,6 +1320,58 @@ __global__ void __launch_bounds__(32 * kWarps) warp_round_kernel(TileArgs a) {
   WarpResiduals* wres = nullptr;
   if constexpr (!kResInRegisters) wres = reinterpret_cast<WarpResiduals*>(smem + kWarps * sizeof(WarpSide)) + warp;
   warp_tile<DeviceWarp, kResInRegisters, kForce>(DeviceWarp{}, a, t, side, wres);
+}
+
+// Kernel A of --relax: bfs_tile's relaxation (maxflow.cu), a block of kThreads a tile, a
+// pixel a thread: Jacobi steps over two label buffers in shared memory, one
+// __syncthreads_or a step, until a step changes no label. Also counts its steps.
+__global__ void __launch_bounds__(kThreads, 2) block_relax_kernel(RelaxArgs a) {
+  __shared__ int h[2][kPad];
+  const long long t = blockIdx.x;
+  const int tid = static_cast<int>(threadIdx.x);
+  const int me = (tid / kTileW + 1) * kPadW + tid % kTileW + 1;
+  const int* lp = a.label + t * kPad;
+  int d = lp[me];
+  const unsigned mask = a.mask[t * kPix + tid];
+  const bool sink = d == 0;
+  for (int i = tid; i < kPad; i += kThreads) {
+    const int py = i / kPadW;
+    const int px = i - py * kPadW;
+    if (py >= 1 && py <= kTileH && px >= 1 && px <= kTileW) continue;
+    const int hv = lp[i];
+    h[0][i] = hv;
+    h[1][i] = hv;
+  }
+  h[0][me] = d;
+  __syncthreads();
+  const bool relaxes = !sink && mask != 0U;
+  int steps = 0;
+  for (int par = 0;; par ^= 1) {
+    ++steps;
+    bool ch = false;
+    if (relaxes) {
+      int nd = d;
+#pragma unroll
+      for (int k = 0; k < 8; ++k) {
+        if (mask & (1U << k)) nd = min(nd, h[par][me + dir_dy(k) * kPadW + dir_dx(k)] + 1);
+      }
+      ch = nd < d;
+      d = nd;
+    }
+    h[par ^ 1][me] = d;
+    if (!__syncthreads_or(ch)) break;
+  }
+  a.out_label[t * kPix + tid] = d;
+  if (tid == 0) a.out_steps[t] = steps;
+}
+
+// Kernel B of --relax: a warp a tile, kWarps tiles a block, no block barrier.
+template <int kWarps>
+__global__ void __launch_bounds__(32 * kWarps) warp_relax_kernel(RelaxArgs a) {
+  const int warp = static_cast<int>(threadIdx.x) >> 5;
+  const long long t = static_cast<long long>(blockIdx.x) * kWarps + warp;
+  if (t >= a.tiles) return;  // the whole warp
+  warp_relax(DeviceWarp{}, a, t);
 }
 
 // ---------------------------------------------------------------- host side of the GPU runs
@@ -1066,6 +1519,120 @@ struct Case {
   int max_rounds;
   bool force;
 };
+
+// --relax on the device: a relax set with room for the results.
+struct DeviceRelax {
+  int count;
+  DeviceArray<int> label, out_label, out_steps;
+  DeviceArray<unsigned char> mask;
+
+  explicit DeviceRelax(const RelaxSet& s)
+      : count(s.count),
+        label(s.label.size()),
+        out_label(static_cast<std::size_t>(s.count) * kPix),
+        out_steps(static_cast<std::size_t>(s.count)),
+        mask(s.mask.size()) {
+    label.upload(s.label);
+    mask.upload(s.mask);
+  }
+  RelaxArgs args() const { return {label.get(), mask.get(), out_label.get(), out_steps.get(), count}; }
+  void poison() {
+    out_label.poison();
+    out_steps.poison();
+  }
+  RelaxResult download() const {
+    RelaxResult r;
+    out_label.download(r.label);
+    out_steps.download(r.steps);
+    return r;
+  }
+};
+
+using RelaxFn = void (*)(RelaxArgs);
+
+struct RelaxVariant {
+  const char* name;
+  RelaxFn fn;
+  int threads;
+  int tiles_per_block;
+  RelaxResult (*model)(const RelaxSet&);  // its schedule on the host: the steps it must report
+};
+
+void launch_relax(const RelaxVariant& v, const DeviceRelax& d) {
+  const int blocks = (d.count + v.tiles_per_block - 1) / v.tiles_per_block;
+  v.fn<<<blocks, v.threads>>>(d.args());
+  GRABCUT_CUDA_CHECK_LAUNCH(v.name);
+}
+
+// The --relax table: every tile (throughput), then each kernel's own sms and 2 x sms
+// tiles with most steps (latency: each tile runs to its own fixpoint, so the kernel's
+// time is one relaxation's critical path).
+int relax_gpu(const RelaxSet& all_set, int runs) {
+  int device = 0;
+  GRABCUT_CUDA_CHECK(cudaGetDevice(&device));
+  cudaDeviceProp prop{};
+  GRABCUT_CUDA_CHECK(cudaGetDeviceProperties(&prop, device));
+  const int sms = prop.multiProcessorCount;
+  std::printf("device: %s, %d SMs\n", prop.name, sms);
+  const std::vector<RelaxVariant> kernels = {
+      {"A block", block_relax_kernel, kThreads, 1, jacobi_model},
+      {"B warp x4", warp_relax_kernel<4>, 128, 4, column_model},
+      {"B warp x1", warp_relax_kernel<1>, 32, 1, column_model},
+  };
+  long long mismatches = 0;
+  std::printf("\n%-10s %-10s %5s %6s %4s %10s %9s %8s %8s %5s %6s %8s\n", "kernel", "rows", "tiles", "steps", "max",
+              "median ms", "us/relax", "ns/tile", "ns/step", "regs", "local", "blocks/SM");
+  for (const RelaxVariant& v : kernels) {
+    cudaFuncAttributes attr{};
+    GRABCUT_CUDA_CHECK(cudaFuncGetAttributes(&attr, reinterpret_cast<const void*>(v.fn)));
+    int per_sm = 0;
+    GRABCUT_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, v.fn, v.threads, 0));
+    const RelaxResult all_model = v.model(all_set);
+    std::vector<RelaxSet> sets;
+    sets.push_back(all_set);
+    for (int n : {sms, 2 * sms}) sets.push_back(relax_subset(all_set, most_steps(all_model, n)));
+    for (std::size_t c = 0; c < sets.size(); ++c) {
+      const bool latency = c > 0;
+      const RelaxResult ref = relax_reference(sets[c]);
+      const RelaxResult model = latency ? v.model(sets[c]) : all_model;
+      DeviceRelax dev(sets[c]);
+      dev.poison();
+      launch_relax(v, dev);
+      GRABCUT_CUDA_CHECK(cudaDeviceSynchronize());
+      const std::string what = std::string(v.name) + (latency ? " latency " : " throughput ") + std::to_string(dev.count);
+      mismatches += compare_relax(what.c_str(), ref, &model, dev.download());
+      const float ms = median_ms(runs, [&] { launch_relax(v, dev); });
+      double mean = 0;
+      int most = 0;
+      for (int s : model.steps) {
+        mean += s;
+        most = std::max(most, s);
+      }
+      mean /= static_cast<double>(model.steps.size());
+      char lat[32] = "-";
+      char per_step[32] = "-";
+      char per_tile[32] = "-";
+      if (latency) {
+        std::snprintf(lat, sizeof lat, "%.2f", 1000.0 * static_cast<double>(ms));
+        std::snprintf(per_step, sizeof per_step, "%.1f", 1e6 * static_cast<double>(ms) / most);
+      } else {
+        std::snprintf(per_tile, sizeof per_tile, "%.2f", 1e6 * static_cast<double>(ms) / dev.count);
+      }
+      std::printf("%-10s %-10s %5d %6.2f %4d %10.4f %9s %8s %8s %5d %6zu %8d\n", v.name,
+                  latency ? "latency" : "throughput", dev.count, mean, most, static_cast<double>(ms), lat, per_tile,
+                  per_step, attr.numRegs, attr.localSizeBytes, per_sm);
+    }
+  }
+  std::printf("(steps: mean and max over the row's tiles, each kernel's own schedule; latency rows: each kernel's "
+              "own tiles with most steps, us/relax = kernel time, ns/step = time / max steps; throughput: every "
+              "tile, ns/tile = time / tiles.)\n");
+  if (mismatches != 0) {
+    std::printf("FAILED: %lld values differ from the host reference\n", mismatches);
+    return 1;
+  }
+  std::printf("all kernels' labels equal the host reference bit for bit, steps equal their host schedules\n");
+  return 0;
+}
 #endif  // __CUDACC__
 
 struct Options {
@@ -1075,12 +1642,92 @@ struct Options {
   unsigned seed = 1;
   int runs = 15;
   int emulate = 8;
+  bool relax = false;
+  int drop_arcs = 0;
+  int keep_sinks = 100;
 };
 
 int usage() {
-  std::fprintf(stderr, "usage: bench_tile_round [--host-only] [--heights global|tile] [--size N] [--seed S] [--runs N]\n"
-               "                        [--emulate N]\n");
+  std::fprintf(stderr, "usage: bench_tile_round [--host-only] [--relax [--drop-arcs P] [--keep-sinks P]]\n"
+               "                        [--heights global|tile] [--size N] [--seed S] [--runs N] [--emulate N]\n");
   return 2;
+}
+
+// --relax: the in-tile relaxation's table (or, with --host-only, its host checks).
+int run_relax(const Options& o, const TileSet& tiles) {
+  const RelaxSet set = make_relax(tiles, o.drop_arcs, o.keep_sinks, o.seed);
+  const RelaxResult ref = relax_reference(set);
+  const bool thinned = o.drop_arcs != 0 || o.keep_sinks != 100;
+  // The fixpoint is what make_tiles put in the interior: the global BFS distances
+  // (global heights) or the in-tile distances with the halo at B (tile heights).
+  RelaxResult built;
+  built.resize(tiles.count);
+  for (int t = 0; t < tiles.count; ++t) {
+    for (int i = 0; i < kPix; ++i) {
+      built.label[static_cast<std::size_t>(t) * kPix + static_cast<std::size_t>(i)] =
+          tiles.height[static_cast<std::size_t>(t) * kPad + static_cast<std::size_t>(pad_slot(i % kTileW, i / kTileW))];
+    }
+  }
+  long long bad = thinned ? 0 : compare_relax("reference against the tile set's heights", built, nullptr, ref);
+  const RelaxResult jacobi = jacobi_model(set);
+  const RelaxResult column = column_model(set);
+  bad += compare_relax("A's Jacobi schedule (host)", ref, nullptr, jacobi);
+  bad += compare_relax("B's column schedule (host)", ref, nullptr, column);
+  if (bad != 0) return 1;
+  long long sinks = 0;
+  long long reached = 0;
+  for (std::size_t i = 0; i < ref.label.size(); ++i) {
+    sinks += ref.label[i] == 0 ? 1 : 0;
+    reached += ref.label[i] < kInf ? 1 : 0;
+  }
+  if (thinned) std::printf("thinned: %d%% of the arcs dropped, %d%% of the sinks kept\n", o.drop_arcs, o.keep_sinks);
+  std::printf("in-tile relaxation: sinks %lld, pixels with a finite label %lld of %zu; host schedules equal the "
+              "reference (Dijkstra)\n",
+              sinks, reached, ref.label.size());
+  print_step_stats("A Jacobi (bfs_tile)", jacobi);
+  print_step_stats("B column passes + shuffles", column);
+  if (o.host_only) {
+    for (int n : {132, 264}) {
+      for (const RelaxResult* r : {&jacobi, &column}) {
+        const std::vector<int> hard = most_steps(*r, n);
+        int lo = kInf;
+        int hi = 0;
+        for (int t : hard) {
+          lo = std::min(lo, r->steps[static_cast<std::size_t>(t)]);
+          hi = std::max(hi, r->steps[static_cast<std::size_t>(t)]);
+        }
+        std::printf("latency set: the %d tiles with most %s steps need %d..%d\n", n, r == &jacobi ? "A" : "B", lo, hi);
+      }
+    }
+    // Kernel B's own code on host fibers, on the --emulate tiles with most B steps and as
+    // many spread over the graph: labels against the reference, steps against B's
+    // schedule. The cold-start state's arcs are nearly all there in both directions, so a
+    // pass that reads the wrong arc's bit still finds the right labels there: the same
+    // tiles thinned (20% of the arcs dropped, 10% of the sinks kept) are emulated too.
+    if (o.emulate > 0) {
+      const RelaxSet stress = thinned ? RelaxSet() : make_relax(tiles, 20, 10, o.seed);
+      for (const RelaxSet* from : {&set, &stress}) {
+        if (from->count == 0) continue;
+        const RelaxResult steps = column_model(*from);
+        std::vector<int> pick = most_steps(steps, o.emulate);
+        for (int i = 0; i < o.emulate; ++i) pick.push_back(static_cast<int>(static_cast<long long>(i) * tiles.count / o.emulate));
+        const RelaxSet sub = relax_subset(*from, pick);
+        const RelaxResult sub_steps = column_model(sub);
+        const char* what = from == &set ? "B relax emulated" : "B relax emulated, thinned 20/10";
+        const long long diff = compare_relax(what, relax_reference(sub), &sub_steps, emulate_warp_relax(sub));
+        std::printf("%s (%d tiles): %s\n", what, sub.count,
+                    diff == 0 ? "labels equal the reference, steps equal B's schedule" : "DIFFERENT");
+        if (diff != 0) return 1;
+      }
+    }
+    return 0;
+  }
+#ifdef __CUDACC__
+  return relax_gpu(set, o.runs);
+#else
+  std::fprintf(stderr, "bench_tile_round: built without CUDA, only --host-only runs\n");
+  return 2;
+#endif
 }
 
 int run(int argc, char** argv) {
@@ -1090,6 +1737,12 @@ int run(int argc, char** argv) {
     const bool has_value = i + 1 < argc;
     if (arg == "--host-only") {
       o.host_only = true;
+    } else if (arg == "--relax") {
+      o.relax = true;
+    } else if (arg == "--drop-arcs" && has_value) {
+      o.drop_arcs = std::clamp(std::atoi(argv[++i]), 0, 100);
+    } else if (arg == "--keep-sinks" && has_value) {
+      o.keep_sinks = std::clamp(std::atoi(argv[++i]), 0, 100);
     } else if (arg == "--heights" && has_value) {
       const std::string v = argv[++i];
       if (v != "global" && v != "tile") return usage();
@@ -1128,6 +1781,7 @@ int run(int argc, char** argv) {
               o.region_heights ? "tile (in-tile BFS, halo frozen at B = 1024)" : "global (exact BFS, halo included)");
   std::printf("pixels with a finite height %lld, active %lld of %lld\n", finite, active,
               static_cast<long long>(tiles.count) * kPix);
+  if (o.relax) return run_relax(o, tiles);
   const TileResult ref12 = reference(tiles, 12, false);
   const TileResult ref32 = reference(tiles, 32, false);
   print_round_stats("R = 12", ref12, 12);

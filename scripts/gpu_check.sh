@@ -14,6 +14,8 @@
 #                                 the solver's block round against warp rounds (issue 33),
 #                                 on a 1 MP graph's tiles with global and with in-tile
 #                                 heights, every kernel checked against a host reference
+#                                 (then --relax: the in-tile BFS relaxation, block Jacobi
+#                                 steps against a warp's column passes)
 #   realimages                    torch-free, built alone: GrabCut-50 scaled to 1024x1024, each
 #                                 image under the MaxflowSchedules that GRABCUT_BENCH_SCHEDULES picks side by side
 #                                 (median, p90, slowest), then at native sizes as one batch,
@@ -227,6 +229,14 @@ if [[ " $STEPS " == *" roundbench "* ]]; then
       timeout 240 build-gpu/bench_tile_round --heights $heights 2>&1 | tee "$LOGS/roundbench_$heights.log"
       [[ ${PIPESTATUS[0]} -eq 0 ]] || status=1
     done
+    # The in-tile relaxation (bfs_tile's Jacobi steps against a warp's column passes), on
+    # the same tiles, then thinned into longer residual paths.
+    for heights in global tile; do
+      timeout 120 build-gpu/bench_tile_round --relax --heights $heights 2>&1 | tee "$LOGS/roundbench_relax_$heights.log"
+      [[ ${PIPESTATUS[0]} -eq 0 ]] || status=1
+    done
+    timeout 120 build-gpu/bench_tile_round --relax --drop-arcs 40 --keep-sinks 2 2>&1 | tee "$LOGS/roundbench_relax_thin.log"
+    [[ ${PIPESTATUS[0]} -eq 0 ]] || status=1
   fi
 fi
 
