@@ -235,8 +235,11 @@ if [[ " $STEPS " == *" roundbench "* ]]; then
       timeout 120 build-gpu/bench_tile_round --relax --heights $heights 2>&1 | tee "$LOGS/roundbench_relax_$heights.log"
       [[ ${PIPESTATUS[0]} -eq 0 ]] || status=1
     done
-    timeout 120 build-gpu/bench_tile_round --relax --drop-arcs 40 --keep-sinks 2 2>&1 | tee "$LOGS/roundbench_relax_thin.log"
-    [[ ${PIPESTATUS[0]} -eq 0 ]] || status=1
+    for heights in global tile; do
+      timeout 120 build-gpu/bench_tile_round --relax --heights $heights --drop-arcs 40 --keep-sinks 2 2>&1 \
+        | tee "$LOGS/roundbench_relax_thin_$heights.log"
+      [[ ${PIPESTATUS[0]} -eq 0 ]] || status=1
+    done
   fi
 fi
 
