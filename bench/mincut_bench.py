@@ -1,6 +1,6 @@
 """torchgrabcut.mincut against PyMaxflow on segmentation graphs, side by side in one run.
 
-    python bench/mincut_bench.py [--images 6] [--size 1024] [--connectivity 4,8] [--threads 1]
+    python bench/mincut_bench.py [--images 6] [--size 1024] [--connectivity 4,8] [--threads 1] [--batch N]
     python bench/mincut_bench.py --device cuda [--batch 512 --size 256]
     python bench/mincut_bench.py --volume 128 [--repeats 3] [--device cuda]
 
@@ -19,8 +19,9 @@ sides solve the same integer graph. For every graph the same run times, on the C
                 n-links (1, 4, H, W)): its checks, a copy of the n-links, a fresh solver
   pymaxflow     PyMaxflow's maxflow() alone, its graph built before the clock starts
 
-and checks that the flow values are equal. Each time is the best of --repeats. With
---device cuda it times the call on the GPU (synchronised) and, with --batch, a batch of
+and checks that the flow values are equal; with --batch N, also one call on a batch of N
+graphs (the photos' graphs in turn) on one thread against --threads threads. Each time
+is the best of --repeats. With --device cuda it times the call on the GPU (synchronised) and, with --batch, a batch of
 that many graphs (the images cycled) in one call, and PyMaxflow's solve of each graph
 on one CPU core of the same machine where PyMaxflow is installed. With --volume N it
 times a 3D 6-connected N^3 volume on the CPU instead: a noisy ellipsoid, unary from
@@ -157,6 +158,25 @@ def bench_cpu(items: list[Item], args: argparse.Namespace) -> None:
             f"{k * 2}-connected: PyMaxflow solve / our call, median {statistics.median(ratios):.2f}x, "
             f"lowest {min(ratios):.2f}x"
         )
+        if args.batch:
+            cpu_batch_threads(items, args, k)
+
+
+def cpu_batch_threads(items: list[Item], args: argparse.Namespace, k: int) -> None:
+    """One call on a batch of --batch graphs (the photos' graphs in turn), 1 thread against all."""
+    graphs = [segmentation_graph(image, box, args, k, i) for i, (_, image, box) in enumerate(items)]
+    idx = [i % len(graphs) for i in range(args.batch)]
+    st, tt, et = (torch.from_numpy(np.stack([graphs[i][j] for i in idx])) for j in range(3))
+    times = {}
+    for threads in (1, args.threads):
+        torch.set_num_threads(threads)
+        _, times[threads] = best(partial(torchgrabcut.mincut, st, tt, et), args.repeats)
+    torch.set_num_threads(args.threads)
+    print(
+        f"  {k * 2}-conn batch of {args.batch}: 1 thread {times[1] * 1e3:.1f} ms, {args.threads} threads"
+        f" {times[args.threads] * 1e3:.1f} ms ({times[1] / times[args.threads]:.2f}x)",
+        flush=True,
+    )
 
 
 def bench_cuda(items: list[Item], args: argparse.Namespace) -> None:

@@ -22,7 +22,8 @@
 #                                 then 500 crops of them (96..320 px) as one batch
 #                                 (REAL_REPEATS timed runs per image and schedule, default 5)
 #   cpubatch                      the CPU backend on this machine's cores (issue 21): one list
-#                                 call of GrabCut-50 scaled to 1 MP, 1 thread against all
+#                                 call of GrabCut-50 scaled to 1 MP, 1 thread against all; the
+#                                 graph cuts' call, one graph and a batch, 1 thread against all
 #                                 (builds a CPU-only extension when the build step did not run)
 #   robust                        CUDA pytest of robustness, limits, dataset, server, CLI
 #   coco serve pictures scaling   dataset and server benchmarks, the speed plot, the
@@ -99,6 +100,13 @@ if [[ " $STEPS " == *" cpubatch "* ]]; then
   nproc
   timeout 420 python3 bench/cpu_bench.py --batch --images 50 --sizes 1 --rounds "${CPU_ROUNDS:-2}" \
     --grabcut50 data/grabcut50 2>&1 | tee "$LOGS/cpubatch.log" || status=1
+  # The graph cuts (issue 36's all-threads goal): one 1 MP graph on 1 thread and on all
+  # (strips), and a batch of one graph per core on 1 thread against all.
+  for run in "--threads 1" "--threads $(nproc) --batch $(nproc)"; do
+    # shellcheck disable=SC2086  # $run holds two options
+    timeout 300 python3 bench/mincut_bench.py --images 4 --size 1024 --repeats 3 $run \
+      --grabcut50 data/grabcut50 2>&1 | tee -a "$LOGS/cpubatch.log" || status=1
+  done
 fi
 
 if [[ " $STEPS " == *" cmake "* ]]; then
