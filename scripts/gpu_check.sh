@@ -199,7 +199,7 @@ if [[ " $STEPS " == *" pytest "* ]]; then
   step "pytest (CUDA tests, the op tests and the graph cuts on both devices)"
   timeout 300 python3 -m pytest -q -p no:cacheprovider tests/python/test_cuda.py tests/python/test_op_registration.py \
     tests/python/test_api.py tests/python/test_graphcut.py tests/python/test_maxflow_pymaxflow.py \
-    tests/python/test_maxflow_grid_errors.py -s > "$LOGS/pytest.log" 2>&1
+    tests/python/test_maxflow_grid_errors.py tests/python/test_mincut_interrupt.py -s > "$LOGS/pytest.log" 2>&1
   [[ $? -eq 0 ]] || status=1
   grep -E "identical pixels|passed|failed|Error|error" "$LOGS/pytest.log" | tail -30
 fi
