@@ -28,6 +28,25 @@ grabcut::GridMaxflowSolver& thread_solver() {
   return solver;
 }
 
+// Runs solve(b) for the graphs of a batch, in parallel (graphs on the threads), until a
+// solver refuses one (std::invalid_argument: a value out of range, found while it
+// filled its arrays); returns whether one did. The caller then names the first error
+// in the words of the reducing path.
+template <class Solve>
+bool solve_until_refused(int64_t batch, const Solve& solve) {
+  std::atomic<bool> refused{false};
+  at::parallel_for(0, batch, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t b = begin; b < end && !refused.load(std::memory_order_relaxed); ++b) {
+      try {
+        solve(b);
+      } catch (const std::invalid_argument&) {
+        refused.store(true, std::memory_order_relaxed);
+      }
+    }
+  });
+  return refused.load();
+}
+
 // Symmetric int32 input, the common case, needs no reduction: the solver reads the
 // user's source, sink (its pair form) and edges as they are and checks the bounds as
 // it fills its arrays, so the call reads the input once, where a checking pass that
@@ -46,26 +65,18 @@ std::tuple<at::Tensor, at::Tensor> mincut_grid_cpu_pair(const MincutShape& s, co
   const int32_t* const tp = snk.data_ptr<int32_t>();
   const int32_t* const ep = edg.data_ptr<int32_t>();
   const int64_t hw = s.height * s.width, kk = s.neighbours;
-  std::atomic<bool> bad{false};
-  at::parallel_for(0, s.batch, 1, [&](int64_t begin, int64_t end) {
-    grabcut::GridMaxflowSolver& solver = thread_solver();
-    for (int64_t b = begin; b < end && !bad.load(std::memory_order_relaxed); ++b) {
-      grabcut::GridGraphView graph;
-      graph.height = static_cast<int>(s.height);
-      graph.width = static_cast<int>(s.width);
-      graph.source = sp + b * hw;
-      graph.sink = tp + b * hw;
-      for (int k = 0; k < kk; ++k) graph.nlink[grabcut::mincut_solver_direction(k)] = ep + (b * kk + k) * hw;
-      graph.four_connected = kk == 2;
-      graph.max_node_sum = kMincutMaxNodeSum;
-      try {
-        flow[b] = solver.solve(graph, side + b * hw);
-      } catch (const std::invalid_argument&) {
-        bad.store(true, std::memory_order_relaxed);
-      }
-    }
+  const bool refused = solve_until_refused(s.batch, [&](int64_t b) {
+    grabcut::GridGraphView graph;
+    graph.height = static_cast<int>(s.height);
+    graph.width = static_cast<int>(s.width);
+    graph.source = sp + b * hw;
+    graph.sink = tp + b * hw;
+    for (int k = 0; k < kk; ++k) graph.nlink[grabcut::mincut_solver_direction(k)] = ep + (b * kk + k) * hw;
+    graph.four_connected = kk == 2;
+    graph.max_node_sum = kMincutMaxNodeSum;
+    flow[b] = thread_solver().solve(graph, side + b * hw);
   });
-  if (bad.load()) {
+  if (refused) {
     const detail::MincutError first = detail::find_first_error<int32_t>(s, sp, tp, ep, nullptr);
     TORCH_INTERNAL_ASSERT(first.b != INT64_MAX, "mincut_grid: the solver's and the exact check disagree");
     detail::throw_mincut_error(first);
@@ -118,26 +129,18 @@ std::tuple<at::Tensor, at::Tensor> mincut_grid3d_cpu_pair(const Mincut3dShape& s
   const int32_t* const tp = snk.data_ptr<int32_t>();
   const int32_t* const ep = edg.data_ptr<int32_t>();
   const int64_t n = s.depth * s.height * s.width;
-  std::atomic<bool> bad{false};
-  at::parallel_for(0, s.batch, 1, [&](int64_t begin, int64_t end) {
-    grabcut::Grid3dMaxflowSolver& solver = thread_solver3d();
-    for (int64_t b = begin; b < end && !bad.load(std::memory_order_relaxed); ++b) {
-      grabcut::Grid3dGraphView graph;
-      graph.depth = static_cast<int>(s.depth);
-      graph.height = static_cast<int>(s.height);
-      graph.width = static_cast<int>(s.width);
-      graph.source = sp + b * n;
-      graph.sink = tp + b * n;
-      for (int d = 0; d < grabcut::kNumForwardDirections3d; ++d) graph.nlink[d] = ep + (b * 3 + d) * n;
-      graph.max_node_sum = kMincutMaxNodeSum;
-      try {
-        flow[b] = solver.solve(graph, side + b * n);
-      } catch (const std::invalid_argument&) {
-        bad.store(true, std::memory_order_relaxed);
-      }
-    }
+  const bool refused = solve_until_refused(s.batch, [&](int64_t b) {
+    grabcut::Grid3dGraphView graph;
+    graph.depth = static_cast<int>(s.depth);
+    graph.height = static_cast<int>(s.height);
+    graph.width = static_cast<int>(s.width);
+    graph.source = sp + b * n;
+    graph.sink = tp + b * n;
+    for (int d = 0; d < grabcut::kNumForwardDirections3d; ++d) graph.nlink[d] = ep + (b * 3 + d) * n;
+    graph.max_node_sum = kMincutMaxNodeSum;
+    flow[b] = thread_solver3d().solve(graph, side + b * n);
   });
-  if (bad.load()) detail::throw_mincut_error(detail::find_first_error3d<int32_t>(s, sp, tp, ep, nullptr));
+  if (refused) detail::throw_mincut_error(detail::find_first_error3d<int32_t>(s, sp, tp, ep, nullptr));
   return {cut.view(at::kBool), flows};
 }
 
