@@ -5,6 +5,8 @@ from __future__ import annotations
 import csv
 import os
 import signal
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -122,3 +124,18 @@ def ctrl_c_as_in_a_terminal() -> None:
     code's. A user pressing Ctrl-C in a terminal has the default action; so does the child.
     """
     signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+def run_interrupted_script(script: str, *args: str) -> None:
+    """Runs a Python script that interrupts itself (a Ctrl-C test) in a child as a terminal would;
+    passes when it exits 0 with its last line "ok"."""
+    proc = subprocess.run(
+        [sys.executable, "-c", script, *args],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        preexec_fn=ctrl_c_as_in_a_terminal,
+    )
+    print(proc.stdout)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert proc.stdout.strip().endswith("ok")

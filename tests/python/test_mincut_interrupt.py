@@ -9,14 +9,12 @@ the CUDA kernel runs it too.
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import torch
 
-from conftest import ctrl_c_as_in_a_terminal, has_cuda
+from conftest import has_cuda, run_interrupted_script
 
 HERE = Path(__file__).resolve().parent
 
@@ -83,13 +81,4 @@ def test_ctrl_c_stops_a_long_3d_solve(device: str) -> None:
     # The emulated 20^3 snake takes ~2 s on a 2-core machine, the CUDA 24^3 one ~0.2-0.5 s on an
     # H100: many polls either way, so the test does not depend on the machine's speed.
     side = "20" if device == "emulated" else "24"
-    proc = subprocess.run(
-        [sys.executable, "-c", SCRIPT, str(HERE), "cuda" if device == "cuda" else "cpu", side],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        preexec_fn=ctrl_c_as_in_a_terminal,
-    )
-    print(proc.stdout)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert proc.stdout.strip().endswith("ok")
+    run_interrupted_script(SCRIPT, str(HERE), "cuda" if device == "cuda" else "cpu", side)

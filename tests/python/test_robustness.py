@@ -22,7 +22,7 @@ import numpy as np
 import pytest
 import torch
 
-from conftest import ctrl_c_as_in_a_terminal, object_image, requires_cuda
+from conftest import object_image, requires_cuda, run_interrupted_script
 from torchgrabcut import GrabCutModel, grabcut
 
 HERE = Path(__file__).resolve().parent
@@ -399,16 +399,7 @@ def test_ctrl_c_during_a_long_batch() -> None:
     The signal is sent from inside the batch (see the script), so the test does not
     depend on how fast the machine is or how busy.
     """
-    proc = subprocess.run(
-        [sys.executable, "-c", INTERRUPT_SCRIPT, str(HERE)],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        preexec_fn=ctrl_c_as_in_a_terminal,
-    )
-    print(proc.stdout)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert proc.stdout.strip().endswith("ok")
+    run_interrupted_script(INTERRUPT_SCRIPT, str(HERE))
 
 
 @pytest.mark.filterwarnings("ignore::DeprecationWarning")  # torch.jit: the way to reach a C++ thread
