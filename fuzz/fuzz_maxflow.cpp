@@ -12,7 +12,12 @@
 //   * the cut and value do not depend on the solver's thread count (strips);
 //   * a warm solve after a terminal change, an n-link change or a size change
 //     equals a cold solve;
-//   * a solver that threw on invalid input solves the next graph correctly.
+//   * a solver that threw on invalid input solves the next graph correctly;
+//   * the pair form (source and sink capacities given apart, read and checked by the
+//     solver's fill, as torchgrabcut.mincut passes int32 input) gives the net form's
+//     cut and its value plus the sum of min(source, sink), or throws exactly when a
+//     capacity leaves [0, 2^30 - 1] or a node's sum exceeds its bound.
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <limits>
@@ -211,6 +216,85 @@ void check_result(const Graph& g, const Result& r, const fuzz::ReferenceCut& ref
   FUZZ_CHECK(r.cut == ref.source_side);
 }
 
+// The capacity of the arc in direction d of pixel (y, x) and of its reverse at the
+// neighbour: the n-link of the pair, 0 off the grid.
+std::int64_t nlink_at(const Graph& g, int y, int x, int d) {
+  if (y < 0 || x < 0 || y >= g.height || x >= g.width || !g.has_neighbour(y, x, d)) return 0;
+  return g.nlink[d][static_cast<std::size_t>(y) * static_cast<std::size_t>(g.width) + static_cast<std::size_t>(x)];
+}
+
+// The pair form of a valid graph: source and sink with source - sink = its terminal,
+// plus an extra amount on both (which the flow value carries once), now and then out
+// of bounds or over a node-sum bound, which the solver must refuse.
+void check_pair_form(const Graph& g, const Result& net, Reader& in) {
+  const std::size_t n = g.terminal.size();
+  if (n == 0) return;
+  Source src(in, in.u64() ^ 0xA5A5U);
+  const int extra_style = in.u8() % 4;  // none, small, large, now and then past the bound
+  const std::uint8_t bound_style = in.u8();
+  std::vector<std::int32_t> source(n);
+  std::vector<std::int32_t> sink(n);
+  std::int64_t both = 0;
+  bool in_range = true;
+  for (std::size_t p = 0; p < n; ++p) {
+    const std::int64_t t = g.terminal[p];
+    std::int64_t extra = 0;
+    if (extra_style == 1) extra = src.u32() % 100;
+    if (extra_style == 2) extra = src.u32() % (1U << 29U);
+    if (extra_style == 3) extra = src.u8() % 64 == 0 ? kMaxNlink : src.u32() % 16;
+    std::int64_t s = std::max<std::int64_t>(t, 0) + extra;
+    std::int64_t k = std::max<std::int64_t>(-t, 0) + extra;
+    if (s > std::numeric_limits<std::int32_t>::max() || k > std::numeric_limits<std::int32_t>::max()) {
+      s -= extra;  // int32 must hold them; a terminal of INT32_MIN cannot be a pair
+      k -= extra;
+      extra = 0;
+      if (k > std::numeric_limits<std::int32_t>::max()) return;
+    }
+    source[p] = static_cast<std::int32_t>(s);
+    sink[p] = static_cast<std::int32_t>(k);
+    both += extra;
+    in_range = in_range && s <= kMaxNlink && k <= kMaxNlink;
+  }
+  grabcut::GridGraphView view = g.view();
+  view.terminal = nullptr;
+  view.source = source.data();
+  view.sink = sink.data();
+  if (bound_style % 4 == 0) view.max_node_sum = 1 + src.u32() % (1U << 20U);
+  bool diagonals_zero = true;
+  std::int64_t max_sum = 0;
+  for (int y = 0; y < g.height; ++y) {
+    for (int x = 0; x < g.width; ++x) {
+      const std::size_t p = static_cast<std::size_t>(y) * static_cast<std::size_t>(g.width) + static_cast<std::size_t>(x);
+      std::int64_t sum = std::int64_t{source[p]} + sink[p];
+      for (int d = 0; d < 4; ++d) {
+        sum += nlink_at(g, y, x, d) + nlink_at(g, y - kForwardDy[d], x - kForwardDx[d], d);
+        if (d == 1 || d == 3) diagonals_zero = diagonals_zero && nlink_at(g, y, x, d) == 0;
+      }
+      max_sum = std::max(max_sum, sum);
+    }
+  }
+  view.four_connected = diagonals_zero && (bound_style & 4U) != 0;
+  const bool valid = in_range && max_sum <= view.max_node_sum;
+
+  grabcut::GridMaxflowSolver solver;
+  solver.set_num_threads(bound_style >> 6U);
+  std::vector<std::uint8_t> cut(n, 0xAB);
+  std::int64_t value = 0;
+  try {
+    value = solver.solve(view, cut.data());
+  } catch (const std::invalid_argument&) {
+    FUZZ_CHECK(!valid);
+    // The solver recovers: the net form on the same solver.
+    Result again;
+    FUZZ_CHECK(run_solver(solver, g, false, again));
+    FUZZ_CHECK(again.value == net.value && again.cut == net.cut);
+    return;
+  }
+  FUZZ_CHECK(valid);
+  FUZZ_CHECK(cut == net.cut);
+  FUZZ_CHECK(value == net.value + both);
+}
+
 void make_valid(Graph& g) {
   for (int y = 0; y < g.height; ++y)
     for (int x = 0; x < g.width; ++x)
@@ -253,6 +337,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     FUZZ_CHECK(run_solver(other, g, false, r));
     FUZZ_CHECK(r.value == first.value && r.cut == first.cut);
   }
+  check_pair_form(g, first, in);
 
   // Warm starts: a few terminal changes (as between GrabCut iterations), then
   // possibly an n-link change or a new size, each equal to the reference.
