@@ -138,8 +138,8 @@ def bench_cpu(items: list[Item], args: argparse.Namespace) -> None:
     print(f"CPU, {torch.get_num_threads()} thread(s), {args.size}x{args.size}, best of {args.repeats}; ms")
     for k in args.ks:
         ratios = []
-        for i, (name, image, box) in enumerate(items):
-            s, t, e = segmentation_graph(image, box, args, k, i)
+        graphs = [segmentation_graph(image, box, args, k, i) for i, (_, image, box) in enumerate(items)]
+        for (name, _, _), (s, t, e) in zip(items, graphs, strict=True):
             st, tt, et = (torch.from_numpy(x) for x in (s, t, e))
             net, nl = solver_form(st, tt, et)
             ref_flow, t_ref = pymaxflow_solve(s, t, e)
@@ -159,12 +159,13 @@ def bench_cpu(items: list[Item], args: argparse.Namespace) -> None:
             f"lowest {min(ratios):.2f}x"
         )
         if args.batch:
-            cpu_batch_threads(items, args, k)
+            cpu_batch_threads(graphs, args, k)
 
 
-def cpu_batch_threads(items: list[Item], args: argparse.Namespace, k: int) -> None:
+def cpu_batch_threads(
+    graphs: list[tuple[np.ndarray, np.ndarray, np.ndarray]], args: argparse.Namespace, k: int
+) -> None:
     """One call on a batch of --batch graphs (the photos' graphs in turn), 1 thread against all."""
-    graphs = [segmentation_graph(image, box, args, k, i) for i, (_, image, box) in enumerate(items)]
     idx = [i % len(graphs) for i in range(args.batch)]
     st, tt, et = (torch.from_numpy(np.stack([graphs[i][j] for i in idx])) for j in range(3))
     times = {}
