@@ -3,6 +3,8 @@
     python bench/mincut_bench.py [--images 6] [--size 1024] [--connectivity 4,8] [--threads 1] [--batch N]
     python bench/mincut_bench.py --device cuda [--batch 512 --size 256]
     python bench/mincut_bench.py --volume 128 [--repeats 3] [--device cuda]
+    python bench/mincut_bench.py --dump DIR    (the 2D graphs as files for the torch-free
+                                                models: bench/model_maxflow_tiles graphs ...)
 
 The graphs are those of torchmaxflow's formulation, built from the first GrabCut-50
 photos (read from ../shared/data/grabcut50) resized to size x size: a foreground
@@ -266,6 +268,22 @@ def bench_volume(args: argparse.Namespace) -> None:
         print(line)
 
 
+def dump_graphs(items: list[Item], args: argparse.Namespace) -> None:
+    """Each graph as a graph file for the torch-free models: NAME-4.tgcg, NAME-8.tgcg."""
+    args.dump.mkdir(parents=True, exist_ok=True)
+    for i, (name, image, box) in enumerate(items):
+        for k in args.ks:
+            source, sink, edges = segmentation_graph(image, box, args, k, seed=i)
+            net, nlinks = solver_form(torch.from_numpy(source), torch.from_numpy(sink), torch.from_numpy(edges))
+            path = args.dump / f"{Path(name).stem}-{2 * k}.tgcg"
+            with open(path, "wb") as f:
+                f.write(b"TGCG1\n")
+                f.write(np.array(net.shape[1:], "<i4").tobytes())
+                f.write(net.numpy().astype("<i4").tobytes())
+                f.write(nlinks.numpy().astype("<i4").tobytes())
+            print(path)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--images", type=int, default=6)
@@ -283,6 +301,9 @@ def main() -> None:
     parser.add_argument("--scale", type=float, default=100.0)
     parser.add_argument("--grabcut50", type=Path, default=DEFAULT_GRABCUT50)
     parser.add_argument("--volume", type=int, default=0, help="a 3D N^3 volume instead (--images of them)")
+    parser.add_argument(
+        "--dump", type=Path, help="write the 2D graphs to this folder as graph files (tests/common/graph_file.h), stop"
+    )
     args = parser.parse_args()
     if args.volume:
         bench_volume(args)
@@ -295,7 +316,9 @@ def main() -> None:
         f"graphs: blur {args.blur} px, noise {args.noise} {'before' if args.noise_first else 'after'} it, "
         f"lam {args.lam}, sigma {args.sigma_fraction} * std, scale {args.scale}"
     )
-    if args.device == "cuda":
+    if args.dump:
+        dump_graphs(items, args)
+    elif args.device == "cuda":
         bench_cuda(items, args)
     else:
         bench_cpu(items, args)

@@ -19,6 +19,8 @@
 //                        graph in its own tiles, finished graphs retired
 //   model_maxflow_tiles crops [N]                    the first N (512) crop-sized graphs of
 //                        bench_maxflow_cuda as one batch, one cold solve
+//   model_maxflow_tiles graphs FILE...               graph files (tests/common/graph_file.h,
+//                        bench/mincut_bench.py --dump), each solved cold
 //   options: --variants a,b,...  (default: all; see kVariants) --blocks B (264)
 //            --push-round US (1.4): the cost of a push-relabel round, to compare
 //            with model_region_discharge --cost-round
@@ -52,6 +54,7 @@
 
 #include "common/grabcut_graph.h"
 #include "common/grabcut_iterations.h"
+#include "common/graph_file.h"
 #include "common/grid_graph.h"
 #include "common/percentile.h"
 #include "common/ppm_image.h"
@@ -923,6 +926,14 @@ Workload load_workload(const std::vector<std::string>& pos) {
     w.sequences.push_back(batch_of(parts));
   } else if (mode == "crops") {
     w.sequences.push_back(crops(pos.size() > 1 ? std::stoi(pos[1]) : 512));
+  } else if (mode == "graphs") {
+    // Each file one graph, solved cold (bench/mincut_bench.py --dump writes them).
+    for (std::size_t i = 1; i < pos.size(); ++i) {
+      Sequence seq;
+      seq.name = pos[i].substr(pos[i].find_last_of('/') + 1);
+      seq.graphs.push_back(grabcut::testing::read_graph_file(pos[i]));
+      w.sequences.push_back(std::move(seq));
+    }
   } else if (mode == "synthetic") {
     const int side = pos.size() > 1 ? std::stoi(pos[1]) : 1024;
     w.sequences.push_back(synthetic(side, pos.size() > 2 ? static_cast<unsigned>(std::stoul(pos[2])) : 34U));
@@ -1014,12 +1025,12 @@ std::vector<std::vector<std::uint8_t>> reference_cuts(const Sequence& seq) {
 int run(int argc, char** argv) {
   if (argc < 2) {
     std::fprintf(stderr,
-                 "usage: model_maxflow_tiles synthetic [SIDE [SEED]] | crops [N] | list FILE [COUNT] | batch FILE [COUNT] "
+                 "usage: model_maxflow_tiles synthetic [SIDE [SEED]] | crops [N] | list FILE [COUNT] | batch FILE [COUNT] | graphs FILE... "
                  "[--variants a,b] [--trace] [--blocks B]\n");
     return 2;
   }
   const Options o = parse_options(argc, argv);
-  if (o.pos.empty()) throw std::invalid_argument("expected a mode: synthetic, crops, list or batch");
+  if (o.pos.empty()) throw std::invalid_argument("expected a mode: synthetic, crops, list, batch or graphs");
   const Workload work = load_workload(o.pos);
   print_header(o.costs);
   std::vector<Tally> tallies(o.variants.size());

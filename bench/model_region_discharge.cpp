@@ -80,6 +80,8 @@
 //   model_region_discharge synthetic [SIDE [SEED]]   the GrabCut-like test graph, cold and warm
 //   model_region_discharge list FILE [COUNT]         images of a list written by
 //                        bench/grabcut50_ppm.py, every iteration of a 5-iteration GrabCut
+//   model_region_discharge graphs FILE...            graph files (tests/common/graph_file.h,
+//                        bench/mincut_bench.py --dump), each solved cold
 //   options: --tile WxH (32x32)  --round-cap N (0: none)  --init-labels zero|bfs (zero)
 //            --relax-every R (16: exact heights every R rounds as well as when stalled)
 //            --gap 0|1 (1: the gap heuristic on region labels after every phase)
@@ -104,6 +106,7 @@
 
 #include "common/grabcut_graph.h"
 #include "common/grabcut_iterations.h"
+#include "common/graph_file.h"
 #include "common/grid_graph.h"
 #include "common/percentile.h"
 #include "common/ppm_image.h"
@@ -1079,13 +1082,15 @@ int run(int argc, char** argv) {
       pos.push_back(a);
     }
   }
-  if (pos.empty()) throw std::invalid_argument("usage: model_region_discharge synthetic [SIDE [SEED]] | list FILE [COUNT] [options]");
+  if (pos.empty()) throw std::invalid_argument("usage: model_region_discharge synthetic [SIDE [SEED]] | list FILE [COUNT] | graphs FILE... [options]");
   std::vector<grabcut::testing::ListedImage> items;
   std::size_t count = 1;
   if (pos[0] == "list") {
     if (pos.size() < 2) throw std::invalid_argument("list: expected FILE");
     items = grabcut::testing::read_image_list(pos[1]);
     count = pos.size() > 2 ? std::min<std::size_t>(items.size(), std::stoul(pos[2])) : items.size();
+  } else if (pos[0] == "graphs") {
+    count = pos.size() - 1;
   } else if (pos[0] != "synthetic") {
     throw std::invalid_argument("unknown mode " + pos[0]);
   }
@@ -1110,6 +1115,9 @@ int run(int argc, char** argv) {
     if (pos[0] == "list") {
       seq = from_image(items[img]);
       if (!seq) continue;
+    } else if (pos[0] == "graphs") {
+      const std::string& path = pos[img + 1];
+      seq = Sequence{path.substr(path.find_last_of('/') + 1), {grabcut::testing::read_graph_file(path)}};
     } else {
       const int side = pos.size() > 1 ? std::stoi(pos[1]) : 1024;
       const auto seed = pos.size() > 2 ? static_cast<std::uint64_t>(std::stoull(pos[2])) : 34U;
