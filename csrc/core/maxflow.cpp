@@ -70,6 +70,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <exception>
 #include <limits>
 #include <memory>
@@ -158,7 +159,11 @@ struct Node {
   std::uint8_t tree;
   std::uint8_t parent;
   std::uint8_t active;  // in the active FIFO, or the node being grown
-  std::uint8_t unused;
+  // Set by the fill: the sink capacity is at least the capacity of the n-links in,
+  // so that after push_short_paths() the sink residual, if any, is still at least
+  // the residual flowing in (each short path into the node takes the same amount
+  // from both). The first scan of fill_and_start() reads it instead of the arcs.
+  std::uint8_t strong_sink;
 };
 static_assert(sizeof(Node) == 16, "Node should stay 16 bytes");
 // A node in no tree, zero terminal residual (the padding, and reset_search()).
@@ -274,6 +279,7 @@ struct GridCore {
   struct SweepScan {
     bool strong_only = true;
     bool seed = false;
+    bool strong_from_fill = false;  // Node::strong_sink holds the strong_only test
     std::int64_t seed_capacity = 0;
     std::int64_t excess_total = 0;
   };
@@ -289,22 +295,27 @@ struct GridCore {
   void fill_and_start(const GridGraphView& graph, int push_passes);
   std::vector<std::int32_t> label;  // distances of push_toward_sinks()
   void seed_trees();
-  // A node with terminal residual becomes an active root of its tree; one without
-  // is left in no tree (it may have been seeded by an earlier scan).
-  void seed_node(Node& n, int p) {
-    if (n.terminal != 0) {
-      n.tree = n.terminal > 0 ? kSourceTree : kSinkTree;
-      n.parent = kParentTerminal;
-      n.distance = 1;
-      n.active = 1;
-      enqueue(p);
-    } else {
-      n.tree = kFree;
-      n.parent = kNoParent;
-      n.distance = 0;
-      n.active = 0;
-    }
+  // A node with terminal residual becomes a root of its tree, not yet active; one
+  // without is left in no tree (it may have been seeded by an earlier scan). Returns
+  // the tree, for seeded_row(). activate_roots() then activates the roots that can grow.
+  static std::uint8_t seed_node(Node& n) {
+    n.tree = n.terminal > 0 ? kSourceTree : (n.terminal < 0 ? kSinkTree : kFree);
+    n.parent = n.terminal != 0 ? kParentTerminal : kNoParent;
+    n.distance = n.terminal != 0 ? 1 : 0;
+    n.active = 0;
+    return n.tree;
   }
+  // The trees of the last three rows seeded, a byte a node, so that activate_roots()
+  // compares 8 nodes at once: grid row y (-1 .. height) at slot (y + 1) % 3, padded
+  // column x + 1, and zero (kFree) in the padding and up to a multiple of 8 columns.
+  std::vector<std::uint8_t> seeded;
+  int seeded_stride = 0;
+  std::uint8_t* seeded_row(int y) {
+    return seeded.data() + static_cast<std::size_t>((y + 1) % 3) * static_cast<std::size_t>(seeded_stride);
+  }
+  void start_seeding();
+  void activate_roots(int y);
+  void finish_seeding();
   void compute_cut(std::uint8_t* source_side);
   std::int64_t cut_and_flow(const GridGraphView& graph, std::uint8_t* source_side);
   // Whether every terminal residual moved from the graph's terminal by augmentations
@@ -473,6 +484,10 @@ void GridCore<K>::fill_row_of(const GridGraphView& graph, int y) {
     } else {
       n.terminal = graph.terminal[i];
     }
+    // The n-links are symmetric, so the node's K residuals are also the capacities in.
+    std::int64_t links_in = 0;
+    for (int d = 0; d < kNumDirections; ++d) links_in += r[d];
+    n.strong_sink = static_cast<std::uint8_t>(-std::int64_t{n.terminal} >= links_in);
   }
   if constexpr (kPair) {
     if (out_of_range(pair_bits) || pair_over) throw_bad_pair_row(graph, y);
@@ -758,14 +773,84 @@ void GridCore<K>::short_paths_row(int y) {
   }
 }
 
+// Seeds row by row; a row's roots are activated once the rows around it are seeded.
 template <int K>
 void GridCore<K>::seed_trees() {
   Node* const node = nodes.data();
-  clear_queue();
+  start_seeding();
   for (int y = 0; y < height; ++y) {
-    for (int x = 0; x < width; ++x) {
-      const int p = (y + 1) * stride + (x + 1);
-      seed_node(node[p], p);
+    std::uint8_t* const trees = seeded_row(y);
+    for (int x = 0; x < width; ++x) trees[x + 1] = seed_node(node[(y + 1) * stride + (x + 1)]);
+    if (y >= 1) activate_roots(y - 1);
+  }
+  finish_seeding();
+}
+
+template <int K>
+void GridCore<K>::start_seeding() {
+  clear_queue();
+  seeded_stride = (width + 7) / 8 * 8 + 2;
+  seeded.assign(static_cast<std::size_t>(3) * static_cast<std::size_t>(seeded_stride), kFree);
+}
+
+// The last row's roots, once every row is seeded.
+template <int K>
+void GridCore<K>::finish_seeding() {
+  std::fill_n(seeded_row(height), seeded_stride, kFree);  // the padding row below
+  activate_roots(height - 1);
+}
+
+// Activates, in raster order, the roots of row y (seed_node) that have a residual arc
+// in their tree's direction (S: from the root, T: into it) to a node not in their
+// tree, the seeded rows y - 1 .. y + 1 and their residuals final. The others (on
+// segmentation graphs over 90% of all nodes: neighbours mostly share the sign of
+// their terminal) could only be popped and found unable to grow. Leaving them
+// passive keeps the search's invariant, that a tree node with such an arc to a free
+// node or the other tree is active: their tree arcs lead to roots of their own
+// tree, and a neighbour that later leaves the tree reactivates them (adopt_orphan).
+template <int K>
+void GridCore<K>::activate_roots(int y) {
+  Node* const node = nodes.data();
+  const std::int32_t* const rc = residual.data();
+  const std::uint8_t* const up = seeded_row(y - 1);
+  const std::uint8_t* const mid = seeded_row(y);
+  const std::uint8_t* const down = seeded_row(y + 1);
+  // Eight nodes a word, the trees of 8 consecutive nodes copied into it; all the
+  // arithmetic below is per byte, so it holds in either byte order. Trees are 0, 1
+  // or 2, so bit 0 of (v | v >> 1) in each byte says whether that byte of v is
+  // nonzero (the shift moves bit 1 of a byte to its bit 0).
+  const auto word = [](const std::uint8_t* at) {
+    std::uint64_t v;
+    std::memcpy(&v, at, sizeof(v));
+    return v;
+  };
+  constexpr std::uint64_t kLowBits = 0x0101010101010101ULL;
+  for (int x0 = 0; x0 < width; x0 += 8) {
+    // Most roots have only roots of their tree around them: their arcs need no look.
+    const int c = x0 + 1;
+    const std::uint64_t t = word(mid + c);
+    std::uint64_t differs =
+        (t ^ word(mid + c - 1)) | (t ^ word(mid + c + 1)) | (t ^ word(up + c)) | (t ^ word(down + c));
+    if constexpr (K == 8) {
+      differs |= (t ^ word(up + c - 1)) | (t ^ word(up + c + 1)) | (t ^ word(down + c - 1)) |
+                 (t ^ word(down + c + 1));
+    }
+    const std::uint64_t may_grow = (differs | differs >> 1) & (t | t >> 1) & kLowBits;
+    if (may_grow == 0) continue;
+    std::uint8_t lanes[8];
+    std::memcpy(lanes, &may_grow, sizeof(lanes));
+    for (int i = 0; i < 8; ++i) {
+      if (lanes[i] == 0) continue;
+      const int p = (y + 1) * stride + (c + i);
+      const std::uint8_t tree = node[p].tree;
+      const std::int32_t* const rp = rc + kNumDirections * p;
+      bool grows = false;
+      for (int d = 0; d < kNumDirections; ++d) {
+        const int q = p + offset[d];
+        const std::int32_t r = tree == kSourceTree ? rp[d] : rc[kNumDirections * q + opposite(d)];
+        grows |= (r != 0) & (node[q].tree != tree);
+      }
+      if (grows) activate(p);
     }
   }
 }
@@ -809,25 +894,29 @@ void GridCore<K>::start_scan(SweepScan& scan, bool strong_only, bool seed) {
   scan.strong_only = strong_only;
   scan.seed = seed;
   orphans.clear();  // the seeds' list until sweep()
-  if (seed) clear_queue();
+  if (seed) start_seeding();
 }
 
 // The scan of push_toward_sinks() over row y: its seeds, their capacity, the source
-// residual, and (scan.seed) the trees' roots. It reads the residuals of rows y - 1 ..
-// y + 1, which must be final.
+// residual, and (scan.seed) the trees' roots, activating those of row y - 1 (whose
+// neighbours are seeded now; sweep() activates the last row's). It reads the
+// residuals of rows y - 2 .. y + 1, which must be final.
 template <int K>
 void GridCore<K>::scan_row(SweepScan& scan, int y) {
   Node* const node = nodes.data();
   const std::int32_t* const rc = residual.data();
   std::vector<int>& seeds = orphans;
+  std::uint8_t* const trees = scan.seed ? seeded_row(y) : nullptr;
   for (int x = 0; x < width; ++x) {
     const int p = (y + 1) * stride + (x + 1);
     const std::int32_t t = node[p].terminal;
-    if (scan.seed) seed_node(node[p], p);
+    if (scan.seed) trees[x + 1] = seed_node(node[p]);
     if (t > 0) scan.excess_total += t;
     if (t < 0) {
       bool is_seed = !scan.strong_only;
-      if (scan.strong_only) {
+      if (scan.strong_from_fill) {
+        is_seed = node[p].strong_sink != 0;
+      } else if (scan.strong_only) {
         // A sink residual no inflow can use up: the pixel stays a sink for good.
         std::int64_t inflow = 0;
         for (int d = 0; d < kNumDirections; ++d) inflow += rc[kNumDirections * (p + offset[d]) + opposite(d)];
@@ -839,6 +928,7 @@ void GridCore<K>::scan_row(SweepScan& scan, int y) {
       }
     }
   }
+  if (scan.seed && y >= 1) activate_roots(y - 1);
 }
 
 // The rest of push_toward_sinks() once every row is scanned.
@@ -849,6 +939,7 @@ std::int64_t GridCore<K>::sweep(const SweepScan& scan, bool& skipped) {
   std::vector<int>& seeds = orphans;
   if (scan.excess_total == 0 || scan.seed_capacity < scan.excess_total / kMinSeedShare) {
     seeds.clear();
+    if (scan.seed) finish_seeding();  // the scan activated the rows above
     skipped = true;
     return 0;
   }
@@ -939,7 +1030,10 @@ void GridCore<K>::fill_and_start(const GridGraphView& graph, int push_passes) {
   augmented_only = true;
   SweepScan scan;
   const bool sweeps = push_passes > 0;
-  if (sweeps) start_scan(scan, /*strong_only=*/0 < kStrongPasses, /*seed=*/true);
+  if (sweeps) {
+    start_scan(scan, /*strong_only=*/0 < kStrongPasses, /*seed=*/true);
+    scan.strong_from_fill = scan.strong_only;
+  }
   for (int y = 0; y < height + 2; ++y) {
     if (y < height) fill_row(graph, y);
     if (y >= 1 && y - 1 < height) short_paths_row(y - 1);
@@ -1243,8 +1337,9 @@ void GridCore<K>::renumber_timestamps() {
 // The canonical cut read off the sink tree. When the search ends, T is exactly the
 // set of nodes that can reach the sink in the residual graph: every node of T
 // reaches it along its chain of parents (residual arcs, no orphan left), and no node
-// outside T has a residual arc into T, since a node of T is active until it has
-// taken in every neighbour with such an arc (growth), one that loses a tree is
+// outside T has a residual arc into T, since a node of T with an arc from a node not
+// in T is active (seeding activates those roots) until it has taken in every
+// neighbour with such an arc (growth), one that loses a tree is
 // orphaned and its T neighbours with an arc from it reactivated (adoption), and an
 // augmentation opens residual only on arcs inside a tree or from T to S. So the
 // source side, the nodes that cannot reach the sink, is every node not in T. (The
