@@ -12,6 +12,10 @@
 //   (GRABCUT_BENCH_SCHEDULES=q0,q0c12,... picks variants: see bench_schedules.h)
 //   bench_maxflow_cuda tune [CAP]  instead, several (push visits, local rounds) with
 //                                 MaxflowSchedule::bfs_cap CAP (default 0), medians of 3
+//   bench_maxflow_cuda graphs FILE...  instead, each graph file (tests/common/graph_file.h;
+//                                 bench/mincut_bench.py --dump) solved cold under each
+//                                 picked schedule: median of 10 ms, its sweeps and
+//                                 relabels (the grid-wide barriers), checked as above
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -30,6 +34,7 @@
 
 #include "bench_schedules.h"
 #include "common/grabcut_graph.h"
+#include "common/graph_file.h"
 #include "common/grid_graph.h"
 #include "core/maxflow.h"
 #include "cuda/check.h"
@@ -245,6 +250,39 @@ Results run_all(Batch& one, const std::vector<std::int32_t>& t0, const std::vect
   return r;
 }
 
+// `graphs` mode: every file's graph cold under each picked schedule, side by side.
+int run_graph_files(int argc, char** argv) {
+  std::vector<grabcut::bench::NamedSchedule> variants;
+  try {
+    variants = grabcut::bench::picked_schedules();
+  } catch (const std::invalid_argument& e) {
+    std::fprintf(stderr, "%s\n", e.what());
+    return 2;
+  }
+  std::printf("%-18s", "graph (cold, ms)");
+  for (const auto& v : variants) std::printf(" | %-12s %5s %5s", v.key, "swp", "rel");
+  std::printf("\n");
+  bool ok = true;
+  for (int i = 2; i < argc; ++i) {
+    Batch batch({grabcut::testing::read_graph_file(argv[i])});
+    const std::string path = argv[i];
+    std::printf("%-18s", path.substr(path.find_last_of('/') + 1).c_str());
+    for (const auto& v : variants) {
+      batch.schedule = v.schedule;
+      const float ms = median_ms(10, [] {}, [&] { batch.solve(false, nullptr); });
+      const bool good = batch.verify();
+      ok = ok && good;
+      const auto st = batch.stats();
+      std::printf(" | %9.3f%-3s %5llu %5llu", ms, good ? "" : " !!", st.bfs_sweeps + st.push_sweeps + st.global_relabels,
+                  st.global_relabels);
+    }
+    std::printf("\n");
+  }
+  std::printf("swp: BFS and push sweeps plus one check a relabel (the grid-wide barriers); rel: relabels\n");
+  std::printf("cuts == CPU solver's, capacity == flow: %s\n", ok ? "yes" : "NO (BUG)");
+  return ok ? 0 : 1;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -256,6 +294,7 @@ int main(int argc, char** argv) {
   cudaDeviceProp prop{};
   GRABCUT_CUDA_CHECK(cudaGetDeviceProperties(&prop, 0));
   std::printf("device: %s, %d SMs, L2 %d MB\n", prop.name, prop.multiProcessorCount, prop.l2CacheSize >> 20);
+  if (argc > 1 && std::strcmp(argv[1], "graphs") == 0) return run_graph_files(argc, argv);
 
   std::vector<HostGraph> g1{grabcut_graph(1024, 1024, 1)};
   const std::vector<std::int32_t> t0 = g1[0].terminal;

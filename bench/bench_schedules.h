@@ -21,10 +21,11 @@ struct NamedSchedule {
 // Keys: "q0" for every schedule (its grid-wide sweeps; the work-queue modes q1 and q2
 // of bench/RESULTS.md were removed from the solver after they measured slower); "cN",
 // relabels capped at N sweeps; "rN", N push rounds a visit (else 24); "g", the cap
-// doubled when too short (MaxflowSchedule::grow_cap).
+// doubled when too short (MaxflowSchedule::grow_cap); "R", region heights
+// (MaxflowSchedule::region, 16 push sweeps between relabels); "C", the checkerboard.
 inline const std::vector<NamedSchedule>& all_schedules() {
   static const std::vector<NamedSchedule> all = {
-      // MaxflowSchedule: push visits, local rounds, BFS cap, grow the cap
+      // MaxflowSchedule: push visits, local rounds, BFS cap, grow the cap[, region, checkerboard]
       {"q0", "relabels uncapped, v0.7", {8, 24, 0, false}},
       {"q0c8", "BFS cap 8", {8, 24, 8, false}},
       {"q0c12", "BFS cap 12", {8, 24, 12, false}},
@@ -36,6 +37,10 @@ inline const std::vector<NamedSchedule>& all_schedules() {
       {"q0c12r12g", "BFS cap 12 growing, 12 rounds (default)", {8, 12, 12, true}},
       {"q0c16r12g", "BFS cap 16 growing, 12 rounds", {8, 12, 16, true}},
       {"q0c24r12g", "BFS cap 24 growing, 12 rounds", {8, 12, 24, true}},
+      {"q0c12r12gC", "the default, checkerboard", {8, 12, 12, true, false, true}},
+      {"q0c12r32gR", "region heights, 32 rounds", {16, 32, 12, true, true, false}},
+      {"q0c12r32gRC", "region heights, 32 rounds, checkerboard", {16, 32, 12, true, true, true}},
+      {"q0c12r16gRC", "region heights, 16 rounds, checkerboard", {16, 16, 12, true, true, true}},
   };
   return all;
 }

@@ -90,6 +90,9 @@
 //            --cost-load US  --cost-barrier US  --blocks B
 //            --parallel 0|1 (0: the 2 x 2 colouring above; 1: every active tile in one
 //            phase, halo flows added after it, exact labels to confirm the end)
+//            --colours 1|2 (with --parallel 1; 2: a sweep is two phases, a checkerboard
+//            of tiles one colour at a time, so no two tiles that share an edge discharge
+//            at once)
 //            --inner jacobi|gs|levels (jacobi: synchronous rounds; gs: line passes;
 //            levels: passes of levels)  --cost-pass US  --cost-level US
 //            --level-relabel exact|local  --relabel exact|capped  --relabel-cap C (12)
@@ -152,6 +155,9 @@ struct Options {
   // then rest on a neighbour's stale label, so when no tile is active the labels are
   // recomputed exactly and the sweeps go on if any excess can still reach a sink.
   bool parallel = false;
+  // --colours 2 (with --parallel 1): each sweep in two phases, the tiles of a checkerboard
+  // one colour at a time (1: every active tile in one phase).
+  int colours = 1;
   // --inner levels: the in-tile step is a pass of levels (see the header): every pixel
   // of the deepest occupied height pushes to its lower residual neighbours, then the
   // next height down, and so on, one block-synchronous step per occupied level, so that
@@ -359,24 +365,34 @@ class RegionDischarge {
         tiles = active_tiles();
         if (tiles.empty()) return;
       }
-      std::vector<Tile> loaded;
-      loaded.reserve(tiles.size());
-      for (const int t : tiles) loaded.push_back(load(t));
-      std::vector<double> cost;
-      cost.reserve(tiles.size());
-      long long deepest = 0;
-      for (Tile& s : loaded) {
-        const long long before = c.rounds;
-        cost.push_back(discharge_loaded(s, c));
-        deepest = std::max(deepest, c.rounds - before);
+      // --colours 2: the sweep's tiles in two phases, a checkerboard of tiles, so that no
+      // two tiles sharing an edge discharge at once; a tile of the second phase starts
+      // from what the first pushed into it.
+      for (int colour = 0; colour < o_.colours; ++colour) {
+        std::vector<int> phase_tiles;
+        for (const int t : colour == 0 ? tiles : active_tiles()) {
+          if (o_.colours == 1 || ((t % tiles_x_) + (t / tiles_x_)) % 2 == colour) phase_tiles.push_back(t);
+        }
+        if (phase_tiles.empty()) continue;
+        std::vector<Tile> loaded;
+        loaded.reserve(phase_tiles.size());
+        for (const int t : phase_tiles) loaded.push_back(load(t));
+        std::vector<double> cost;
+        cost.reserve(phase_tiles.size());
+        long long deepest = 0;
+        for (Tile& s : loaded) {
+          const long long before = c.rounds;
+          cost.push_back(discharge_loaded(s, c));
+          deepest = std::max(deepest, c.rounds - before);
+        }
+        c.critical_rounds += deepest;
+        for (const Tile& s : loaded) store_own(s, c);
+        for (const Tile& s : loaded) store_halo(s);
+        c.time_us += phase_time(cost) + o_.cost_barrier;
+        ++c.barriers;
+        if (o_.gap) apply_gap(c);
       }
-      c.critical_rounds += deepest;
-      for (const Tile& s : loaded) store_own(s, c);
-      for (const Tile& s : loaded) store_halo(s);
-      c.time_us += phase_time(cost) + o_.cost_barrier;
-      ++c.barriers;
       ++c.sweeps;
-      if (o_.gap) apply_gap(c);
       if (o_.global_every > 0 && ++since_global == o_.global_every) {
         global_relabel(c);
         since_global = 0;
@@ -1047,6 +1063,9 @@ bool parse_option(const std::string& a, const char* value, Options& o) {
     o.cost_pass = std::stod(v);
   } else if (a == "--parallel") {
     o.parallel = v != "0";
+  } else if (a == "--colours") {
+    o.colours = std::stoi(v);
+    if (o.colours != 1 && o.colours != 2) throw std::invalid_argument("--colours: 1 or 2");
   } else if (a == "--level-relabel") {
     if (v != "exact" && v != "local") throw std::invalid_argument("--level-relabel: exact or local");
     o.level_local = v == "local";

@@ -55,6 +55,21 @@
 //    global integer atomics; flows and excesses are written back as atomic deltas.
 //    Two tiles never consume the same directed residual (only the tail of an arc
 //    pushes along it), so capacities hold under any interleaving.
+// MaxflowSchedule::region (issue 33's region discharge, after Shekhovtsov and Hlavac's
+// ARD and JF-Cut's block discharge; bench/model_region_discharge.cpp models it): heights
+// are D * kRegionStep + s, where D is a lower bound on the tile boundaries a residual
+// path to the sink crosses and s the steps inside the last tile. A tile sees its halo
+// at (D + 1) * kRegionStep (halo_height), so the global relabel computes exactly these
+// lexicographic distances with the same sweeps, and a push visit first relaxes the
+// tile's own heights to the exact distances against that frozen halo (relax_in_tile),
+// then runs its rounds, relaxing again whenever a round moves nothing: excess drains
+// to the tile's own sinks first, then out through its lowest boundary, and a visit may
+// carry it across the whole tile. Exactness rests, as above, on the preflow and on the
+// last relabel, which runs to the end: a lexicographic distance is infinite exactly
+// where a pixel distance is, so the check and the cut are unchanged.
+// MaxflowSchedule::checkerboard makes push sweep i of a cycle
+// visit only the tiles of colour i % 2 (the rest wait one sweep), so that tiles sharing
+// an edge never push at each other's stale heights in one sweep.
 // A relabel's first sweep and the check find their tiles kThreads at a time
 // (sweep_tiles); every other sweep works on a list of the tiles that need it, built
 // by the sweep before and shared out among the blocks (pull_tiles). Exactness does
@@ -194,6 +209,7 @@ struct SolverArgs {
   int local_rounds;
   int bfs_cap;       // MaxflowSchedule::bfs_cap (0: none)
   int grow_cap;      // MaxflowSchedule::grow_cap
+  int checkerboard;  // MaxflowSchedule::checkerboard
 };
 
 struct TileCtx {
@@ -239,6 +255,16 @@ __device__ __forceinline__ void for_each_halo_slot(const TileCtx& c, F&& f) {
     if (py >= 1 && py <= kTileH && px >= 1 && px <= kTileW) continue;
     f(i, c.x0 + px - 1, c.y0 + py - 1);
   }
+}
+
+// The height a tile gives a pixel of its halo whose own height is h: h itself, or with
+// region heights (D * kRegionStep + steps in its tile), (D + 1) * kRegionStep: a path
+// leaving the tile there crosses one boundary more than that pixel's, and the steps
+// inside the tile it enters do not count.
+template <bool kRegion>
+__device__ __forceinline__ int halo_height(int h) {
+  if (!kRegion || h >= kInf) return h;
+  return (h / kRegionStep + 1) * kRegionStep;
 }
 
 // Residual capacity of the arc from pixel (x, y) (index p) in direction k.
@@ -433,6 +459,7 @@ __device__ __forceinline__ void list_changed_tile(const SolverArgs& a, const Til
 // tiles of a retired graph.
 // Relaxes tile t until it is locally stable. Returns true (block-uniform) if the tile
 // changed a label.
+template <bool kRegion>
 __device__ bool bfs_tile(const SolverArgs& a, int t, int sweep, bool first, Shared& sh) {
   const TileCtx c = tile_ctx(a, t);
   const int tid = static_cast<int>(threadIdx.x);
@@ -452,7 +479,7 @@ __device__ bool bfs_tile(const SolverArgs& a, int t, int sweep, bool first, Shar
   // The first sweep gives the sink pixels label 0, and every other label is >= 1.
   const bool sink = d == 0;
   for_each_halo_slot(c, [&](int i, int gx, int gy) {
-    const int hv = sweep_label(a, c, gx, gy, first);
+    const int hv = halo_height<kRegion>(sweep_label(a, c, gx, gy, first));
     sh.h[0][i] = hv;
     sh.h[1][i] = hv;
   });
@@ -521,6 +548,44 @@ __device__ void keep_unfinished_graphs_live(const SolverArgs& a, int sweep, int 
 }
 
 // ---------------------------------------------------------------- push-relabel
+// Region heights (MaxflowSchedule::region): the exact distance of every pixel of the
+// tile loaded into sh to a sink pixel of the tile (excess < 0) or out through its
+// frozen halo, over the arcs with residual capacity, by Jacobi steps over sh.h's two
+// buffers (bfs_tile's relaxation, with the current residuals). ex is this thread's
+// pixel's excess; returns its height. On return both buffers hold the same heights
+// (the last step changed none), so a round may read either.
+__device__ __forceinline__ int relax_in_tile(Shared& sh, bool valid, int tid, long long ex) {
+  const int me = (tid / kTileW + 1) * kPadW + tid % kTileW + 1;
+  unsigned int mask = 0;
+  if (valid) {
+#pragma unroll
+    for (int k = 0; k < 8; ++k) {
+      if (sh.res[k][tid] != 0U) mask |= 1U << k;
+    }
+  }
+  int d = valid && ex < 0 ? 0 : kInf;
+  const bool relaxes = valid && d != 0 && mask != 0U;
+  __syncthreads();  // every thread is done reading the heights of the round before
+  sh.h[0][me] = d;
+  sh.h[1][me] = d;
+  __syncthreads();
+  for (int par = 0;; par ^= 1) {
+    bool ch = false;
+    if (relaxes) {
+      int nd = d;
+#pragma unroll
+      for (int k = 0; k < 8; ++k) {
+        if (mask & (1U << k)) nd = min(nd, sh.h[par][me + dir_dy(k) * kPadW + dir_dx(k)] + 1);
+      }
+      ch = nd < d;
+      d = nd;
+    }
+    sh.h[par ^ 1][me] = d;
+    if (!__syncthreads_or(ch)) break;
+  }
+  return d;
+}
+
 // The synchronous push-relabel rounds of push_tile, up to local_rounds, on the tile
 // loaded into sh; valid, ex and hm are this thread's pixel's (tid = ly * kTileW + lx),
 // ex and hm updated on return. Returns the index of the last round run (local_rounds
@@ -529,6 +594,7 @@ __device__ void keep_unfinished_graphs_live(const SolverArgs& a, int sweep, int 
 // in the push phase and this thread collects (and empties) in the relabel phase.
 // The neighbours' heights come from label buffer `par` and a new height goes to
 // the other buffer (so a round needs two barriers).
+template <bool kRegion>
 __device__ __forceinline__ int push_sync_rounds(Shared& sh, int local_rounds, bool valid, int tid, long long& ex,
                                                 int& hm) {
   const int lx = tid % kTileW;
@@ -544,6 +610,7 @@ __device__ __forceinline__ int push_sync_rounds(Shared& sh, int local_rounds, bo
     // the same phase (it would need to be higher), so no residual is read while
     // another thread adds to it.
     const bool active = valid && ex > 0 && hm < kInf;
+    bool pushed = false;
     if (active) {
       // The residuals towards lower neighbours, loaded together (no load waits for
       // the previous push's arithmetic).
@@ -566,12 +633,18 @@ __device__ __forceinline__ int push_sync_rounds(Shared& sh, int local_rounds, bo
             const int nb = me + dir_dy(k) * kPadW + dir_dx(k);
             atomicAdd(reinterpret_cast<unsigned long long*>(&sh.e[nb]), static_cast<unsigned long long>(amount));
             left -= amount;
+            pushed = true;
           }
         }
       }
       ex = left;
     }
-    __syncthreads();
+    bool any_pushed = true;
+    if constexpr (kRegion) {
+      any_pushed = __syncthreads_or(pushed);
+    } else {
+      __syncthreads();
+    }
     // Relabel: an active pixel with no strictly lower residual neighbour rises to one
     // above its lowest residual neighbour (kInf if it has none). All pixels decide
     // from the heights the push phase saw.
@@ -591,11 +664,18 @@ __device__ __forceinline__ int push_sync_rounds(Shared& sh, int local_rounds, bo
     }
     sh.h[par ^ 1][me] = hm;
     if (!__syncthreads_or(still)) break;
+    // Region heights: a round that moved nothing ends on exact heights again (the
+    // relabels of a stalled round only climb one step at a time towards them).
+    if (kRegion && !any_pushed) {
+      hm = relax_in_tile(sh, valid, tid, ex);
+      if (!__syncthreads_or(valid && ex > 0 && hm < kInf)) break;
+    }
   }
   return round;
 }
 
 // Runs push-relabel on tile t, which is on this sweep's list.
+template <bool kRegion>
 __device__ void push_tile(const SolverArgs& a, int t, int sweep, Shared& sh) {
   const int tid = static_cast<int>(threadIdx.x);
   const TileCtx c = tile_ctx(a, t);
@@ -616,7 +696,7 @@ __device__ void push_tile(const SolverArgs& a, int t, int sweep, Shared& sh) {
   sh.e[me] = 0;
   sh.h[0][me] = h0;
   for_each_halo_slot(c, [&](int i, int gx, int gy) {
-    const int hv = in_grid(c, gx, gy) ? __ldcg(a.height + pix(c, gx, gy)) : kInf;
+    const int hv = in_grid(c, gx, gy) ? halo_height<kRegion>(__ldcg(a.height + pix(c, gx, gy))) : kInf;
     sh.h[0][i] = hv;
     sh.h[1][i] = hv;
     sh.e[i] = 0;
@@ -629,8 +709,9 @@ __device__ void push_tile(const SolverArgs& a, int t, int sweep, Shared& sh) {
   }
   __syncthreads();
   long long ex = e0;
-  int hm = h0;
-  const int round = push_sync_rounds(sh, a.local_rounds, valid, tid, ex, hm);
+  // Region heights: the visit starts from the exact heights inside the tile.
+  int hm = kRegion ? relax_in_tile(sh, valid, tid, ex) : h0;
+  const int round = push_sync_rounds<kRegion>(sh, a.local_rounds, valid, tid, ex, hm);
   profile_add(a.header, kPushRounds, static_cast<unsigned long long>(min(round + 1, a.local_rounds)));
   profile_add(a.header, kPushVisitsRun, 1ULL);
   profile_add(a.header, kPushVisitsCapped, round == a.local_rounds ? 1ULL : 0ULL);
@@ -670,6 +751,21 @@ __device__ void push_tile(const SolverArgs& a, int t, int sweep, Shared& sh) {
   const bool any_sent = __syncthreads_or(sent);
   if (tid == 0 && (again || any_sent)) {
     if (again) list_for_next_sweep(a, a.pmark, t, sweep);
+    atomicAdd(&a.header->counter[sweep % 3], 1U);
+  }
+}
+
+// MaxflowSchedule::checkerboard: a tile's colour (its graph's tiles in a checkerboard);
+// push sweep i of a relabel's cycle visits the tiles of colour i % 2 and passes the
+// others it was given on to the next sweep.
+__device__ __forceinline__ int tile_colour(const SolverArgs& a, int t) {
+  const TileCtx c = tile_ctx(a, t);
+  return (c.tx + c.ty) & 1;
+}
+
+__device__ __forceinline__ void defer_tile(const SolverArgs& a, int t, int sweep) {
+  if (threadIdx.x == 0) {
+    list_for_next_sweep(a, a.pmark, t, sweep);
     atomicAdd(&a.header->counter[sweep % 3], 1U);
   }
 }
@@ -780,6 +876,7 @@ __device__ __forceinline__ void clear_list_slot(const SolverArgs& a, int sweep) 
   a.header->list_next[(sweep + 2) % 3] = 0U;
 }
 
+template <bool kRegion>
 __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm) maxflow_kernel(SolverArgs a) {
   __shared__ Shared sh;
   cg::grid_group grid = cg::this_grid();
@@ -825,7 +922,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm) maxflow_kernel(Solv
         clear_list_slot(a, sweep);
       }
       busy_clock.start();
-      const auto relax = [&](int t) { bfs_tile(a, t, sweep, first, sh); };
+      const auto relax = [&](int t) { bfs_tile<kRegion>(a, t, sweep, first, sh); };
       const auto live = [&](int t) { return graph_live(a, __ldg(a.tile_graph + t), relabel); };
       bfs_tiles +=
           static_cast<unsigned int>(first ? sweep_tiles(a, sh, live, relax) : pull_tiles(a, sh, sweep, relax));
@@ -873,7 +970,14 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm) maxflow_kernel(Solv
       }
       // A tile is listed by its own last visit or a neighbour's push, or by the check.
       busy_clock.start();
-      push_tiles += static_cast<unsigned int>(pull_tiles(a, sh, sweep, [&](int t) { push_tile(a, t, sweep, sh); }));
+      const int colour = i & 1;
+      push_tiles += static_cast<unsigned int>(pull_tiles(a, sh, sweep, [&](int t) {
+        if (a.checkerboard != 0 && tile_colour(a, t) != colour) {
+          defer_tile(a, t, sweep);
+        } else {
+          push_tile<kRegion>(a, t, sweep, sh);
+        }
+      }));
       busy_clock.lap(a.header, kPushBusyNs);
       grid.sync();
       if (blockIdx.x == 0) phase_clock.lap(a.header, kPushNs);
@@ -1013,6 +1117,7 @@ void maxflow_cuda(const BatchedGridGraph& graph, std::uint8_t* source_side, std:
   a.local_rounds = schedule.local_rounds;
   a.bfs_cap = schedule.bfs_cap;
   a.grow_cap = schedule.grow_cap ? 1 : 0;
+  a.checkerboard = schedule.checkerboard ? 1 : 0;
 
   int device = 0;
   GRABCUT_CUDA_CHECK(cudaGetDevice(&device));
@@ -1022,15 +1127,17 @@ void maxflow_cuda(const BatchedGridGraph& graph, std::uint8_t* source_side, std:
   int sms = 0;
   GRABCUT_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
   int per_sm = 0;
-  GRABCUT_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, maxflow_kernel, kThreads, 0));
+  // The region schedule is its own instantiation, so the default's registers stay as they were.
+  const void* kernel = schedule.region ? reinterpret_cast<const void*>(maxflow_kernel<true>)
+                                       : reinterpret_cast<const void*>(maxflow_kernel<false>);
+  GRABCUT_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kThreads, 0));
   if (per_sm < 1) throw std::runtime_error("maxflow_cuda: the solver kernel cannot be resident");
   const int blocks = static_cast<int>(std::min<long long>(num_tiles, static_cast<long long>(per_sm) * sms));
   if (num_tiles + static_cast<long long>(kThreads) * blocks > 0x7fffffffLL) {
     throw std::invalid_argument("maxflow_cuda: batch too large (tile count)");
   }
   void* args[] = {&a};
-  GRABCUT_CUDA_CHECK(cudaLaunchCooperativeKernel(reinterpret_cast<const void*>(maxflow_kernel), dim3(blocks),
-                                                 dim3(kThreads), args, 0, stream));
+  GRABCUT_CUDA_CHECK(cudaLaunchCooperativeKernel(kernel, dim3(blocks), dim3(kThreads), args, 0, stream));
 }
 
 namespace detail {

@@ -46,6 +46,19 @@ struct MaxflowSchedule {
   // relabel. The cap starts again at bfs_cap in the next solve (a warm start's excess
   // lies elsewhere).
   bool grow_cap = true;
+  // Region discharge (issue 33): heights are lexicographic, D * kRegionStep + the steps
+  // inside the tile, where D counts the tile boundaries a residual path to the sink must
+  // cross at least; a tile's halo stands at (D + 1) * kRegionStep. A push visit starts
+  // from the exact heights inside its tile (a relaxation against the frozen halo, again
+  // whenever a round pushes nothing) and so drains its excess to its own sinks first,
+  // then out through its lowest boundary, up to local_rounds rounds; the global relabel
+  // computes the same heights over the whole graph. Fewer grid-wide sweeps a solve,
+  // longer visits. Off: v0.13c's pixel distances.
+  bool region = false;
+  // Push sweeps alternate between the two colours of a checkerboard of tiles, so no
+  // two tiles that share an edge are visited in one sweep (a tile then takes what its
+  // neighbours sent in the sweep before instead of pushing back at a stale label).
+  bool checkerboard = false;
 };
 
 // Bytes of device scratch memory maxflow_cuda needs for this batch (the solver's

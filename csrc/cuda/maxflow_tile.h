@@ -14,6 +14,9 @@ constexpr int kPadW = kTileW + 2;
 constexpr int kPadH = kTileH + 2;
 constexpr int kPad = kPadW * kPadH;
 constexpr int kInf = 0x3fffffff;
+// MaxflowSchedule::region's step between region labels: above every distance inside a
+// tile, so that a height D * kRegionStep + s orders by D first.
+constexpr int kRegionStep = 2 * kThreads;
 
 // Directions 0..3 are the forward n-links of core/maxflow.h, 4..7 their opposites.
 __host__ __device__ __forceinline__ constexpr int dir_dy(int k) { return (k == 0 || k == 4) ? 0 : (k < 4 ? 1 : -1); }

@@ -436,44 +436,52 @@ TEST(MaxflowCuda, WarmStartMatchesCold) {
 }
 
 // Every schedule (relabels never capped, capped at 1 and 4 sweeps, and at 1 sweep doubled
-// each time it proves too short; short and long visits), whatever the environment says:
-// the CPU's cut and flow, cold and warm.
+// each time it proves too short; short and long visits; pixel or region heights, with
+// and without the checkerboard), whatever the environment says: the CPU's cut and flow,
+// cold and warm.
 TEST(MaxflowCuda, EverySchedule) {
   const HostGraph grabcut_like = grabcut_graph(300, 420, 91);
   const HostGraph random = random_graph(150, 190, true, 100, 300, 92);
-  for (const auto& [cap, grow] : {std::pair{0, false}, std::pair{1, false}, std::pair{4, false}, std::pair{1, true}}) {
-    for (const auto& [visits, rounds] : {std::pair{8, 24}, std::pair{1, 1}, std::pair{3, 200}}) {
-      const std::string what = "cap " + std::to_string(cap) + (grow ? " growing" : "") + " visits " +
-                               std::to_string(visits) + " rounds " + std::to_string(rounds);
-      HostGraph g0 = grabcut_like;
-      HostGraph g1 = random;
-      const std::vector<const HostGraph*> graphs{&g0, &g1};
-      GpuBatch batch(graphs);
-      batch.schedule.bfs_cap = cap;
-      batch.schedule.grow_cap = grow;
-      batch.schedule.push_visits = visits;
-      batch.schedule.local_rounds = rounds;
-      batch.solve(false);
-      // A cap stops relabels on these graphs (their waves need more sweeps than 4).
-      EXPECT_EQ(batch.stats().capped_relabels > 0, cap > 0) << what;
-      for (std::size_t b = 0; b < graphs.size(); ++b) {
-        const CpuResult ref = cpu_solve(*graphs[b]);
-        EXPECT_EQ(batch.flows()[b], ref.flow) << what << " cold graph " << b;
-        EXPECT_EQ(count_mismatch(batch.cut(b, graphs[b]->size()), ref.cut), 0U) << what << " cold graph " << b;
-      }
-      std::mt19937 rng(93);
-      std::normal_distribution<double> gauss(0.0, 3000.0);
-      for (HostGraph* g : {&g0, &g1}) {
-        for (auto& t : g->terminal) {
-          t = static_cast<std::int32_t>(std::clamp(std::lround(t + gauss(rng)), -115200L, 115200L));
+  for (const auto& [region, checkerboard] :
+       {std::pair{false, false}, std::pair{true, false}, std::pair{true, true}, std::pair{false, true}}) {
+    for (const auto& [cap, grow] :
+         {std::pair{0, false}, std::pair{1, false}, std::pair{4, false}, std::pair{1, true}}) {
+      for (const auto& [visits, rounds] : {std::pair{8, 24}, std::pair{1, 1}, std::pair{3, 200}}) {
+        const std::string what = std::string(region ? "region " : "") + (checkerboard ? "checkerboard " : "") + "cap " +
+                                 std::to_string(cap) + (grow ? " growing" : "") + " visits " + std::to_string(visits) +
+                                 " rounds " + std::to_string(rounds);
+        HostGraph g0 = grabcut_like;
+        HostGraph g1 = random;
+        const std::vector<const HostGraph*> graphs{&g0, &g1};
+        GpuBatch batch(graphs);
+        batch.schedule.bfs_cap = cap;
+        batch.schedule.grow_cap = grow;
+        batch.schedule.push_visits = visits;
+        batch.schedule.local_rounds = rounds;
+        batch.schedule.region = region;
+        batch.schedule.checkerboard = checkerboard;
+        batch.solve(false);
+        // A cap stops relabels on these graphs (their waves need more sweeps than 4).
+        EXPECT_EQ(batch.stats().capped_relabels > 0, cap > 0) << what;
+        for (std::size_t b = 0; b < graphs.size(); ++b) {
+          const CpuResult ref = cpu_solve(*graphs[b]);
+          EXPECT_EQ(batch.flows()[b], ref.flow) << what << " cold graph " << b;
+          EXPECT_EQ(count_mismatch(batch.cut(b, graphs[b]->size()), ref.cut), 0U) << what << " cold graph " << b;
         }
-      }
-      batch.upload(graphs, false);
-      batch.solve(true);
-      for (std::size_t b = 0; b < graphs.size(); ++b) {
-        const CpuResult ref = cpu_solve(*graphs[b]);
-        EXPECT_EQ(batch.flows()[b], ref.flow) << what << " warm graph " << b;
-        EXPECT_EQ(count_mismatch(batch.cut(b, graphs[b]->size()), ref.cut), 0U) << what << " warm graph " << b;
+        std::mt19937 rng(93);
+        std::normal_distribution<double> gauss(0.0, 3000.0);
+        for (HostGraph* g : {&g0, &g1}) {
+          for (auto& t : g->terminal) {
+            t = static_cast<std::int32_t>(std::clamp(std::lround(t + gauss(rng)), -115200L, 115200L));
+          }
+        }
+        batch.upload(graphs, false);
+        batch.solve(true);
+        for (std::size_t b = 0; b < graphs.size(); ++b) {
+          const CpuResult ref = cpu_solve(*graphs[b]);
+          EXPECT_EQ(batch.flows()[b], ref.flow) << what << " warm graph " << b;
+          EXPECT_EQ(count_mismatch(batch.cut(b, graphs[b]->size()), ref.cut), 0U) << what << " warm graph " << b;
+        }
       }
     }
   }

@@ -3,6 +3,9 @@
 //   GRABCUT_TEST_CAP=N         MaxflowSchedule::bfs_cap (0: relabels never capped)
 //   GRABCUT_TEST_ROUNDS=N      MaxflowSchedule::local_rounds (N >= 1)
 //   GRABCUT_TEST_GROW_CAP=0/1  MaxflowSchedule::grow_cap
+//   GRABCUT_TEST_VISITS=N      MaxflowSchedule::push_visits (N >= 1)
+//   GRABCUT_TEST_REGION=0/1    MaxflowSchedule::region
+//   GRABCUT_TEST_CHECKERBOARD=0/1  MaxflowSchedule::checkerboard
 #pragma once
 
 #include <cstdlib>
@@ -19,6 +22,12 @@ inline grabcut::cuda::MaxflowSchedule schedule_from_environment() {
   if (rounds != nullptr && std::atoi(rounds) >= 1) schedule.local_rounds = std::atoi(rounds);
   const char* grow = std::getenv("GRABCUT_TEST_GROW_CAP");
   if (grow != nullptr) schedule.grow_cap = std::atoi(grow) != 0;
+  const char* visits = std::getenv("GRABCUT_TEST_VISITS");
+  if (visits != nullptr && std::atoi(visits) >= 1) schedule.push_visits = std::atoi(visits);
+  const char* region = std::getenv("GRABCUT_TEST_REGION");
+  if (region != nullptr) schedule.region = std::atoi(region) != 0;
+  const char* checkerboard = std::getenv("GRABCUT_TEST_CHECKERBOARD");
+  if (checkerboard != nullptr) schedule.checkerboard = std::atoi(checkerboard) != 0;
   return schedule;
 }
 
