@@ -67,7 +67,7 @@
 // carry it across the whole tile. Exactness rests, as above, on the preflow and on the
 // last relabel, which runs to the end: a lexicographic distance is infinite exactly
 // where a pixel distance is, so the check and the cut are unchanged.
-// MaxflowSchedule::checkerboard makes push sweep i of a cycle
+// MaxflowSchedule::checkerboard makes the solve's push sweep i
 // visit only the tiles of colour i % 2 (the rest wait one sweep), so that tiles sharing
 // an edge never push at each other's stale heights in one sweep.
 // A relabel's first sweep and the check find their tiles kThreads at a time
@@ -756,8 +756,8 @@ __device__ void push_tile(const SolverArgs& a, int t, int sweep, Shared& sh) {
 }
 
 // MaxflowSchedule::checkerboard: a tile's colour (its graph's tiles in a checkerboard);
-// push sweep i of a relabel's cycle visits the tiles of colour i % 2 and passes the
-// others it was given on to the next sweep.
+// the solve's push sweep i visits the tiles of colour i % 2 and passes the others it
+// was given on to the next sweep.
 __device__ __forceinline__ int tile_colour(const SolverArgs& a, int t) {
   const TileCtx c = tile_ctx(a, t);
   return (c.tx + c.ty) & 1;
@@ -970,7 +970,9 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm) maxflow_kernel(Solv
       }
       // A tile is listed by its own last visit or a neighbour's push, or by the check.
       busy_clock.start();
-      const int colour = i & 1;
+      // The colour alternates over all push sweeps of the solve, not within a relabel's
+      // cycle: with one push sweep a cycle, the second colour would never be visited.
+      const int colour = static_cast<int>(push_sweeps & 1U);
       push_tiles += static_cast<unsigned int>(pull_tiles(a, sh, sweep, [&](int t) {
         if (a.checkerboard != 0 && tile_colour(a, t) != colour) {
           defer_tile(a, t, sweep);
