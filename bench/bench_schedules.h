@@ -22,7 +22,8 @@ struct NamedSchedule {
 // of bench/RESULTS.md were removed from the solver after they measured slower); "cN",
 // relabels capped at N sweeps; "rN", N push rounds a visit (else 24); "g", the cap
 // doubled when too short (MaxflowSchedule::grow_cap); "R", region heights
-// (MaxflowSchedule::region, 16 push sweeps between relabels); "C", the checkerboard.
+// (MaxflowSchedule::region, 16 push sweeps between relabels unless "vN" says N); "C",
+// the checkerboard.
 inline const std::vector<NamedSchedule>& all_schedules() {
   static const std::vector<NamedSchedule> all = {
       // MaxflowSchedule: push visits, local rounds, BFS cap, grow the cap[, region, checkerboard]
@@ -41,6 +42,10 @@ inline const std::vector<NamedSchedule>& all_schedules() {
       {"q0c12r32gR", "region heights, 32 rounds", {16, 32, 12, true, true, false}},
       {"q0c12r32gRC", "region heights, 32 rounds, checkerboard", {16, 32, 12, true, true, true}},
       {"q0c12r16gRC", "region heights, 16 rounds, checkerboard", {16, 16, 12, true, true, true}},
+      {"q0c12r8gRC", "region heights, 8 rounds, checkerboard", {16, 8, 12, true, true, true}},
+      {"q0c12r16gR", "region heights, 16 rounds", {16, 16, 12, true, true, false}},
+      {"q0c12r16gRCv8", "region heights, 16 rounds, checkerboard, 8 push sweeps", {8, 16, 12, true, true, true}},
+      {"q0c12r16gRCv32", "region heights, 16 rounds, checkerboard, 32 push sweeps", {32, 16, 12, true, true, true}},
   };
   return all;
 }
