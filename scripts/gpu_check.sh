@@ -21,6 +21,10 @@
 #                                 (median, p90, slowest), then at native sizes as one batch,
 #                                 then 500 crops of them (96..320 px) as one batch
 #                                 (REAL_REPEATS timed runs per image and schedule, default 5)
+#   seggraphs                     issue 36's segmentation graphs (bench/mincut_bench.py --dump,
+#                                 SEG_IMAGES photos, 4- and 8-connected, 1024x1024) solved cold
+#                                 by bench_maxflow_cuda under the GRABCUT_BENCH_SCHEDULES
+#                                 schedules, cuts checked against the CPU solver (needs build)
 #   cpubatch                      the CPU backend on this machine's cores (issue 21): one list
 #                                 call of GrabCut-50 scaled to 1 MP, 1 thread against all; the
 #                                 graph cuts' call, one graph and a batch, 1 thread against all
@@ -259,6 +263,16 @@ if [[ " $STEPS " == *" roundbench "* ]]; then
       [[ ${PIPESTATUS[0]} -eq 0 ]] || status=1
     done
   fi
+fi
+
+if [[ " $STEPS " == *" seggraphs "* ]]; then
+  step "issue 36's 1 MP segmentation graphs under each max-flow schedule (torch-free solve)"
+  build_gpu "$LOGS/seggraphs_build.log" bench_maxflow_cuda
+  # The graphs come from the Python bench (the extension must be built: STEPS="build seggraphs").
+  python3 bench/mincut_bench.py --dump /tmp/seggraphs --images "${SEG_IMAGES:-6}" > "$LOGS/seggraphs_dump.log" 2>&1 \
+    || { tail -5 "$LOGS/seggraphs_dump.log"; status=1; }
+  timeout 300 build-gpu/bench_maxflow_cuda graphs /tmp/seggraphs/*.tgcg 2>&1 | tee "$LOGS/seggraphs.log" | tail -16
+  [[ ${PIPESTATUS[0]} -eq 0 ]] || status=1
 fi
 
 if [[ " $STEPS " == *" realimages "* ]]; then
