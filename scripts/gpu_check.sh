@@ -269,7 +269,7 @@ if [[ " $STEPS " == *" seggraphs "* ]]; then
   step "issue 36's 1 MP segmentation graphs under each max-flow schedule (torch-free solve)"
   build_gpu "$LOGS/seggraphs_build.log" bench_maxflow_cuda
   # The graphs come from the Python bench (the extension must be built: STEPS="build seggraphs").
-  python3 bench/mincut_bench.py --dump /tmp/seggraphs --images "${SEG_IMAGES:-6}" > "$LOGS/seggraphs_dump.log" 2>&1 \
+  python3 bench/mincut_bench.py --dump /tmp/seggraphs --images "${SEG_IMAGES:-6}" --grabcut50 data/grabcut50 > "$LOGS/seggraphs_dump.log" 2>&1 \
     || { tail -5 "$LOGS/seggraphs_dump.log"; status=1; }
   timeout 300 build-gpu/bench_maxflow_cuda graphs /tmp/seggraphs/*.tgcg 2>&1 | tee "$LOGS/seggraphs.log" | tail -16
   [[ ${PIPESTATUS[0]} -eq 0 ]] || status=1
