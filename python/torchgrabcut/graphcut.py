@@ -357,7 +357,7 @@ def segment(
     lamda: float,
     sigma: float,
     connectivity: int = 8,
-    spacing: tuple[float, float] = (1.0, 1.0),
+    spacing: tuple[float, ...] | None = None,
     foreground_seeds: torch.Tensor | None = None,
     background_seeds: torch.Tensor | None = None,
     scale: float | torch.Tensor | None = None,
@@ -365,45 +365,52 @@ def segment(
     """Binary segmentation of foreground probabilities with a contrast-sensitive Potts term, batched.
 
     The energy of torchmaxflow's ``maxflow(image, prob, lamda, sigma)``, solved exactly by ``mincut``:
-    a pixel on the foreground (source) side costs -log(max(p_bg, eps)), on the background side
-    -log(max(p_fg, eps)), eps = float32's machine epsilon; two neighbours on different sides cost
-    ``lamda * exp(-d^2 / (2 sigma^2))`` with d = |image_p - image_q| (L2 over the channels) divided
-    by their distance (``spacing`` = (dy, dx) pixel size).
+    a pixel (voxel) on the foreground (source) side costs -log(max(p_bg, eps)), on the background
+    side -log(max(p_fg, eps)), eps = float32's machine epsilon; two neighbours on different sides
+    cost ``lamda * exp(-d^2 / (2 sigma^2))`` with d = |image_p - image_q| (L2 over the channels)
+    divided by their distance (``spacing``: the pixel's or voxel's size along each axis).
 
     Args:
-        image: ``(B, C, H, W)`` (or ``(C, H, W)``) floating-point image, the contrast.
-        prob: ``(B, H, W)`` foreground probabilities (background 1 - p), or ``(B, 2, H, W)``
-            (background, foreground) as torchmaxflow takes them; unbatched forms without B.
+        image: 2D ``(B, C, H, W)`` (or ``(C, H, W)``), 3D ``(B, C, D, H, W)`` (or ``(C, D, H, W)``)
+            floating-point image, the contrast.
+        prob: ``(B, H, W)`` (3D ``(B, D, H, W)``) foreground probabilities (background 1 - p), or
+            with a 2-channel axis after B, (background, foreground), as torchmaxflow takes them;
+            unbatched forms without B.
         lamda, sigma: the Potts weight (>= 0) and the contrast scale (> 0).
-        connectivity: 4 or 8.
-        foreground_seeds, background_seeds: optional ``(B, H, W)`` bool: pixels forced to that
-            side (hard: their terminal capacity is 1 + the sum of their edges, more than any cut
-            through their edges saves).
+        connectivity: 4 or 8 for images, 6 for volumes (the face neighbours).
+        spacing: (dy, dx), or (dz, dy, dx) for volumes (anisotropic voxels); default all 1.
+        foreground_seeds, background_seeds: optional bool tensors of prob's grid shape, with B:
+            pixels forced to that side (hard: their terminal capacity is 1 + the sum of their
+            edges, more than any cut through their edges saves).
         scale: as in ``mincut`` (the capacities are floating point).
 
     Returns:
-        ``MinCut``: ``cut`` (B, H, W) bool, True = foreground; ``flow`` and ``scale`` as in ``mincut``.
+        ``MinCut``: ``cut`` (B, H, W) (3D (B, D, H, W)) bool, True = foreground; ``flow`` and
+        ``scale`` as in ``mincut``.
     """
     for name, t in (("image", image), ("prob", prob)):
         if not isinstance(t, torch.Tensor) or not t.dtype.is_floating_point:
             raise TypeError(f"{name}: expected a floating-point torch.Tensor, got {getattr(t, 'dtype', type(t))}")
-    unbatched = image.dim() == 3
-    img, p_bg, p_fg = _read_prob(image, prob, unbatched)
-    _check_potts(connectivity, lamda, sigma, spacing)
-    batch, _, h, w = img.shape
+    spatial = 3 if connectivity == 6 else 2
+    spacing = _check_potts(connectivity, lamda, sigma, spacing, spatial)
+    unbatched = image.dim() == spatial + 1
+    img, p_bg, p_fg = _read_prob(image, prob, unbatched, spatial)
+    batch = img.shape[0]
+    grid = tuple(img.shape[2:])
     with torch.no_grad():
         eps = torch.tensor(_PROB_EPS, dtype=torch.float64, device=img.device)
         source = -torch.log(torch.maximum(p_bg.to(torch.float64), eps))
         sink = -torch.log(torch.maximum(p_fg.to(torch.float64), eps))
-        edges = _potts_edges(img.to(torch.float64), 2 if connectivity == 4 else 4, spacing, lamda, sigma)
+        offsets = NEIGHBOURS_3D if spatial == 3 else NEIGHBOURS[2 if connectivity == 4 else 4]
+        edges = _potts_edges(img.to(torch.float64), offsets, spacing, lamda, sigma)
         seeds = {"foreground_seeds": foreground_seeds, "background_seeds": background_seeds}
         masks = {}
         for name, s in seeds.items():
             if s is None:
                 continue
             s = s[None] if unbatched else s
-            if not isinstance(s, torch.Tensor) or s.dtype != torch.bool or s.shape != (batch, h, w):
-                raise ValueError(f"{name}: expected a bool tensor of shape {(batch, h, w)}, got {s!r:.80}")
+            if not isinstance(s, torch.Tensor) or s.dtype != torch.bool or s.shape != (batch, *grid):
+                raise ValueError(f"{name}: expected a bool tensor of shape {(batch, *grid)}, got {s!r:.80}")
             masks[name] = s.to(img.device)
         if masks:
             source, sink = _hard_seeds(masks, source, sink, edges)
@@ -420,22 +427,24 @@ def segment(
 
 
 def _read_prob(
-    image: torch.Tensor, prob: torch.Tensor, unbatched: bool
+    image: torch.Tensor, prob: torch.Tensor, unbatched: bool, spatial: int
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """The batched image and the background and foreground probabilities of each pixel."""
-    if image.dim() not in (3, 4):
-        raise ValueError(f"image: expected shape (B, C, H, W) or (C, H, W), got {tuple(image.shape)}")
+    """The batched image and the background and foreground probabilities of each pixel (voxel)."""
+    if image.dim() not in (spatial + 1, spatial + 2):
+        forms = "(B, C, H, W) or (C, H, W)" if spatial == 2 else "(B, C, D, H, W) or (C, D, H, W) for connectivity 6"
+        raise ValueError(f"image: expected shape {forms}, got {tuple(image.shape)}")
     img = image[None] if unbatched else image
     p = prob[None] if unbatched else prob
-    batch, _, h, w = img.shape
-    if p.dim() == 4 and p.shape[1] == 2 and p.shape[2:] == (h, w) and p.shape[0] == batch:
+    batch = img.shape[0]
+    grid = tuple(img.shape[2:])
+    if p.dim() == spatial + 2 and p.shape[1] == 2 and tuple(p.shape[2:]) == grid and p.shape[0] == batch:
         p_bg, p_fg = p[:, 0], p[:, 1]
-    elif p.dim() == 3 and p.shape == (batch, h, w):
+    elif p.dim() == spatial + 1 and tuple(p.shape) == (batch, *grid):
         p_fg = p
         p_bg = 1 - p
     else:
         raise ValueError(
-            f"prob: expected shape {(batch, h, w) if not unbatched else (h, w)} or with a 2-channel axis "
+            f"prob: expected shape {(batch, *grid) if not unbatched else grid} or with a 2-channel axis "
             f"(background, foreground) after B, for image {tuple(image.shape)}, got {tuple(prob.shape)}"
         )
     if img.device != p.device:
@@ -443,26 +452,44 @@ def _read_prob(
     return img, p_bg, p_fg
 
 
-def _check_potts(connectivity: int, lamda: float, sigma: float, spacing: tuple[float, float]) -> None:
-    if connectivity not in (4, 8):
-        raise ValueError(f"connectivity: expected 4 or 8, got {connectivity!r}")
+def _check_potts(
+    connectivity: int, lamda: float, sigma: float, spacing: tuple[float, ...] | None, spatial: int
+) -> tuple[float, ...]:
+    """Checks the Potts term's arguments; returns the spacing (all 1 by default)."""
+    if not isinstance(connectivity, int) or isinstance(connectivity, bool) or connectivity not in (4, 6, 8):
+        raise ValueError(f"connectivity: expected 4 or 8 (images) or 6 (volumes), got {connectivity!r}")
     if not (_finite(lamda) and lamda >= 0):
         raise ValueError(f"lamda: expected a finite value >= 0, got {lamda!r}")
     if not (_finite(sigma) and sigma > 0):
         raise ValueError(f"sigma: expected a finite value > 0, got {sigma!r}")
-    if len(spacing) != 2 or not all(_finite(s) and s > 0 for s in spacing):
-        raise ValueError(f"spacing: expected two finite values > 0 (dy, dx), got {spacing!r}")
+    if spacing is None:
+        return (1.0,) * spatial
+    axes = "(dz, dy, dx)" if spatial == 3 else "(dy, dx)"
+    if (
+        not isinstance(spacing, (tuple, list))
+        or len(spacing) != spatial
+        or not all(_finite(s) and s > 0 for s in spacing)
+    ):
+        raise ValueError(f"spacing: expected {spatial} finite values > 0 {axes}, got {spacing!r}")
+    return tuple(float(s) for s in spacing)
 
 
-def _potts_edges(img64: torch.Tensor, k: int, spacing: tuple[float, float], lamda: float, sigma: float) -> torch.Tensor:
-    """The contrast-sensitive Potts weights to the K forward neighbours: lamda exp(-d^2 / 2 sigma^2)."""
-    batch, _, h, w = img64.shape
-    edges = torch.zeros((batch, k, h, w), dtype=torch.float64, device=img64.device)
-    for i, (dy, dx) in enumerate(NEIGHBOURS[k]):
-        lo, hi = max(0, -dx), w - max(0, dx)
-        diff = img64[:, :, : h - dy, lo:hi] - img64[:, :, dy:, lo + dx : hi + dx]
-        d = diff.pow(2).sum(1).sqrt() / float(np.hypot(dy * spacing[0], dx * spacing[1]))
-        edges[:, i, : h - dy, lo:hi] = lamda * torch.exp(-(d * d) / (2 * sigma * sigma))
+def _potts_edges(
+    img64: torch.Tensor, offsets: tuple[tuple[int, ...], ...], spacing: tuple[float, ...], lamda: float, sigma: float
+) -> torch.Tensor:
+    """The contrast-sensitive Potts weights to the forward neighbours at `offsets`: lamda exp(-d^2 / 2 sigma^2)."""
+    batch = img64.shape[0]
+    sizes = tuple(img64.shape[2:])
+    edges = torch.zeros((batch, len(offsets), *sizes), dtype=torch.float64, device=img64.device)
+    for i, offset in enumerate(offsets):
+        here, there = _shifted(offset, sizes)
+        diff = img64[(slice(None), slice(None), *here)] - img64[(slice(None), slice(None), *there)]
+        # hypot, pairwise: a 2D diagonal's distance as np.hypot gives it, an axis's the spacing exactly.
+        distance = 0.0
+        for o, s in zip(offset, spacing, strict=True):
+            distance = float(np.hypot(distance, o * s))
+        d = diff.pow(2).sum(1).sqrt() / distance
+        edges[(slice(None), i, *here)] = lamda * torch.exp(-(d * d) / (2 * sigma * sigma))
     return edges
 
 

@@ -768,8 +768,14 @@ def test_segment_seeds_are_hard_and_forms() -> None:
     r = torchgrabcut.segment(image, prob, lamda=50.0, sigma=0.5, foreground_seeds=fg, background_seeds=bg)
     assert r.cut.shape == (16, 20) and r.flow.shape == ()
     assert bool(r.cut[fg].all()) and not bool(r.cut[bg].any())
-    with pytest.raises(ValueError, match="connectivity: expected 4 or 8, got 6"):
+    with pytest.raises(ValueError, match=r"connectivity: expected 4 or 8 \(images\) or 6 \(volumes\), got 5"):
+        torchgrabcut.segment(image, prob, lamda=1.0, sigma=1.0, connectivity=5)
+    with pytest.raises(
+        ValueError, match=r"image: expected shape \(B, C, D, H, W\) or \(C, D, H, W\) for connectivity 6"
+    ):
         torchgrabcut.segment(image, prob, lamda=1.0, sigma=1.0, connectivity=6)
+    with pytest.raises(ValueError, match=r"spacing: expected 2 finite values > 0 \(dy, dx\)"):
+        torchgrabcut.segment(image, prob, lamda=1.0, sigma=1.0, spacing=(1.0, 1.0, 1.0))
     with pytest.raises(ValueError, match="sigma: expected a finite value > 0"):
         torchgrabcut.segment(image, prob, lamda=1.0, sigma=0.0)
     with pytest.raises(ValueError, match="lamda: expected a finite value >= 0"):
@@ -782,6 +788,78 @@ def test_segment_seeds_are_hard_and_forms() -> None:
         torchgrabcut.segment(image, prob, lamda=1.0, sigma=1.0, foreground_seeds=fg.int())
 
 
+def potts_volume(
+    image: np.ndarray, p_fg: np.ndarray, lamda: float, sigma: float, spacing: tuple[float, float, float]
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The same energy on a (C, D, H, W) volume, 6-connected, written out voxel by voxel."""
+    eps = float(np.finfo(np.float32).eps)
+    source = -np.log(np.maximum(1 - p_fg, eps))
+    sink = -np.log(np.maximum(p_fg, eps))
+    _, d, h, w = image.shape
+    edges = np.zeros((3, d, h, w))
+    for k, axis in enumerate((2, 1, 0)):  # x + 1, y + 1, z + 1: OFFSETS_3D
+        for z in range(d):
+            for y in range(h):
+                for x in range(w):
+                    q = [z, y, x]
+                    q[axis] += 1
+                    if q[axis] >= (d, h, w)[axis]:
+                        continue
+                    diff = np.sqrt(((image[:, z, y, x] - image[(slice(None), *q)]) ** 2).sum()) / spacing[axis]
+                    edges[k, z, y, x] = lamda * np.exp(-(diff * diff) / (2 * sigma * sigma))
+    return source, sink, edges
+
+
+def test_segment_3d_is_the_cut_of_the_potts_energy() -> None:
+    rng = np.random.default_rng(23)
+    b, c, d, h, w = 2, 2, 5, 6, 7
+    zz, yy, xx = np.mgrid[0:d, 0:h, 0:w]
+    inside = ((zz - d / 2) / 2.0) ** 2 + ((yy - h / 2) / 2.5) ** 2 + ((xx - w / 2) / 3.0) ** 2 < 1
+    image = np.stack([np.where(inside, 0.8, 0.2) + rng.normal(0, 0.05, (c, d, h, w)) for _ in range(b)])
+    prob = np.clip(np.where(inside, 0.7, 0.3) + rng.normal(0, 0.25, (b, d, h, w)), 0, 1)
+    prob[0, 0, 0, :3] = 0.0  # log(0) clamped at eps
+    spacing = (2.0, 1.0, 0.5)  # anisotropic voxels (dz, dy, dx)
+    kwargs: dict[str, Any] = {"lamda": 1.5, "sigma": 0.2, "connectivity": 6, "spacing": spacing}
+    r = torchgrabcut.segment(torch.from_numpy(image), torch.from_numpy(prob), **kwargs)
+    assert r.cut.shape == (b, d, h, w) and r.cut.dtype == torch.bool and r.flow.shape == (b,)
+    for i in range(b):
+        s, t, e = potts_volume(image[i], prob[i], 1.5, 0.2, spacing)
+        scale = float(r.scale[i])
+        g = {n: np.rint(v * scale).astype(np.int64) for n, v in (("source", s), ("sink", t), ("edges", e))}
+        check(g, r.cut[i], r.flow[i], edmonds_karp(g))
+    assert 0 < int(r.cut.sum()) < r.cut.numel()  # a real segmentation, not all or nothing
+    two = torchgrabcut.segment(torch.from_numpy(image), torch.from_numpy(np.stack([1 - prob, prob], 1)), **kwargs)
+    assert torch.equal(two.cut, r.cut) and torch.equal(two.flow, r.flow)
+    one = torchgrabcut.segment(torch.from_numpy(image[1]), torch.from_numpy(prob[1]), **kwargs)
+    assert one.cut.shape == (d, h, w) and torch.equal(one.cut, r.cut[1]) and torch.equal(one.flow, r.flow[1])
+    # Hard seeds in a volume: a background corner inside the object, a foreground voxel outside it.
+    fg = torch.zeros((b, d, h, w), dtype=torch.bool)
+    bg = torch.zeros((b, d, h, w), dtype=torch.bool)
+    fg[:, 0, 0, 0] = True
+    bg[:, d // 2, h // 2, w // 2] = True
+    r = torchgrabcut.segment(
+        torch.from_numpy(image), torch.from_numpy(prob), foreground_seeds=fg, background_seeds=bg, **kwargs
+    )
+    assert bool(r.cut[fg].all()) and not bool(r.cut[bg].any())
+    with pytest.raises(ValueError, match=r"spacing: expected 3 finite values > 0 \(dz, dy, dx\)"):
+        torchgrabcut.segment(
+            torch.from_numpy(image), torch.from_numpy(prob), lamda=1.0, sigma=1.0, connectivity=6, spacing=(1.0, 1.0)
+        )
+    with pytest.raises(ValueError, match="prob: expected shape"):
+        torchgrabcut.segment(
+            torch.from_numpy(image), torch.from_numpy(prob[:, :2]), lamda=1.0, sigma=1.0, connectivity=6
+        )
+    with pytest.raises(ValueError, match="foreground_seeds: expected a bool tensor of shape"):
+        torchgrabcut.segment(
+            torch.from_numpy(image),
+            torch.from_numpy(prob),
+            lamda=1.0,
+            sigma=1.0,
+            connectivity=6,
+            foreground_seeds=fg[:, 0],
+        )
+
+
 @pytest.mark.skipif(not has_cuda(), reason="no CUDA GPU")
 def test_segment_cuda_equals_cpu() -> None:
     rng = np.random.default_rng(22)
@@ -790,6 +868,12 @@ def test_segment_cuda_equals_cpu() -> None:
     fg = torch.from_numpy(rng.uniform(0, 1, (3, 64, 80)) < 0.01)
     a = torchgrabcut.segment(image, prob, lamda=3.0, sigma=0.3, foreground_seeds=fg)
     b = torchgrabcut.segment(image.cuda(), prob.cuda(), lamda=3.0, sigma=0.3, foreground_seeds=fg.cuda())
+    assert torch.equal(a.cut, b.cut.cpu()) and torch.equal(a.flow, b.flow.cpu()) and torch.equal(a.scale, b.scale.cpu())
+    volume = torch.from_numpy(rng.uniform(0, 1, (2, 1, 12, 16, 20)))
+    vprob = torch.from_numpy(rng.uniform(0, 1, (2, 12, 16, 20)))
+    kwargs: dict[str, Any] = {"lamda": 3.0, "sigma": 0.3, "connectivity": 6, "spacing": (2.0, 1.0, 1.0)}
+    a = torchgrabcut.segment(volume, vprob, **kwargs)
+    b = torchgrabcut.segment(volume.cuda(), vprob.cuda(), **kwargs)
     assert torch.equal(a.cut, b.cut.cpu()) and torch.equal(a.flow, b.flow.cpu()) and torch.equal(a.scale, b.scale.cpu())
 
 
