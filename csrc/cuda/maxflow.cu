@@ -454,6 +454,34 @@ __device__ __forceinline__ void list_changed_tile(const SolverArgs& a, const Til
   if (i == 0) atomicAdd(&a.header->counter[sweep % 3], 1U);
 }
 
+// Jacobi relaxation of the tile's labels to their fixpoint, label = min over the
+// arcs in `mask` of 1 + the label at the other end, from sh.h[0] (this thread's pixel
+// at slot `me` holds d, the halo its frozen labels, in both buffers): every thread
+// reads its neighbours' labels from one buffer and writes its own to the other, so one
+// barrier a step is enough (no thread reads a buffer while it is written); a thread's
+// own label lives in a register (d, updated). `relaxes`: this pixel may move. On
+// return both buffers hold the fixpoint (the last step changed nothing). Returns
+// whether this pixel's label fell. Block-uniform: every thread of the block calls it.
+__device__ __forceinline__ bool relax_to_fixpoint(Shared& sh, int me, bool relaxes, unsigned int mask, int& d) {
+  bool changed = false;
+  for (int par = 0;; par ^= 1) {
+    bool ch = false;
+    if (relaxes) {
+      int nd = d;
+#pragma unroll
+      for (int k = 0; k < 8; ++k) {
+        if (mask & (1U << k)) nd = min(nd, sh.h[par][me + dir_dy(k) * kPadW + dir_dx(k)] + 1);
+      }
+      ch = nd < d;
+      d = nd;
+    }
+    sh.h[par ^ 1][me] = d;
+    changed = changed || ch;
+    if (!__syncthreads_or(ch)) break;
+  }
+  return changed;
+}
+
 // The first sweep of a relabel visits every live tile; later ones the tiles next to
 // (or equal to) a tile that changed a label in the previous sweep, which are never
 // tiles of a retired graph.
@@ -485,27 +513,7 @@ __device__ bool bfs_tile(const SolverArgs& a, int t, int sweep, bool first, Shar
   });
   sh.h[0][me] = d;
   __syncthreads();
-  // Jacobi relaxation over two label buffers: every thread reads its neighbours'
-  // labels from one and writes its own to the other, so one barrier per step is
-  // enough (no thread reads a buffer while it is written). A thread's own label
-  // lives in a register.
-  bool changed = false;
-  const bool relaxes = valid && !sink && mask != 0U;
-  for (int par = 0;; par ^= 1) {
-    bool ch = false;
-    if (relaxes) {
-      int nd = d;
-#pragma unroll
-      for (int k = 0; k < 8; ++k) {
-        if (mask & (1U << k)) nd = min(nd, sh.h[par][me + dir_dy(k) * kPadW + dir_dx(k)] + 1);
-      }
-      ch = nd < d;
-      d = nd;
-    }
-    sh.h[par ^ 1][me] = d;
-    changed = changed || ch;
-    if (!__syncthreads_or(ch)) break;
-  }
+  const bool changed = relax_to_fixpoint(sh, me, valid && !sink && mask != 0U, mask, d);
   if (valid && (first || changed)) __stcg(a.height + p, d);
   const bool tile_changed = __syncthreads_or(changed);
   if (tile_changed) list_changed_tile(a, c, tid, sweep);
@@ -550,10 +558,10 @@ __device__ void keep_unfinished_graphs_live(const SolverArgs& a, int sweep, int 
 // ---------------------------------------------------------------- push-relabel
 // Region heights (MaxflowSchedule::region): the exact distance of every pixel of the
 // tile loaded into sh to a sink pixel of the tile (excess < 0) or out through its
-// frozen halo, over the arcs with residual capacity, by Jacobi steps over sh.h's two
-// buffers (bfs_tile's relaxation, with the current residuals). ex is this thread's
-// pixel's excess; returns its height. On return both buffers hold the same heights
-// (the last step changed none), so a round may read either.
+// frozen halo, over the arcs with residual capacity (relax_to_fixpoint, bfs_tile's
+// relaxation, with the current residuals). ex is this thread's pixel's excess;
+// returns its height. On return both buffers hold the same heights, so a round may
+// read either.
 __device__ __forceinline__ int relax_in_tile(Shared& sh, bool valid, int tid, long long ex) {
   const int me = (tid / kTileW + 1) * kPadW + tid % kTileW + 1;
   unsigned int mask = 0;
@@ -564,25 +572,11 @@ __device__ __forceinline__ int relax_in_tile(Shared& sh, bool valid, int tid, lo
     }
   }
   int d = valid && ex < 0 ? 0 : kInf;
-  const bool relaxes = valid && d != 0 && mask != 0U;
   __syncthreads();  // every thread is done reading the heights of the round before
   sh.h[0][me] = d;
   sh.h[1][me] = d;
   __syncthreads();
-  for (int par = 0;; par ^= 1) {
-    bool ch = false;
-    if (relaxes) {
-      int nd = d;
-#pragma unroll
-      for (int k = 0; k < 8; ++k) {
-        if (mask & (1U << k)) nd = min(nd, sh.h[par][me + dir_dy(k) * kPadW + dir_dx(k)] + 1);
-      }
-      ch = nd < d;
-      d = nd;
-    }
-    sh.h[par ^ 1][me] = d;
-    if (!__syncthreads_or(ch)) break;
-  }
+  relax_to_fixpoint(sh, me, valid && d != 0 && mask != 0U, mask, d);
   return d;
 }
 
