@@ -55,10 +55,10 @@ ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_GRABCUT50 = ROOT.parent / "shared" / "data" / "grabcut50"
 
 
-def segmentation_graph(
-    image: np.ndarray, box: tuple[int, int, int, int], args: argparse.Namespace, k: int, seed: int
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(source, sink, edges) int32 of one photo at args.size x args.size, K = k edges per pixel."""
+def segmentation_scene(
+    image: np.ndarray, box: tuple[int, int, int, int], args: argparse.Namespace, seed: int
+) -> tuple[np.ndarray, np.ndarray, float]:
+    """(grey level, foreground probability, sigma) of one photo at args.size x args.size."""
     n = args.size
     h, w = image.shape[:2]
     rgb = np.asarray(Image.fromarray(image[:, :, ::-1]).resize((n, n), Image.Resampling.BICUBIC)).astype(np.float64)
@@ -73,10 +73,18 @@ def segmentation_graph(
     if not args.noise_first:
         p = p + rng.normal(0, args.noise, p.shape)
     p = np.clip(p, 1e-3, 1 - 1e-3)
+    grey = rgb.mean(2)
+    return grey, p, float(args.sigma_fraction * grey.std() + 1e-9)
+
+
+def segmentation_graph(
+    image: np.ndarray, box: tuple[int, int, int, int], args: argparse.Namespace, k: int, seed: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(source, sink, edges) int32 of segmentation_scene's Potts energy, K = k edges per pixel."""
+    n = args.size
+    grey, p, sigma = segmentation_scene(image, box, args, seed)
     source = np.rint(-np.log(1 - p) * args.scale).astype(np.int32)
     sink = np.rint(-np.log(p) * args.scale).astype(np.int32)
-    grey = rgb.mean(2)
-    sigma = args.sigma_fraction * grey.std() + 1e-9
     edges = np.zeros((k, n, n), np.int32)
     for d, (dy, dx) in enumerate(NEIGHBOURS[k]):
         lo, hi = max(0, -dx), n - max(0, dx)

@@ -136,20 +136,30 @@ def mincut(
         raise ValueError("scale: applies to floating-point capacities only; these are integers")
     with torch.no_grad():
         if floating:
-            ints, scales = _scaled(tensors, scale, batch)
+            values = {
+                name: (_off_grid_zeroed(t) if name.endswith("edges") else t.to(torch.float64))
+                for name, t in tensors.items()
+            }
+            result = _solve_float(values, scale, three_d)
         else:
             ints = _as_int(tensors)
-            scales = torch.ones(batch, dtype=torch.float64, device=device)
-        try:
             op = mincut_grid3d_op if three_d else mincut_grid_op
             cut, flow = op(ints["source"], ints["sink"], ints["edges"], ints.get("reverse_edges"))
-        except ValueError as err:
-            if floating:
-                scaled = f"after scaling the capacities by scale (per graph {scales.tolist()})"
-                raise ValueError(f"{scaled}: {err}") from None
-            raise
+            result = MinCut(cut, flow, torch.ones(batch, dtype=torch.float64, device=device))
     if unbatched:
-        return MinCut(cut[0], flow[0], scales[0])
+        return MinCut(result.cut[0], result.flow[0], result.scale[0])
+    return result
+
+
+def _solve_float(values: dict[str, torch.Tensor], scale: float | torch.Tensor | None, three_d: bool) -> MinCut:
+    """The cut of batched float64 capacities (read only), the edges that leave the grid already 0."""
+    ints, scales = _scaled(values, scale, values["source"].shape[0])
+    try:
+        op = mincut_grid3d_op if three_d else mincut_grid_op
+        cut, flow = op(ints["source"], ints["sink"], ints["edges"], ints.get("reverse_edges"))
+    except ValueError as err:
+        scaled = f"after scaling the capacities by scale (per graph {scales.tolist()})"
+        raise ValueError(f"{scaled}: {err}") from None
     return MinCut(cut, flow, scales)
 
 
@@ -260,11 +270,17 @@ def _shifted(offset: tuple[int, ...], sizes: tuple[int, ...]) -> tuple[tuple[sli
 
 def _off_grid_zeroed(edges: torch.Tensor) -> torch.Tensor:
     """A float64 copy of (B, K, *grid) edges with the edges that leave the grid set to 0."""
-    out = torch.zeros(edges.shape, dtype=torch.float64, device=edges.device)
+    out = edges.to(torch.float64, copy=True)
     sizes = tuple(edges.shape[2:])
     for k, offset in enumerate(_offsets(edges)):
-        here, _ = _shifted(offset, sizes)
-        out[:, k][(slice(None), *here)] = edges[:, k][(slice(None), *here)]
+        # The edge leaves the grid on the last row (column, slice) for a forward offset, the
+        # first for a backward one: zero those borders of plane k.
+        for axis, o in enumerate(offset):
+            if o == 0:
+                continue
+            border = [slice(None)] * len(sizes)
+            border[axis] = slice(sizes[axis] - o, None) if o > 0 else slice(0, -o)
+            out[(slice(None), k, *border)] = 0
     return out
 
 
@@ -297,16 +313,20 @@ def _first_bad(t: torch.Tensor, bad: torch.Tensor, spatial: int) -> str:
 
 
 def _scaled(
-    tensors: dict[str, torch.Tensor], scale: float | torch.Tensor | None, batch: int
+    values: dict[str, torch.Tensor], scale: float | torch.Tensor | None, batch: int
 ) -> tuple[dict[str, torch.Tensor], torch.Tensor]:
-    """Floating-point capacities as int32 round(c * scale), and the scales (B,) float64."""
-    device = tensors["source"].device
-    spatial = tensors["source"].dim() - 1
-    values = {
-        name: (_off_grid_zeroed(t) if t.dim() == spatial + 2 else t.to(torch.float64, copy=True))
-        for name, t in tensors.items()
-    }
-    for name, t in values.items():
+    """Batched float64 capacities (read only, off-grid edges 0) as int32 round(c * scale), and the
+    scales (B,) float64."""
+    device = values["source"].device
+    spatial = values["source"].dim() - 1
+    # One pass a tensor and one host read for all: the least and the most of each (NaN
+    # spreads into both), looked at closely only when some value is bad.
+    bounds = torch.stack(
+        [torch.stack(torch.aminmax(t)) if t.numel() else t.new_zeros(2) for t in values.values()]
+    ).tolist()
+    for (name, t), (lo, hi) in zip(values.items(), bounds, strict=True):
+        if lo >= 0 and hi < float("inf"):
+            continue
         finite = torch.isfinite(t)
         if not bool(finite.all()):
             raise ValueError(f"{name}: expected finite capacities, got {_first_bad(t, ~finite, spatial)}")
@@ -335,14 +355,17 @@ def _scaled(
             raise ValueError(f"scale: expected finite positive numbers, got {scales.tolist()}")
     ints: dict[str, torch.Tensor] = {}
     for name, t in values.items():
-        scaled = torch.round(t * scales.view((-1,) + (1,) * (t.dim() - 1)))
-        over = scaled > MAX_NODE_SUM
-        if bool(over.any()):
-            raise ValueError(
-                f"{name}: a capacity times scale is over the bound 2^30 - 1 = {MAX_NODE_SUM}: "
-                f"{_first_bad(t, over, spatial)} (times {scales.tolist()}); use a smaller scale, or None to choose one"
-            )
-        ints[name] = scaled.to(torch.int32)
+        scaled = t * scales.view((-1,) + (1,) * (t.dim() - 1))
+        # A chosen scale keeps every pixel's sum, so every capacity, within the bound.
+        if scale is not None:
+            over = scaled.round() > MAX_NODE_SUM
+            if bool(over.any()):
+                raise ValueError(
+                    f"{name}: a capacity times scale is over the bound 2^30 - 1 = {MAX_NODE_SUM}: "
+                    f"{_first_bad(t, over, spatial)} (times {scales.tolist()}); use a smaller scale, or None to "
+                    "choose one"
+                )
+        ints[name] = scaled.round_().to(torch.int32)
     return ints, scales
 
 
@@ -398,9 +421,10 @@ def segment(
     batch = img.shape[0]
     grid = tuple(img.shape[2:])
     with torch.no_grad():
-        eps = torch.tensor(_PROB_EPS, dtype=torch.float64, device=img.device)
-        source = -torch.log(torch.maximum(p_bg.to(torch.float64), eps))
-        sink = -torch.log(torch.maximum(p_fg.to(torch.float64), eps))
+        # -log(max(p, eps)), computed in place on float64 copies (the values torch.maximum,
+        # torch.log and a negation give, NaN kept for the checks to name).
+        source = p_bg.to(torch.float64, copy=True).clamp_(min=_PROB_EPS).log_().neg_()
+        sink = p_fg.to(torch.float64, copy=True).clamp_(min=_PROB_EPS).log_().neg_()
         offsets = NEIGHBOURS_3D if spatial == 3 else NEIGHBOURS[2 if connectivity == 4 else 4]
         edges = _potts_edges(img.to(torch.float64), offsets, spacing, lamda, sigma)
         seeds = {"foreground_seeds": foreground_seeds, "background_seeds": background_seeds}
@@ -414,7 +438,7 @@ def segment(
             masks[name] = s.to(img.device)
         if masks:
             source, sink = _hard_seeds(masks, source, sink, edges)
-    result = mincut(source, sink, edges, scale=scale)
+        result = _solve_float({"source": source, "sink": sink, "edges": edges}, scale, spatial == 3)
     if masks:
         wrong = ("foreground_seeds" in masks and not bool(result.cut[masks["foreground_seeds"]].all())) or (
             "background_seeds" in masks and bool(result.cut[masks["background_seeds"]].any())
@@ -488,8 +512,9 @@ def _potts_edges(
         distance = 0.0
         for o, s in zip(offset, spacing, strict=True):
             distance = float(np.hypot(distance, o * s))
-        d = diff.pow(2).sum(1).sqrt() / distance
-        edges[(slice(None), i, *here)] = lamda * torch.exp(-(d * d) / (2 * sigma * sigma))
+        # lamda * exp(-(d * d) / (2 sigma^2)), d = |diff| / distance, step by step in place.
+        d = diff.mul_(diff).sum(1).sqrt_().div_(distance)
+        edges[(slice(None), i, *here)] = d.mul_(d).div_(-(2 * sigma * sigma)).exp_().mul_(lamda)
     return edges
 
 
