@@ -15,7 +15,7 @@ inside the grid (both directions in the asymmetric form) is at most
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 import torch
@@ -476,11 +476,10 @@ def _read_prob(
     return img, p_bg, p_fg
 
 
-def _check_potts(
-    connectivity: int, lamda: float, sigma: float, spacing: tuple[float, ...] | None, spatial: int
-) -> tuple[float, ...]:
+def _check_potts(connectivity: int, lamda: float, sigma: float, spacing: Any, spatial: int) -> tuple[float, ...]:
     """Checks the Potts term's arguments; returns the spacing (all 1 by default)."""
-    if not isinstance(connectivity, int) or isinstance(connectivity, bool) or connectivity not in (4, 6, 8):
+    integral = isinstance(connectivity, (int, np.integer)) and not isinstance(connectivity, bool)
+    if not integral or connectivity not in (4, 6, 8):
         raise ValueError(f"connectivity: expected 4 or 8 (images) or 6 (volumes), got {connectivity!r}")
     if not (_finite(lamda) and lamda >= 0):
         raise ValueError(f"lamda: expected a finite value >= 0, got {lamda!r}")
@@ -489,6 +488,8 @@ def _check_potts(
     if spacing is None:
         return (1.0,) * spatial
     axes = "(dz, dy, dx)" if spatial == 3 else "(dy, dx)"
+    if isinstance(spacing, (np.ndarray, torch.Tensor)) and spacing.ndim == 1:
+        spacing = tuple(spacing.tolist())
     if (
         not isinstance(spacing, (tuple, list))
         or len(spacing) != spatial

@@ -849,6 +849,28 @@ def test_segment_3d_is_the_cut_of_the_potts_energy() -> None:
         torchgrabcut.segment(
             torch.from_numpy(image), torch.from_numpy(prob[:, :2]), lamda=1.0, sigma=1.0, connectivity=6
         )
+    # Spacing as any 1-D sequence of numbers (a numpy array, a tensor); connectivity a numpy integer.
+    same = torchgrabcut.segment(
+        torch.from_numpy(image),
+        torch.from_numpy(prob),
+        lamda=1.5,
+        sigma=0.2,
+        connectivity=np.int64(6),
+        spacing=np.array(spacing),
+        foreground_seeds=fg,
+        background_seeds=bg,
+    )
+    assert torch.equal(same.cut, r.cut) and torch.equal(same.flow, r.flow)
+    for bad in [(1.0, float("nan"), 1.0), (1.0, 0.0, 1.0), (True, 1.0, 1.0), "abc", np.ones((3, 1))]:
+        with pytest.raises(ValueError, match="spacing: expected 3 finite values > 0"):
+            torchgrabcut.segment(
+                torch.from_numpy(image), torch.from_numpy(prob), lamda=1.0, sigma=1.0, connectivity=6, spacing=bad
+            )
+    for bad_connectivity in [6.0, True, "6", 26]:
+        with pytest.raises(ValueError, match="connectivity: expected 4 or 8"):
+            torchgrabcut.segment(
+                torch.from_numpy(image), torch.from_numpy(prob), lamda=1.0, sigma=1.0, connectivity=bad_connectivity
+            )
     with pytest.raises(ValueError, match="foreground_seeds: expected a bool tensor of shape"):
         torchgrabcut.segment(
             torch.from_numpy(image),
