@@ -398,6 +398,20 @@ def test_inputs_are_left_untouched_and_outputs_need_no_grad() -> None:
     backup = [x.clone() for x in ints]
     torchgrabcut.mincut(*ints)
     assert all(torch.equal(a, b) for a, b in zip(ints, backup, strict=True))
+    # float64 capacities, which the float path reads without a copy (off-grid edges nonzero too).
+    floats = [torch.from_numpy(rng.uniform(0, 9, shape)) for shape in ((2, 8, 9), (2, 8, 9), (2, 4, 8, 9))]
+    backup = [x.clone() for x in floats]
+    torchgrabcut.mincut(*floats)
+    torchgrabcut.mincut(*floats, reverse_edges=floats[2].flip(1), scale=100.0)
+    assert all(torch.equal(a, b) for a, b in zip(floats, backup, strict=True))
+    # segment's image and probabilities, float64, 2D and 3D, with seeds.
+    for grid, connectivity in (((8, 9), 8), ((4, 8, 9), 6)):
+        image = torch.from_numpy(rng.uniform(0, 1, (2, 3, *grid)))
+        prob = torch.from_numpy(rng.uniform(0, 1, (2, *grid)))
+        seeds = torch.from_numpy(rng.uniform(0, 1, (2, *grid)) < 0.1)
+        backup = [x.clone() for x in (image, prob, seeds)]
+        torchgrabcut.segment(image, prob, lamda=2.0, sigma=0.3, connectivity=connectivity, foreground_seeds=seeds)
+        assert all(torch.equal(a, b) for a, b in zip((image, prob, seeds), backup, strict=True))
 
 
 def test_non_contiguous_inputs() -> None:
