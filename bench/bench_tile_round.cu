@@ -31,6 +31,9 @@
 // Kernels (one tile = 512 pixels):
 //   A        the block round of maxflow.cu: one block of 512 threads a tile, a pixel a
 //            thread, heights, inboxes and residuals in shared memory, two barriers a round.
+//   A.pull   the same round without shared-memory atomics: each pixel writes what it
+//            sent to its own outbox, and after the barrier takes in what its neighbours
+//            sent it (only pushes into the halo add by atomics).
 //   B.reg    one warp a tile (4 tiles a block): lane = column x, the column's 16 rows in
 //            registers (height, excess, and the 8 x 16 residuals); neighbour columns'
 //            heights and the amounts pushed across columns move by __shfl_sync; no block
@@ -1290,6 +1293,122 @@ __global__ void __launch_bounds__(kThreads, 2) block_round_kernel(TileArgs a) {
   }
   if (tid == 0) a.out_rounds[t] = rounds;
 }
+// Kernel A.pull: kernel A's round with no shared-memory atomics and no thread writing
+// another pixel's slots: a pushing pixel records what it sent in each direction in its
+// own outbox (every pixel writes all eight every round, zeros where it sent nothing),
+// and after the barrier each pixel takes in what its in-tile neighbours sent towards it,
+// adding it to its excess and to its own residual back towards them. Only pushes into
+// the halo, which no thread of the tile owns, add to the halo's inbox by atomics. The
+// same amounts in the same rounds: its final state equals kernel A's bit for bit.
+struct SharedPull {
+  unsigned res[8][kThreads];
+  unsigned out[8][kThreads];  // what pixel tid sent in direction k this round
+  long long e[kPad];          // the halo's inbox (the in-tile slots stay 0)
+  int h[2][kPad];
+};
+
+template <bool kForce>
+__device__ __forceinline__ int pull_rounds(SharedPull& sh, int max_rounds, int tid, long long& ex, int& hm) {
+  const int lx = tid % kTileW;
+  const int ly = tid / kTileW;
+  const int me = (ly + 1) * kPadW + lx + 1;
+  int round = 0;
+  for (int par = 0; round < max_rounds; ++round, par ^= 1) {
+    int hn[8];
+#pragma unroll
+    for (int k = 0; k < 8; ++k) hn[k] = sh.h[par][me + dir_dy(k) * kPadW + dir_dx(k)];
+    unsigned int sent[8] = {0U, 0U, 0U, 0U, 0U, 0U, 0U, 0U};
+    if (ex > 0 && hm < kInf) {
+      unsigned int down[8];
+#pragma unroll
+      for (int k = 0; k < 8; ++k) down[k] = hn[k] < hm ? sh.res[k][tid] : 0U;
+      long long left = ex;
+#pragma unroll
+      for (int k = 0; k < 8; ++k) {
+        const unsigned int r = down[k];
+        if (left > 0 && r != 0U) {
+          const long long amount = min(left, static_cast<long long>(r));
+          sh.res[k][tid] = r - static_cast<unsigned int>(amount);
+          sent[k] = static_cast<unsigned int>(amount);
+          left -= amount;
+          const int nlx = lx + dir_dx(k);
+          const int nly = ly + dir_dy(k);
+          if (nlx < 0 || nlx >= kTileW || nly < 0 || nly >= kTileH) {
+            atomicAdd(reinterpret_cast<unsigned long long*>(&sh.e[me + dir_dy(k) * kPadW + dir_dx(k)]),
+                      static_cast<unsigned long long>(amount));
+          }
+        }
+      }
+      ex = left;
+    }
+#pragma unroll
+    for (int k = 0; k < 8; ++k) sh.out[k][tid] = sent[k];
+    __syncthreads();
+    // What the neighbour in direction k sent this way (its direction k ^ 4).
+#pragma unroll
+    for (int k = 0; k < 8; ++k) {
+      const int nlx = lx + dir_dx(k);
+      const int nly = ly + dir_dy(k);
+      if (nlx >= 0 && nlx < kTileW && nly >= 0 && nly < kTileH) {
+        const unsigned int in = sh.out[k ^ 4][nly * kTileW + nlx];
+        if (in != 0U) {
+          ex += in;
+          sh.res[k][tid] += in;
+        }
+      }
+    }
+    bool still = false;
+    if (ex > 0 && hm < kInf) {
+      int m = kInf;
+#pragma unroll
+      for (int k = 0; k < 8; ++k) {
+        if (sh.res[k][tid] != 0U) m = min(m, hn[k]);
+      }
+      if (m >= hm) hm = m >= kInf - 1 ? kInf : m + 1;
+      still = hm < kInf;
+    }
+    sh.h[par ^ 1][me] = hm;
+    if (kForce) {
+      __syncthreads();
+    } else if (!__syncthreads_or(still)) {
+      break;
+    }
+  }
+  return round < max_rounds ? round + 1 : max_rounds;
+}
+
+template <bool kForce>
+__global__ void __launch_bounds__(kThreads, 2) pull_round_kernel(TileArgs a) {
+  __shared__ SharedPull sh;
+  const long long t = blockIdx.x;
+  const int tid = static_cast<int>(threadIdx.x);
+  const int me = (tid / kTileW + 1) * kPadW + tid % kTileW + 1;
+  const int* hp = a.height + t * kPad;
+  long long ex = a.excess[t * kPix + tid];
+  int hm = hp[me];
+  for (int i = tid; i < kPad; i += kThreads) {
+    const int v = hp[i];
+    sh.h[0][i] = v;
+    sh.h[1][i] = v;
+    sh.e[i] = 0;
+  }
+#pragma unroll
+  for (int k = 0; k < 8; ++k) sh.res[k][tid] = a.res[(t * 8 + k) * kPix + tid];
+  int rounds = 0;
+  if (__syncthreads_or(ex > 0 && hm < kInf)) rounds = pull_rounds<kForce>(sh, a.max_rounds, tid, ex, hm);
+  a.out_excess[t * kPix + tid] = ex;
+  a.out_height[t * kPix + tid] = hm;
+#pragma unroll
+  for (int k = 0; k < 8; ++k) a.out_res[(t * 8 + k) * kPix + tid] = sh.res[k][tid];
+  for (int i = tid; i < kPad; i += kThreads) {
+    const int py = i / kPadW;
+    const int px = i - py * kPadW;
+    if (py >= 1 && py <= kTileH && px >= 1 && px <= kTileW) continue;
+    a.out_inbox[t * kPad + i] = sh.e[i];
+  }
+  if (tid == 0) a.out_rounds[t] = rounds;
+}
+
 struct DeviceWarp {
   __device__ __forceinline__ int lane() const { return static_cast<int>(threadIdx.x) & 31; }
   template <typename T>
@@ -1837,6 +1956,7 @@ int run(int argc, char** argv) {
 
   std::vector<KernelVariant> kernels;
   kernels.push_back({"A block", block_round_kernel<false>, block_round_kernel<true>, kThreads, 1, 0});
+  kernels.push_back({"A.pull block", pull_round_kernel<false>, pull_round_kernel<true>, kThreads, 1, 0});
   kernels.push_back(warp_variant<4, true>("B.reg warp"));
   kernels.push_back(warp_variant<4, false>("B.smem warp"));
 
