@@ -216,20 +216,25 @@ def _check_shapes(
         raise ValueError(
             f"reverse_edges: expected the shape of edges {tuple(edges.shape)}, got {tuple(reverse_edges.shape)}"
         )
-    batch = 1 if unbatched else source.shape[0]
+    _check_grid("source", tuple(source.shape), 1 if unbatched else source.shape[0], grid)
+    return three_d, unbatched
+
+
+def _check_grid(name: str, shape: tuple[int, ...], batch: int, grid: tuple[int, ...]) -> None:
+    """ValueError for an empty batch or grid, or a grid larger than the solvers take."""
     if batch == 0 or 0 in grid:
-        raise ValueError(f"source: expected at least one graph of at least one pixel, got shape {tuple(source.shape)}")
+        raise ValueError(f"{name}: expected at least one graph of at least one pixel, got shape {shape}")
     padded = 1
     for n in grid:  # a loop, not a generator: torch.compile traces this function
         padded *= n + 2
     if padded > MAX_PADDED_PIXELS:
         sizes = " x ".join(str(n) for n in grid)
-        bound = " * ".join(f"({c} + 2)" for c in grid_names[1:-1].split(", "))
+        names = ("D", "H", "W")[-len(grid) :]
+        bound = " * ".join(f"({c} + 2)" for c in names)
         raise ValueError(
-            f"a grid of {sizes} {'voxels' if three_d else 'pixels'} is too large: "
+            f"a grid of {sizes} {'voxels' if len(grid) == 3 else 'pixels'} is too large: "
             f"expected {bound} <= 2^28 - 1 = {MAX_PADDED_PIXELS}"
         )
-    return three_d, unbatched
 
 
 def _check_device(tensors: dict[str, torch.Tensor]) -> torch.device:
@@ -420,6 +425,7 @@ def segment(
     img, p_bg, p_fg = _read_prob(image, prob, unbatched, spatial)
     batch = img.shape[0]
     grid = tuple(img.shape[2:])
+    _check_grid("prob", tuple(prob.shape), batch, grid)
     with torch.no_grad():
         # -log(max(p, eps)), computed in place on float64 copies (the values torch.maximum,
         # torch.log and a negation give, NaN kept for the checks to name).

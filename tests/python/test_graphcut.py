@@ -896,6 +896,29 @@ def test_segment_3d_is_the_cut_of_the_potts_energy() -> None:
         )
 
 
+def test_segment_refuses_empty_and_huge_grids_before_building_them() -> None:
+    for image_shape, prob_shape, connectivity in [
+        ((1, 1, 0, 5), (1, 0, 5), 8),
+        ((0, 1, 3, 3), (0, 3, 3), 8),
+        ((1, 1, 0, 5, 5), (1, 0, 5, 5), 6),
+        ((0, 2, 3, 3, 3), (0, 3, 3, 3), 6),
+    ]:
+        with pytest.raises(ValueError, match=r"^prob: expected at least one graph of at least one pixel, got shape"):
+            torchgrabcut.segment(
+                torch.rand(image_shape), torch.rand(prob_shape), lamda=1.0, sigma=0.5, connectivity=connectivity
+            )
+    # Declared sizes far beyond the bound, as views of one element: refused before any graph
+    # is built (a 20000^2 float64 graph would need gigabytes).
+    image = torch.zeros(1, 1, 1, 1).expand(1, 1, 20000, 20000)
+    prob = torch.zeros(1, 1, 1).expand(1, 20000, 20000)
+    with pytest.raises(ValueError, match=r"a grid of 20000 x 20000 pixels is too large"):
+        torchgrabcut.segment(image, prob, lamda=1.0, sigma=1.0)
+    volume = torch.zeros(1, 1, 1, 1, 1).expand(1, 1, 700, 700, 700)
+    vprob = torch.zeros(1, 1, 1, 1).expand(1, 700, 700, 700)
+    with pytest.raises(ValueError, match=r"a grid of 700 x 700 x 700 voxels is too large: expected \(D \+ 2\)"):
+        torchgrabcut.segment(volume, vprob, lamda=1.0, sigma=1.0, connectivity=6)
+
+
 @pytest.mark.skipif(not has_cuda(), reason="no CUDA GPU")
 def test_segment_cuda_equals_cpu() -> None:
     rng = np.random.default_rng(22)
