@@ -1,6 +1,7 @@
 // The benchmarks' inputs (tests/common): PPM images and box lists as
-// bench/grabcut50_ppm.py writes them, and the graphs of a GrabCut run
-// (grabcut_iterations), which must be those of grabcut_cpu's loop.
+// bench/grabcut50_ppm.py writes them, the graphs of a GrabCut run
+// (grabcut_iterations), which must be those of grabcut_cpu's loop, and graph files
+// as bench/mincut_bench.py --dump writes them.
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -12,6 +13,7 @@
 #include <vector>
 
 #include "common/grabcut_iterations.h"
+#include "common/graph_file.h"
 #include "common/ppm_image.h"
 #include "core/common.h"
 #include "core/driver.h"
@@ -137,6 +139,65 @@ TEST(BenchmarkInputs, GrabCutIterationsFollowTheDriver) {
       EXPECT_EQ(cut[p] != 0, (mask[p] & 1) != 0) << p;
     }
   }
+}
+
+// A graph file's bytes: magic, height and width, terminals, the four n-link planes.
+std::string graph_bytes(int h, int w, const std::vector<std::int32_t>& values, const char* magic = "TGCG1\n") {
+  std::string s(magic, 6);
+  const std::int32_t hw[2] = {h, w};
+  s.append(reinterpret_cast<const char*>(hw), sizeof hw);
+  s.append(reinterpret_cast<const char*>(values.data()), values.size() * sizeof(std::int32_t));
+  return s;
+}
+
+TEST(BenchmarkInputs, GraphFileRoundTripAndBadFiles) {
+  const int h = 3;
+  const int w = 4;
+  const int n = h * w;
+  std::mt19937 rng(7);
+  std::vector<std::int32_t> values(static_cast<std::size_t>(5 * n));
+  for (int i = 0; i < n; ++i) values[static_cast<std::size_t>(i)] = static_cast<std::int32_t>(rng() % 201) - 100;
+  // N-links, zero where they leave the grid (kRight, kDownRight, kDown, kDownLeft).
+  testing::HostGridGraph shape(h, w);
+  for (int d = 0; d < 4; ++d) {
+    for (int y = 0; y < h; ++y) {
+      for (int x = 0; x < w; ++x) {
+        const auto at = static_cast<std::size_t>((1 + d) * n + y * w + x);
+        values[at] = shape.has_neighbour(y, x, d) ? static_cast<std::int32_t>(rng() % 50) : 0;
+      }
+    }
+  }
+  const std::string path = temp_path("ok.tgcg");
+  write_file(path, graph_bytes(h, w, values));
+  const testing::HostGridGraph g = testing::read_graph_file(path);
+  ASSERT_EQ(g.height, h);
+  ASSERT_EQ(g.width, w);
+  for (int i = 0; i < n; ++i) {
+    EXPECT_EQ(g.terminal[static_cast<std::size_t>(i)], values[static_cast<std::size_t>(i)]);
+    for (int d = 0; d < 4; ++d) {
+      EXPECT_EQ(g.nlink[d][static_cast<std::size_t>(i)], values[static_cast<std::size_t>((1 + d) * n + i)]);
+    }
+  }
+  // Bad magic, truncated data, a negative n-link, an n-link off the grid, a bad size.
+  std::vector<std::int32_t> negative = values;
+  negative[static_cast<std::size_t>(n)] = -1;
+  std::vector<std::int32_t> off_grid = values;
+  off_grid[static_cast<std::size_t>(n + w - 1)] = 5;  // kRight of the first row's last pixel
+  const std::vector<std::string> bad = {
+      graph_bytes(h, w, values, "TGCG2\n"),
+      graph_bytes(h, w, values).substr(0, 30),
+      graph_bytes(h, w, negative),
+      graph_bytes(h, w, off_grid),
+      graph_bytes(0, w, {}),
+      graph_bytes(-3, w, values),
+      graph_bytes(1 << 15, 1 << 14, {}),
+  };
+  for (std::size_t i = 0; i < bad.size(); ++i) {
+    const std::string bad_path = temp_path("bad" + std::to_string(i) + ".tgcg");
+    write_file(bad_path, bad[i]);
+    EXPECT_THROW(testing::read_graph_file(bad_path), std::runtime_error) << "case " << i;
+  }
+  EXPECT_THROW(testing::read_graph_file(temp_path("missing.tgcg")), std::runtime_error);
 }
 
 }  // namespace
