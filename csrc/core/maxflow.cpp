@@ -39,10 +39,10 @@
 // which equals its maximum flow value.
 //
 // A solve of a large grid (cold or warm) may first solve horizontal strips in
-// parallel, each on its own (solve_in_strips); their flows together are a flow of
-// the whole graph and their search trees valid trees of it. Neighbouring strips
-// are merged in pairs, in parallel, each merge continuing the search from the
-// nodes at the boundary between them, until one thread finishes the whole grid.
+// parallel, in place, each on its own (solve_in_strips), with a separator row
+// between neighbouring strips; their flows together are a flow of the whole graph
+// and their search trees valid trees of it. One thread then finishes the whole
+// grid, continuing the search from the separators and the rows beside them.
 //
 // There is no adjacency list: a node's K neighbours (K = 8, or 4 for a graph whose
 // diagonal n-links are all zero; see Neighbourhood) are at fixed index offsets in a
@@ -144,7 +144,8 @@ constexpr int kStrongPasses = 2;
 // A push sweep runs only if its seeds can take at least 1 / kMinSeedShare of the
 // source residual (see push_toward_sinks).
 constexpr std::int64_t kMinSeedShare = 8;
-// Strips of a parallel solve per thread: they are solved, then merged in pairs.
+// Strips of a parallel solve per thread (see solve_in_strips): 2 beat 1 on GrabCut's
+// graphs, whose strips differ more, and 4 lost on segmentation graphs (more seams).
 constexpr int kStripsPerThread = 2;
 
 std::uint8_t as_parent(int d) { return static_cast<std::uint8_t>(d); }
@@ -176,9 +177,12 @@ constexpr Node kClearedNode = {0, 0, 0, kFree, kNoParent, 0, 0};
 // or 31 is set.
 bool out_of_range(std::uint32_t any_bits) { return any_bits > static_cast<std::uint32_t>(kMaxNlinkCapacity); }
 
-// The first pixel of row y of a pair-form graph with a capacity out of range or a
-// node sum over graph.max_node_sum, reported; called once fill_row found one.
-[[noreturn]] void throw_bad_pair_row(const GridGraphView& graph, int y) {
+// Checks row y of `graph` as fill_row does, from the graph alone: in the pair form
+// every capacity and node sum of its pixels, in the net form the n-links its pixels
+// own; throws std::invalid_argument at the first bad pixel. (A strip of a parallel
+// solve fills its rows without the n-links that leave it; the rows beside a
+// separator are checked here.)
+void check_row(const GridGraphView& graph, int y) {
   const int h = graph.height;
   const int w = graph.width;
   const auto at = [&](int d, int yy, int xx) -> std::int64_t {
@@ -188,6 +192,16 @@ bool out_of_range(std::uint32_t any_bits) { return any_bits > static_cast<std::u
     if (yy < 0 || ny >= h || xx < 0 || xx >= w || nx < 0 || nx >= w || (diagonal && graph.four_connected)) return 0;
     return graph.nlink[d][static_cast<std::size_t>(yy) * static_cast<std::size_t>(w) + static_cast<std::size_t>(xx)];
   };
+  if (graph.terminal != nullptr) {
+    for (int x = 0; x < w; ++x) {
+      const auto c = [&](int d) { return static_cast<std::int32_t>(at(d, y, x)); };
+      if (out_of_range(static_cast<std::uint32_t>(c(0)) | static_cast<std::uint32_t>(c(1)) |
+                       static_cast<std::uint32_t>(c(2)) | static_cast<std::uint32_t>(c(3)))) {
+        throw_bad_nlink(c(0), c(1), c(2), c(3), y, x);
+      }
+    }
+    return;
+  }
   for (int x = 0; x < w; ++x) {
     const std::size_t i = static_cast<std::size_t>(y) * static_cast<std::size_t>(w) + static_cast<std::size_t>(x);
     std::int64_t sum = std::int64_t{graph.source[i]} + graph.sink[i];
@@ -204,7 +218,27 @@ bool out_of_range(std::uint32_t any_bits) { return any_bits > static_cast<std::u
           ", x=" + std::to_string(x) + ")");
     }
   }
+}
+
+// The first pixel of row y of a pair-form graph with a capacity out of range or a
+// node sum over graph.max_node_sum, reported; called once fill_row found one.
+[[noreturn]] void throw_bad_pair_row(const GridGraphView& graph, int y) {
+  check_row(graph, y);
   throw std::logic_error("GridMaxflowSolver: row " + std::to_string(y) + " failed a check no pixel fails");
+}
+
+// Rows [y0, y1) of `graph` as a graph of their own: the n-links that leave them are
+// not read (filled as zero residuals) and not checked.
+GridGraphView rows_of(const GridGraphView& graph, int y0, int y1) {
+  const std::size_t first = static_cast<std::size_t>(y0) * static_cast<std::size_t>(graph.width);
+  GridGraphView rows = graph;
+  rows.height = y1 - y0;
+  const auto shift = [first](const std::int32_t* plane) { return plane != nullptr ? plane + first : nullptr; };
+  rows.terminal = shift(graph.terminal);
+  rows.source = shift(graph.source);
+  rows.sink = shift(graph.sink);
+  for (int d = 0; d < kNumForwardDirections; ++d) rows.nlink[d] = shift(graph.nlink[d]);
+  return rows;
 }
 
 // Three rows of bytes, one a node, that the row passes test 8 neighbouring nodes at
@@ -240,6 +274,18 @@ std::uint64_t ring_word(const std::uint8_t* at) {
 }
 constexpr std::uint64_t kLowBytes = 0x0101010101010101ULL;
 
+// Elements [data, data + size) of an array the view does not own (std::span, in C++17).
+template <class T>
+struct ArrayView {
+  T* ptr = nullptr;
+  std::size_t count = 0;
+  T* data() const { return ptr; }
+  std::size_t size() const { return count; }
+  T& operator[](std::size_t i) const { return ptr[i]; }
+  T* begin() const { return ptr; }
+  T* end() const { return ptr + count; }
+};
+
 // The solver of one neighbourhood, K = 8 or 4 (see Neighbourhood). Everything
 // below is written for either: arc d of node p leads to p + offset[d], and its
 // reverse is arc opposite(d) of that node.
@@ -258,8 +304,13 @@ struct GridCore {
   int num_nodes = 0;  // (height + 2) * (width + 2)
   int offset[kNumDirections] = {};
 
-  std::vector<std::int32_t> residual;  // K per node, arc d of p at K * p + d
-  std::vector<Node> nodes;
+  // The arrays the search works on: K residuals per node (arc d of p at K * p + d)
+  // and the nodes. They are this solver's own (residual_store, node_store), or, in a
+  // strip of a parallel solve, rows of the whole grid's (view_rows).
+  ArrayView<std::int32_t> residual;
+  ArrayView<Node> nodes;
+  std::vector<std::int32_t> residual_store;
+  std::vector<Node> node_store;
   // FIFO of node indices, a ring of num_nodes slots: the active nodes during the
   // flow and the breadth-first order of a push sweep. A node is never in it twice.
   std::vector<int> queue;
@@ -290,11 +341,8 @@ struct GridCore {
   void prepare(const GridGraphView& graph);
   void reset_search();
   bool reparametrise(const GridGraphView& graph);
-  void solve_in_strips(int num_strips, int push_passes);
-  void resume_at(int boundary, std::int32_t clock);
-  void activate_boundary(int boundary);
-  void load_rows(const GridCore& whole, int y0, int y1, bool keep_trees = false);
-  void store_rows(GridCore& whole, int y0, int y1) const;
+  void solve_in_strips(int num_strips, int push_passes, const GridGraphView* graph);
+  void view_rows(GridCore& whole, int y0, int y1);
   void remember_terminals(const GridGraphView& graph);
   void start_trees(int push_passes);
   void run_search();
@@ -322,6 +370,7 @@ struct GridCore {
   template <bool kPair>
   void fill_row_of(const GridGraphView& graph, int y);
   void fill_and_start(const GridGraphView& graph, int push_passes);
+  void fill_rows_and_start(const GridGraphView& graph, int push_passes);
   std::vector<std::int32_t> label;  // distances of push_toward_sinks()
   void seed_trees();
   // A node with terminal residual becomes a root of its tree, not yet active; one
@@ -409,12 +458,14 @@ void GridCore<K>::allocate(const GridGraphView& graph) {
     // The padding keeps these zero residuals and cleared nodes for good: no arc
     // leads to or from it, so it never joins a tree. fill_row() rewrites every
     // node inside the grid whole, so the search state needs no other reset.
-    residual.assign(static_cast<std::size_t>(num_nodes) * kNumDirections, 0);
-    nodes.assign(static_cast<std::size_t>(num_nodes), kClearedNode);
+    residual_store.assign(static_cast<std::size_t>(num_nodes) * kNumDirections, 0);
+    node_store.assign(static_cast<std::size_t>(num_nodes), kClearedNode);
     queue.resize(static_cast<std::size_t>(num_nodes));
     height = h;
     width = w;
   }
+  residual = {residual_store.data(), residual_store.size()};
+  nodes = {node_store.data(), node_store.size()};
 
   has_flow = false;
   augmented_only = false;
@@ -583,181 +634,181 @@ void GridCore<K>::remember_terminals(const GridGraphView& graph) {
   has_flow = true;
 }
 
-// Parallel phase of a solve on num_strips threads, from the residual graph the
-// buffers hold (after prepare() or reparametrise()): the rows are cut into
-// kStripsPerThread * num_strips horizontal strips, and each strip is solved to a
-// maximum flow of its own residual graph, the arcs between strips left unused, in
-// a solver of its own. Together the strips' flows are a flow of the whole graph,
-// and their search trees (S and T forests whose tree arcs lie inside a strip) are
-// valid trees of the whole graph: copied back, they let a search on the rows of
-// two strips, or on the whole grid (run_search), continue from where the strips
-// stopped. More strips than threads balance strips of unequal work (measured: 2 per
-// thread 4-6% faster on 2 threads than 1 per thread with a serial finish, 4 per
-// thread slower); merging in pairs keeps the serial finish to one boundary.
+// Parallel phase of a solve on num_threads threads. The rows are cut into
+// kStripsPerThread * num_threads horizontal strips with one separator row between
+// neighbouring strips, and each strip is solved to a maximum flow of its own
+// residual graph, the arcs to the separators closed, in place: the strip's solver
+// (view_rows) works on the rows of this solver's arrays. Together the strips' flows
+// are a flow of the whole graph, and their search trees (S and T forests inside the
+// strips) valid trees of it; the separators then join the grid, their nodes seeded
+// as roots, and the search that finishes the solve (run_search) starts from the
+// nodes of the separators and the rows beside them, the only places where a strip's
+// trees can be incomplete.
+//
+// A strip reads the nodes of the separators next to it (a neighbour's state before
+// the arc to it, in growth and adoption) but never writes them: every arc between
+// it and a separator is closed, in both directions, while the strips run, and a
+// separator node is in no tree. So no two strips share a node they write, and no
+// strip reads a node another one writes. The strips work in place because copies
+// in and out of strip buffers cost, on 1 MP segmentation graphs, as much as the
+// strips' whole search.
+//
+// graph: a cold solve (the strips fill their own rows, in parallel, from the graph,
+// and this solver only the separators); null: a warm solve, from the residual graph
+// the buffers hold (after reparametrise()). The buffers fit the graph (allocate()).
 template <int K>
-void GridCore<K>::solve_in_strips(int num_strips, int push_passes) {
+void GridCore<K>::solve_in_strips(int num_threads, int push_passes, const GridGraphView* graph) {
   const int h = height;
-  const int leaves = std::min(h, kStripsPerThread * num_strips);
-  while (static_cast<int>(strips.size()) < leaves) strips.push_back(std::make_unique<GridCore>());
+  const int w = width;
+  // Every strip has at least one row (the first) or two (a separator and a row).
+  const int leaves = std::max(1, std::min(kStripsPerThread * num_threads, h / 2));
+  // Strip s: rows [first_row[s] + (s > 0), first_row[s + 1]); separator s: row first_row[s], 0 < s < leaves.
   std::vector<int> first_row(static_cast<std::size_t>(leaves) + 1);
   for (int s = 0; s <= leaves; ++s) {
     first_row[static_cast<std::size_t>(s)] = static_cast<int>(std::int64_t{h} * s / leaves);
   }
+  const int separators = leaves - 1;
+  // The arcs of the separators' rows and of the rows beside them, as they are to be
+  // once the strips are done; the arcs between a separator and a strip are closed
+  // meanwhile.
+  const std::size_t row_arcs = static_cast<std::size_t>(stride) * kNumDirections;
+  std::vector<std::int32_t> kept(static_cast<std::size_t>(separators) * 3 * row_arcs);
+  const auto arcs_of = [&](int y) { return residual.data() + static_cast<std::size_t>(y + 1) * row_arcs; };
+  const auto kept_of = [&](int s, int row) {
+    return kept.data() + (static_cast<std::size_t>(s - 1) * 3 + static_cast<std::size_t>(row)) * row_arcs;
+  };
+  // Arc d of a node on the row `row` - 1 rows from a separator (0: above, 1: on it,
+  // 2: below) leads to or from the separator's row.
+  const auto crosses = [](int row, int d) { return row == 1 ? kDy[d] != 0 : kDy[d] == (row == 0 ? 1 : -1); };
+  const auto fail = [&](const std::exception_ptr& e) {
+    // A graph that a check refused: the first error in the order a serial solve
+    // finds it, by the serial fill (which checks everything).
+    if (graph != nullptr) {
+      try {
+        std::rethrow_exception(e);
+      } catch (const std::invalid_argument&) {
+        prepare(*graph);
+      }
+    }
+    std::rethrow_exception(e);
+  };
+  try {
+    for (int s = 1; s <= separators; ++s) {
+      const int y = first_row[static_cast<std::size_t>(s)];
+      if (graph != nullptr) {
+        check_row(*graph, y - 1);
+        check_row(*graph, y + 1);
+        fill_row(*graph, y);
+      }
+      std::copy_n(arcs_of(y - 1), 3 * row_arcs, kept_of(s, 0));
+      if (graph != nullptr) {
+        // The strips' rows are filled later: their arcs to the separator have the
+        // capacity of the n-link, as the separator's arcs to them have now.
+        for (int row = 0; row < 3; row += 2) {
+          std::int32_t* const to = kept_of(s, row);
+          const std::int32_t* const from = kept_of(s, 1);
+          for (int x = 1; x <= w; ++x) {
+            for (int d = 0; d < kNumDirections; ++d) {
+              if (crosses(row, d)) to[kNumDirections * x + d] = from[kNumDirections * (x + kDx[d]) + opposite(d)];
+            }
+          }
+        }
+      }
+      for (int row = 0; row < 3; ++row) {
+        std::int32_t* const r = arcs_of(y - 1 + row);
+        for (int x = 1; x <= w; ++x) {
+          for (int d = 0; d < kNumDirections; ++d) {
+            if (crosses(row, d)) r[kNumDirections * x + d] = 0;
+          }
+        }
+      }
+    }
+  } catch (...) {
+    fail(std::current_exception());
+  }
+
+  while (static_cast<int>(strips.size()) < leaves) strips.push_back(std::make_unique<GridCore>());
   std::vector<std::int32_t> clock(static_cast<std::size_t>(leaves), 0);
+  std::vector<std::uint8_t> augmented(static_cast<std::size_t>(leaves), 0);
   std::vector<std::exception_ptr> errors(static_cast<std::size_t>(leaves));
   const bool nested = omp_in_parallel() != 0;
-  const auto rethrow = [&errors] {
-    for (const std::exception_ptr& e : errors) {
-      if (e) std::rethrow_exception(e);
-    }
-  };
-#pragma omp parallel for num_threads(num_strips) schedule(dynamic, 1) if (!nested)
-  for (int s = 0; s < leaves; ++s) {
+#pragma omp parallel for num_threads(num_threads) schedule(dynamic, 1) if (!nested)
+  for (int i = 0; i < leaves; ++i) {
+    // Outer strips first (0, last, 1, last - 1, ...): on 1 MP segmentation graphs the
+    // top and bottom strips, far from the object, cost up to 3 times the inner ones,
+    // and handed out last they left one thread alone (4 strips on 2 threads: 1.72x
+    // one thread in this order, 1.94x outer first).
+    const int s = i % 2 == 0 ? i / 2 : leaves - 1 - i / 2;
     try {
-      const int y0 = first_row[static_cast<std::size_t>(s)];
+      const int y0 = first_row[static_cast<std::size_t>(s)] + (s > 0 ? 1 : 0);
       const int y1 = first_row[static_cast<std::size_t>(s) + 1];
       GridCore& strip = *strips[static_cast<std::size_t>(s)];
-      strip.load_rows(*this, y0, y1);
-      strip.start_trees(push_passes);
+      strip.view_rows(*this, y0, y1);
+      if (graph != nullptr) {
+        strip.fill_rows_and_start(rows_of(*graph, y0, y1), push_passes);
+      } else {
+        strip.start_trees(push_passes);
+      }
       strip.run_search();
-      strip.store_rows(*this, y0, y1);
       clock[static_cast<std::size_t>(s)] = strip.time;
+      augmented[static_cast<std::size_t>(s)] = strip.augmented_only ? 1 : 0;
     } catch (...) {
       errors[static_cast<std::size_t>(s)] = std::current_exception();
     }
   }
-  rethrow();
-  // Neighbouring strips merge in pairs, the pairs of a level in parallel, until two
-  // are left for this solver: a merge continues the search on the rows of both from
-  // their trees, with the rows at their shared boundary active (as below).
-  while (first_row.size() > 3) {
-    const int pairs = static_cast<int>(first_row.size() - 1) / 2;
-#pragma omp parallel for num_threads(num_strips) schedule(dynamic, 1) if (!nested)
-    for (int i = 0; i < pairs; ++i) {
-      try {
-        const auto k = static_cast<std::size_t>(2 * i);
-        GridCore& merged = *strips[static_cast<std::size_t>(i)];
-        merged.load_rows(*this, first_row[k], first_row[k + 2], /*keep_trees=*/true);
-        merged.resume_at(first_row[k + 1] - first_row[k], std::max(clock[k], clock[k + 1]));
-        merged.run_search();
-        merged.store_rows(*this, first_row[k], first_row[k + 2]);
-        clock[k] = merged.time;
-      } catch (...) {
-        errors[static_cast<std::size_t>(i)] = std::current_exception();
-      }
-    }
-    rethrow();
-    std::vector<int> rows;
-    std::vector<std::int32_t> clocks;
-    for (std::size_t k = 0; k + 1 < first_row.size(); k += 2) {
-      rows.push_back(first_row[k]);
-      clocks.push_back(clock[k]);
-      if (k + 2 == first_row.size()) break;  // an odd strip out goes up as it is
-    }
-    rows.push_back(h);
-    first_row = std::move(rows);
-    clock = std::move(clocks);
+  for (const std::exception_ptr& e : errors) {
+    if (e) fail(e);
   }
-  // Two strips left (one when the grid has a single row): this solver merges them.
-  resume_at(first_row.size() == 3 ? first_row[1] : 0, *std::max_element(clock.begin(), clock.end()));
-}
 
-// Prepares a search that continues from the trees of two strips that meet at row
-// `boundary` (none if it is 0). Each strip stamped its nodes with its own clock;
-// starting this one past all of them keeps every stamp in the past, so no adoption
-// takes a strip's distance for one checked in the current stage.
-template <int K>
-void GridCore<K>::resume_at(int boundary, std::int32_t clock) {
+  // The separators join: their arcs open, their nodes roots, and every tree node on
+  // them or beside them active (it may have an arc to a free node or the other tree
+  // now). The clock starts past every strip's, so no stamp of theirs is taken for
+  // one of the current adoption stage.
   clear_queue();
   orphans.clear();
-  time = clock;
-  activate_boundary(boundary);
-}
-
-// A strip's trees can miss only the arcs between strips, so only the tree nodes of
-// the two rows at a boundary are made active; every other node has no arc to a
-// free node or the other tree, as when a serial search ends.
-template <int K>
-void GridCore<K>::activate_boundary(int boundary) {
-  if (boundary <= 0 || boundary >= height) return;
-  for (int y = boundary - 1; y <= boundary; ++y) {
-    for (int x = 0; x < width; ++x) {
-      const int p = (y + 1) * stride + (x + 1);
-      if (nodes[p].tree != kFree) activate(p);
+  time = *std::max_element(clock.begin(), clock.end());
+  augmented_only = graph != nullptr && std::find(augmented.begin(), augmented.end(), 0) == augmented.end();
+  for (int s = 1; s <= separators; ++s) {
+    const int y = first_row[static_cast<std::size_t>(s)];
+    for (int row = 0; row < 3; ++row) {
+      std::int32_t* const r = arcs_of(y - 1 + row);
+      const std::int32_t* const from = kept_of(s, row);
+      for (int x = 1; x <= w; ++x) {
+        for (int d = 0; d < kNumDirections; ++d) {
+          if (crosses(row, d)) r[kNumDirections * x + d] = from[kNumDirections * x + d];
+        }
+      }
+    }
+    Node* const separator = nodes.data() + static_cast<std::size_t>(y + 1) * static_cast<std::size_t>(stride);
+    for (int x = 1; x <= w; ++x) seed_node(separator[x]);
+  }
+  for (int s = 1; s <= separators; ++s) {
+    const int y = first_row[static_cast<std::size_t>(s)];
+    for (int p = y * stride + 1; p < (y + 3) * stride - 1; ++p) {
+      if (nodes[static_cast<std::size_t>(p)].tree != kFree) activate(p);
     }
   }
 }
 
-// Makes this solver the strip of rows [y0, y1) of `whole`: its residual graph with
-// the arcs that leave the strip closed, and a cleared search (or, with keep_trees,
-// the search trees `whole` holds for these rows, which lie inside them).
+// Makes this solver the strip of rows [y0, y1) of `whole`, in place: its arrays are
+// those rows of whole's, between the rows above and below (the padding rows of this
+// view, which it must find closed: see solve_in_strips), and its search is cleared.
 template <int K>
-void GridCore<K>::load_rows(const GridCore& whole, int y0, int y1, bool keep_trees) {
-  const int h = y1 - y0;
-  const int w = whole.width;
-  if (h != height || w != width) {
-    height = width = -1;  // unknown until the buffers fit, in case allocation throws
-    stride = w + 2;
-    num_nodes = (h + 2) * stride;
-    for (int d = 0; d < kNumDirections; ++d) offset[d] = kDy[d] * stride + kDx[d];
-    residual.assign(static_cast<std::size_t>(num_nodes) * kNumDirections, 0);
-    nodes.assign(static_cast<std::size_t>(num_nodes), Node{});
-    queue.resize(static_cast<std::size_t>(num_nodes));
-    height = h;
-    width = w;
-  }
+void GridCore<K>::view_rows(GridCore& whole, int y0, int y1) {
+  height = y1 - y0;
+  width = whole.width;
+  stride = whole.stride;
+  num_nodes = (height + 2) * stride;
+  for (int d = 0; d < kNumDirections; ++d) offset[d] = kDy[d] * stride + kDx[d];
+  const std::size_t first = static_cast<std::size_t>(y0) * static_cast<std::size_t>(stride);
+  nodes = {whole.nodes.data() + first, static_cast<std::size_t>(num_nodes)};
+  residual = {whole.residual.data() + first * kNumDirections, static_cast<std::size_t>(num_nodes) * kNumDirections};
+  queue.resize(static_cast<std::size_t>(num_nodes));
+  clear_queue();
+  orphans.clear();
+  time = 0;
   has_flow = false;
-  // Padded rows y0 + 1 .. y1 of `whole` are rows 1 .. h here, with the same stride;
-  // the padding rows 0 and h + 1 keep their zero arcs.
-  const std::size_t first = static_cast<std::size_t>(y0 + 1) * static_cast<std::size_t>(stride);
-  const std::size_t count = static_cast<std::size_t>(h) * static_cast<std::size_t>(stride);
-  const std::size_t row1 = static_cast<std::size_t>(stride);
-  std::copy_n(whole.residual.begin() + static_cast<std::ptrdiff_t>(first * kNumDirections),
-              count * kNumDirections, residual.begin() + static_cast<std::ptrdiff_t>(row1 * kNumDirections));
-  std::copy_n(whole.nodes.begin() + static_cast<std::ptrdiff_t>(first), count,
-              nodes.begin() + static_cast<std::ptrdiff_t>(row1));
-  for (int x = 1; x <= w; ++x) {
-    for (int d = 0; d < kNumDirections; ++d) {
-      if (y0 > 0 && kDy[d] < 0) residual[static_cast<std::size_t>(kNumDirections * (stride + x) + d)] = 0;
-      if (y1 < whole.height && kDy[d] > 0) {
-        residual[static_cast<std::size_t>(kNumDirections * (h * stride + x) + d)] = 0;
-      }
-    }
-  }
-  if (!keep_trees) reset_search();
-}
-
-// Writes this strip's flow and search trees back into rows [y0, y1) of `whole`,
-// except the arcs that leave the strip, which it never used.
-template <int K>
-void GridCore<K>::store_rows(GridCore& whole, int y0, int y1) const {
-  const int h = y1 - y0;
-  const std::size_t first = static_cast<std::size_t>(y0 + 1) * static_cast<std::size_t>(stride);
-  const std::size_t count = static_cast<std::size_t>(h) * static_cast<std::size_t>(stride);
-  const std::size_t row1 = static_cast<std::size_t>(stride);
-  std::copy_n(nodes.begin() + static_cast<std::ptrdiff_t>(row1), count,
-              whole.nodes.begin() + static_cast<std::ptrdiff_t>(first));
-  for (int y = 1; y <= h; ++y) {
-    const bool cut_up = y == 1 && y0 > 0;
-    const bool cut_down = y == h && y1 < whole.height;
-    const std::size_t src = static_cast<std::size_t>(y) * static_cast<std::size_t>(stride) * kNumDirections;
-    const std::size_t dst = (first + static_cast<std::size_t>(y - 1) * static_cast<std::size_t>(stride)) *
-                            kNumDirections;
-    if (!cut_up && !cut_down) {
-      std::copy_n(residual.begin() + static_cast<std::ptrdiff_t>(src),
-                  static_cast<std::size_t>(stride) * kNumDirections,
-                  whole.residual.begin() + static_cast<std::ptrdiff_t>(dst));
-      continue;
-    }
-    for (int x = 1; x <= width; ++x) {
-      const std::int32_t* const q = residual.data() + src + static_cast<std::size_t>(kNumDirections) * x;
-      std::int32_t* const r = whole.residual.data() + dst + static_cast<std::size_t>(kNumDirections) * x;
-      for (int d = 0; d < kNumDirections; ++d) {
-        const bool leaves = kDy[d] < 0 ? cut_up : (kDy[d] > 0 && cut_down);
-        if (!leaves) r[d] = q[d];
-      }
-    }
-  }
+  augmented_only = false;
 }
 
 // Sends flow along the paths source -> p -> q -> sink of one n-link arc, pixel by
@@ -1077,6 +1128,12 @@ void GridCore<K>::run_sweeps(int push_passes, const SweepScan* first_scan) {
 template <int K>
 void GridCore<K>::fill_and_start(const GridGraphView& graph, int push_passes) {
   allocate(graph);
+  fill_rows_and_start(graph, push_passes);
+}
+
+// fill_and_start() on buffers that fit `graph` (allocated, or a strip's view_rows).
+template <int K>
+void GridCore<K>::fill_rows_and_start(const GridGraphView& graph, int push_passes) {
   augmented_only = true;
   signs.reset(width);
   SweepScan scan;
@@ -1462,7 +1519,8 @@ void check_graph(const GridGraphView& graph, const std::uint8_t* source_side, co
   }
 }
 
-// Strips of a cold solve (see set_num_threads).
+// Threads of a solve (see set_num_threads); 1 is the serial solve. A parallel one
+// needs two rows a strip (one of them, in all but the first, a separator).
 int strip_count(int requested, int height, int width) {
   int k = requested;
   if (k == 0) {
@@ -1470,7 +1528,7 @@ int strip_count(int requested, int height, int width) {
     if (omp_in_parallel() != 0 || std::int64_t{height} * width < kMinParallelPixels) return 1;
     k = std::min(omp_get_max_threads(), 8);
   }
-  return std::max(1, std::min(k, height));
+  return std::max(1, std::min(k, height / 2));
 }
 
 // cut_capacity() for a graph the K-neighbour solver can take: with K = 4 its
@@ -1544,9 +1602,9 @@ bool has_diagonals(const GridGraphView& graph) {
 template <int K>
 std::int64_t GridCore<K>::solve_from_here(const GridGraphView& graph, int push_passes, int num_threads,
                                           std::uint8_t* source_side) {
-  const int num_strips = strip_count(num_threads, graph.height, graph.width);
-  if (num_strips > 1) {
-    solve_in_strips(num_strips, push_passes);
+  const int threads = strip_count(num_threads, graph.height, graph.width);
+  if (threads > 1) {
+    solve_in_strips(threads, push_passes, nullptr);
   } else {
     start_trees(push_passes);
   }
@@ -1589,12 +1647,14 @@ struct GridMaxflowSolver::Impl {
   std::int64_t solve(const GridGraphView& graph, bool warm, std::uint8_t* source_side) {
     GridCore<K>& c = core<K>();
     if (warm && c.reparametrise(graph)) return c.solve_from_here(graph, kWarmPushPasses, num_threads, source_side);
-    if (strip_count(num_threads, graph.height, graph.width) == 1) {
+    const int threads = strip_count(num_threads, graph.height, graph.width);
+    if (threads == 1) {
       c.fill_and_start(graph, kColdPushPasses);
-      return c.finish_solve(graph, source_side);
+    } else {
+      c.allocate(graph);
+      c.solve_in_strips(threads, kColdPushPasses, &graph);
     }
-    c.prepare(graph);  // validates every n-link before any thread starts
-    return c.solve_from_here(graph, kColdPushPasses, num_threads, source_side);
+    return c.finish_solve(graph, source_side);
   }
 
   std::int64_t solve(const GridGraphView& graph, bool warm, std::uint8_t* source_side) {

@@ -100,20 +100,20 @@ class GridMaxflowSolver {
   std::int64_t solve_warm(const GridGraphView& graph, std::uint8_t* source_side);
 
   // Threads of a solve (cold or warm). On k >= 2 threads the grid is split into 2k
-  // horizontal strips (at most one per row); each strip's residual graph, without
-  // the n-links between strips, is solved to a maximum flow on its own, k at a
-  // time; neighbouring strips are then merged in pairs, the pairs of a level in
-  // parallel: a merge continues the search on both strips' rows from their flows
-  // and search trees, from the nodes next to the boundary between them (the only
-  // places where their trees can be incomplete). The last two are merged on the
-  // whole grid by one thread. The cut and the returned value do not depend on the
-  // threads: the canonical cut is unique and so is the maximum flow value.
+  // horizontal strips with one separator row between neighbouring strips (at most
+  // one strip per 2 rows); each strip's residual graph, without the n-links to the
+  // separators, is solved to a maximum flow on its own, in place, k at a time (a
+  // cold solve's strips also fill their own rows). One thread then finishes the
+  // whole grid: the separators join it and the search continues from their nodes
+  // and the rows beside them (the only places where the strips' trees can be
+  // incomplete). The cut and the returned value do not depend on the threads: the
+  // canonical cut is unique and so is the maximum flow value.
   //   0 (the default): automatic: the OpenMP thread limit (omp_get_max_threads),
   //     at most 8, on grids of at least 256 x 256 pixels; 1 when called inside an
   //     OpenMP parallel region (no oversubscription).
-  //   1: serial.  k >= 2: k strips (fewer if the grid has fewer rows), even on
-  //     small grids; they run on up to k OpenMP threads, serially inside a
-  //     parallel region. Negative values are taken as 0.
+  //   1: serial.  k >= 2: min(k, height / 2) threads (serial below 4 rows), even
+  //     on small grids; their strips run on up to that many OpenMP threads,
+  //     serially inside a parallel region. Negative values are taken as 0.
   void set_num_threads(int threads);
 
   // A graph whose diagonal n-links inside the grid are all zero (a 4-connected

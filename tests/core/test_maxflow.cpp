@@ -852,6 +852,62 @@ TEST(MaxflowParallel, StripsMatchSerial) {
   }
 }
 
+// A graph with a bad value is refused in strips as in the serial solve, with the
+// same message (the first bad pixel in raster order), wherever the value lies: in a
+// strip, on a separator row or beside one (whose n-links to the separator the strip
+// does not read); in the net and the pair form. The solver works afterwards.
+TEST(MaxflowParallel, StripsRefuseAsSerial) {
+  const int h = 23;
+  const int w = 6;
+  const TestGraph g = random_graph(h, w, Regime::kSmall, true, 41);
+  std::vector<std::int32_t> source(g.size()), sink(g.size());
+  for (std::size_t i = 0; i < g.size(); ++i) {
+    source[i] = std::max(g.terminal[i], 0);
+    sink[i] = std::max(-g.terminal[i], 0);
+  }
+  const auto message = [&](GridMaxflowSolver& solver, const TestGraph& b, const std::vector<std::int32_t>* src,
+                           std::int64_t max_sum) -> std::string {
+    grabcut::GridGraphView v = b.view();
+    if (src != nullptr) {
+      v.terminal = nullptr;
+      v.source = src->data();
+      v.sink = sink.data();
+      v.max_node_sum = max_sum;
+    }
+    std::vector<std::uint8_t> side(b.size());
+    try {
+      solver.solve(v, side.data());
+    } catch (const std::invalid_argument& e) {
+      return e.what();
+    }
+    return "accepted";
+  };
+  const SolveResult serial = solve_serial(g);
+  for (int threads : {2, 3, 8}) {
+    GridMaxflowSolver solver;
+    solver.set_num_threads(threads);
+    GridMaxflowSolver one;
+    one.set_num_threads(1);
+    for (int y = 0; y < h; ++y) {
+      for (int d = 0; d < 4; ++d) {
+        SCOPED_TRACE("threads " + std::to_string(threads) + " row " + std::to_string(y) + " n-link " +
+                     std::to_string(d));
+        TestGraph b = g;
+        const std::size_t i = static_cast<std::size_t>(y) * w + 3;
+        if (y + 1 < h) b.nlink[static_cast<std::size_t>(d)][i] = -1;  // an n-link out of the grid is ignored
+        EXPECT_EQ(message(solver, b, nullptr, 0), message(one, b, nullptr, 0));
+        EXPECT_EQ(message(solver, b, &source, 1 << 20), message(one, b, &source, 1 << 20));
+        // A node sum over the bound, from the n-links to the row below.
+        if (y + 1 < h) b.nlink[static_cast<std::size_t>(d)][i] = 1000;
+        EXPECT_EQ(message(solver, b, &source, 999), message(one, b, &source, 999));
+      }
+    }
+    const SolveResult r = solve_with(solver, g);
+    EXPECT_EQ(r.flow, serial.flow);
+    EXPECT_TRUE(r.side == serial.side) << first_difference(r.side, serial.side, w);
+  }
+}
+
 TEST(MaxflowParallel, LargeGridsMatchSerial) {
   for (const TestGraph& g : {grabcut_graph(512, 512, 4, {GrabCutScene::kRipples}),
                              random_graph(512, 512, Regime::kStrongNlinks, true, 3),
