@@ -15,6 +15,7 @@ inside the grid (both directions in the asymmetric form) is at most
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -385,7 +386,7 @@ def segment(
     lamda: float,
     sigma: float,
     connectivity: int = 8,
-    spacing: tuple[float, ...] | None = None,
+    spacing: Sequence[float] | np.ndarray | torch.Tensor | None = None,
     foreground_seeds: torch.Tensor | None = None,
     background_seeds: torch.Tensor | None = None,
     scale: float | torch.Tensor | None = None,
@@ -406,7 +407,8 @@ def segment(
             unbatched forms without B.
         lamda, sigma: the Potts weight (>= 0) and the contrast scale (> 0).
         connectivity: 4 or 8 for images, 6 for volumes (the face neighbours).
-        spacing: (dy, dx), or (dz, dy, dx) for volumes (anisotropic voxels); default all 1.
+        spacing: (dy, dx), or (dz, dy, dx) for volumes (anisotropic voxels), any 1-D sequence of
+            numbers; default all 1.
         foreground_seeds, background_seeds: optional bool tensors of prob's grid shape, with B:
             pixels forced to that side (hard: their terminal capacity is 1 + the sum of their
             edges, more than any cut through their edges saves).
