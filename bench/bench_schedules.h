@@ -38,7 +38,6 @@ inline const std::vector<NamedSchedule>& all_schedules() {
       {"q0c12r12g", "BFS cap 12 growing, 12 rounds (default)", {8, 12, 12, true}},
       {"q0c16r12g", "BFS cap 16 growing, 12 rounds", {8, 12, 16, true}},
       {"q0c24r12g", "BFS cap 24 growing, 12 rounds", {8, 12, 24, true}},
-      {"q0c12r12gC", "the default, checkerboard", {8, 12, 12, true, false, true}},
       {"q0c12r32gR", "region heights, 32 rounds", {16, 32, 12, true, true, false}},
       {"q0c12r32gRC", "region heights, 32 rounds, checkerboard", {16, 32, 12, true, true, true}},
       {"q0c12r16gRC", "region heights, 16 rounds, checkerboard", {16, 16, 12, true, true, true}},

@@ -67,7 +67,7 @@
 // carry it across the whole tile. Exactness rests, as above, on the preflow and on the
 // last relabel, which runs to the end: a lexicographic distance is infinite exactly
 // where a pixel distance is, so the check and the cut are unchanged.
-// MaxflowSchedule::checkerboard makes the solve's push sweep i
+// MaxflowSchedule::checkerboard (with region heights) makes the solve's push sweep i
 // visit only the tiles of colour i % 2 (the rest wait one sweep), so that tiles sharing
 // an edge never push at each other's stale heights in one sweep.
 // A relabel's first sweep and the check find their tiles kThreads at a time
@@ -966,9 +966,11 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm) maxflow_kernel(Solv
       busy_clock.start();
       // The colour alternates over all push sweeps of the solve, not within a relabel's
       // cycle: with one push sweep a cycle, the second colour would never be visited.
+      // (Region heights only: the checkerboard slowed v0.13c's schedule, 0.86x at 1 MP,
+      // and its branch cost the default kernel spill loads.)
       const int colour = static_cast<int>(push_sweeps & 1U);
       push_tiles += static_cast<unsigned int>(pull_tiles(a, sh, sweep, [&](int t) {
-        if (a.checkerboard != 0 && tile_colour(a, t) != colour) {
+        if (kRegion && a.checkerboard != 0 && tile_colour(a, t) != colour) {
           defer_tile(a, t, sweep);
         } else {
           push_tile<kRegion>(a, t, sweep, sh);

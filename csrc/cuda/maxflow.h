@@ -55,9 +55,10 @@ struct MaxflowSchedule {
   // computes the same heights over the whole graph. Fewer grid-wide sweeps a solve,
   // longer visits. Off: v0.13c's pixel distances.
   bool region = false;
-  // Push sweeps alternate between the two colours of a checkerboard of tiles, so no
-  // two tiles that share an edge are visited in one sweep (a tile then takes what its
-  // neighbours sent in the sweep before instead of pushing back at a stale label).
+  // With region heights: push sweeps alternate between the two colours of a
+  // checkerboard of tiles, so no two tiles that share an edge are visited in one sweep
+  // (a tile then takes what its neighbours sent in the sweep before instead of pushing
+  // back at a stale label). Ignored without region heights.
   bool checkerboard = false;
 };
 
