@@ -110,6 +110,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include <ucontext.h>
@@ -1195,6 +1196,34 @@ RelaxResult emulate_warp_relax(const RelaxSet& in) {
 // ---------------------------------------------------------------- device side
 constexpr unsigned kFull = 0xffffffffU;
 
+// The relabel of a round (push_sync_rounds'): a pixel still active after taking in its
+// inflow and with no strictly lower residual neighbour rises to one above its lowest
+// residual neighbour (kInf if none), from the heights hn the push saw. Returns whether
+// it is still active.
+__device__ __forceinline__ bool relabel(const unsigned (&res)[8][kThreads], int tid, const int (&hn)[8], long long ex,
+                                        int& hm) {
+  if (!(ex > 0 && hm < kInf)) return false;
+  int m = kInf;
+#pragma unroll
+  for (int k = 0; k < 8; ++k) {
+    if (res[k][tid] != 0U) m = min(m, hn[k]);
+  }
+  if (m >= hm) hm = m >= kInf - 1 ? kInf : m + 1;
+  return hm < kInf;
+}
+
+// Writes the new height to the next round's buffer and ends the round at the barrier;
+// false when no pixel of the tile is still active (never with kForce: exactly R rounds).
+template <bool kForce>
+__device__ __forceinline__ bool end_round(int* next_heights, int me, bool still, int hm) {
+  next_heights[me] = hm;
+  if (kForce) {
+    __syncthreads();
+    return true;
+  }
+  return __syncthreads_or(still) != 0;
+}
+
 // Kernel A: push_sync_rounds of maxflow.cu in a block of kThreads, a pixel a thread.
 struct SharedA {
   unsigned res[8][kThreads];
@@ -1240,59 +1269,13 @@ __device__ __forceinline__ int block_rounds(SharedA& sh, int max_rounds, int tid
       ex = left;
     }
     __syncthreads();
-    bool still = false;
     ex += sh.e[me];
     sh.e[me] = 0;
-    if (ex > 0 && hm < kInf) {
-      int m = kInf;
-#pragma unroll
-      for (int k = 0; k < 8; ++k) {
-        if (sh.res[k][tid] != 0U) m = min(m, hn[k]);
-      }
-      if (m >= hm) hm = m >= kInf - 1 ? kInf : m + 1;
-      still = hm < kInf;
-    }
-    sh.h[par ^ 1][me] = hm;
-    if (kForce) {
-      __syncthreads();
-    } else if (!__syncthreads_or(still)) {
-      break;
-    }
+    if (!end_round<kForce>(sh.h[par ^ 1], me, relabel(sh.res, tid, hn, ex, hm), hm)) break;
   }
   return round < max_rounds ? round + 1 : max_rounds;
 }
 
-template <bool kForce>
-__global__ void __launch_bounds__(kThreads, 2) block_round_kernel(TileArgs a) {
-  __shared__ SharedA sh;
-  const long long t = blockIdx.x;
-  const int tid = static_cast<int>(threadIdx.x);
-  const int me = (tid / kTileW + 1) * kPadW + tid % kTileW + 1;
-  const int* hp = a.height + t * kPad;
-  long long ex = a.excess[t * kPix + tid];
-  int hm = hp[me];
-  for (int i = tid; i < kPad; i += kThreads) {
-    const int v = hp[i];
-    sh.h[0][i] = v;
-    sh.h[1][i] = v;
-    sh.e[i] = 0;
-  }
-#pragma unroll
-  for (int k = 0; k < 8; ++k) sh.res[k][tid] = a.res[(t * 8 + k) * kPix + tid];
-  int rounds = 0;
-  if (__syncthreads_or(ex > 0 && hm < kInf)) rounds = block_rounds<kForce>(sh, a.max_rounds, tid, ex, hm);
-  a.out_excess[t * kPix + tid] = ex;
-  a.out_height[t * kPix + tid] = hm;
-#pragma unroll
-  for (int k = 0; k < 8; ++k) a.out_res[(t * 8 + k) * kPix + tid] = sh.res[k][tid];
-  for (int i = tid; i < kPad; i += kThreads) {
-    const int py = i / kPadW;
-    const int px = i - py * kPadW;
-    if (py >= 1 && py <= kTileH && px >= 1 && px <= kTileW) continue;
-    a.out_inbox[t * kPad + i] = sh.e[i];
-  }
-  if (tid == 0) a.out_rounds[t] = rounds;
-}
 // Kernel A.pull: kernel A's round with no shared-memory atomics and no thread writing
 // another pixel's slots: a pushing pixel records what it sent in each direction in its
 // own outbox (every pixel writes all eight every round, zeros where it sent nothing),
@@ -1357,29 +1340,15 @@ __device__ __forceinline__ int pull_rounds(SharedPull& sh, int max_rounds, int t
         }
       }
     }
-    bool still = false;
-    if (ex > 0 && hm < kInf) {
-      int m = kInf;
-#pragma unroll
-      for (int k = 0; k < 8; ++k) {
-        if (sh.res[k][tid] != 0U) m = min(m, hn[k]);
-      }
-      if (m >= hm) hm = m >= kInf - 1 ? kInf : m + 1;
-      still = hm < kInf;
-    }
-    sh.h[par ^ 1][me] = hm;
-    if (kForce) {
-      __syncthreads();
-    } else if (!__syncthreads_or(still)) {
-      break;
-    }
+    if (!end_round<kForce>(sh.h[par ^ 1], me, relabel(sh.res, tid, hn, ex, hm), hm)) break;
   }
   return round < max_rounds ? round + 1 : max_rounds;
 }
 
-template <bool kForce>
-__global__ void __launch_bounds__(kThreads, 2) pull_round_kernel(TileArgs a) {
-  __shared__ SharedPull sh;
+// Kernel A (kPull false) or A.pull (true) on the block's tile.
+template <bool kForce, bool kPull>
+__global__ void __launch_bounds__(kThreads, 2) block_round_kernel(TileArgs a) {
+  __shared__ std::conditional_t<kPull, SharedPull, SharedA> sh;
   const long long t = blockIdx.x;
   const int tid = static_cast<int>(threadIdx.x);
   const int me = (tid / kTileW + 1) * kPadW + tid % kTileW + 1;
@@ -1395,7 +1364,13 @@ __global__ void __launch_bounds__(kThreads, 2) pull_round_kernel(TileArgs a) {
 #pragma unroll
   for (int k = 0; k < 8; ++k) sh.res[k][tid] = a.res[(t * 8 + k) * kPix + tid];
   int rounds = 0;
-  if (__syncthreads_or(ex > 0 && hm < kInf)) rounds = pull_rounds<kForce>(sh, a.max_rounds, tid, ex, hm);
+  if (__syncthreads_or(ex > 0 && hm < kInf)) {
+    if constexpr (kPull) {
+      rounds = pull_rounds<kForce>(sh, a.max_rounds, tid, ex, hm);
+    } else {
+      rounds = block_rounds<kForce>(sh, a.max_rounds, tid, ex, hm);
+    }
+  }
   a.out_excess[t * kPix + tid] = ex;
   a.out_height[t * kPix + tid] = hm;
 #pragma unroll
@@ -1408,7 +1383,6 @@ __global__ void __launch_bounds__(kThreads, 2) pull_round_kernel(TileArgs a) {
   }
   if (tid == 0) a.out_rounds[t] = rounds;
 }
-
 struct DeviceWarp {
   __device__ __forceinline__ int lane() const { return static_cast<int>(threadIdx.x) & 31; }
   template <typename T>
@@ -1955,8 +1929,8 @@ int run(int argc, char** argv) {
   std::printf("device: %s, %d SMs\n", prop.name, sms);
 
   std::vector<KernelVariant> kernels;
-  kernels.push_back({"A block", block_round_kernel<false>, block_round_kernel<true>, kThreads, 1, 0});
-  kernels.push_back({"A.pull block", pull_round_kernel<false>, pull_round_kernel<true>, kThreads, 1, 0});
+  kernels.push_back({"A block", block_round_kernel<false, false>, block_round_kernel<true, false>, kThreads, 1, 0});
+  kernels.push_back({"A.pull block", block_round_kernel<false, true>, block_round_kernel<true, true>, kThreads, 1, 0});
   kernels.push_back(warp_variant<4, true>("B.reg warp"));
   kernels.push_back(warp_variant<4, false>("B.smem warp"));
 
