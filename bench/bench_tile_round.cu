@@ -1231,51 +1231,6 @@ struct SharedA {
   int h[2][kPad];
 };
 
-// push_sync_rounds with the early stop optional; returns the rounds run.
-template <bool kForce>
-__device__ __forceinline__ int block_rounds(SharedA& sh, int max_rounds, int tid, long long& ex, int& hm) {
-  const int lx = tid % kTileW;
-  const int ly = tid / kTileW;
-  const int me = (ly + 1) * kPadW + lx + 1;
-  int round = 0;
-  for (int par = 0; round < max_rounds; ++round, par ^= 1) {
-    int hn[8];
-#pragma unroll
-    for (int k = 0; k < 8; ++k) hn[k] = sh.h[par][me + dir_dy(k) * kPadW + dir_dx(k)];
-    const bool active = ex > 0 && hm < kInf;
-    if (active) {
-      unsigned int down[8];
-#pragma unroll
-      for (int k = 0; k < 8; ++k) down[k] = hn[k] < hm ? sh.res[k][tid] : 0U;
-      long long left = ex;
-#pragma unroll
-      for (int k = 0; k < 8; ++k) {
-        if (left > 0) {
-          const unsigned int r = down[k];
-          if (r != 0U) {
-            const long long amount = min(left, static_cast<long long>(r));
-            sh.res[k][tid] = r - static_cast<unsigned int>(amount);
-            const int nlx = lx + dir_dx(k);
-            const int nly = ly + dir_dy(k);
-            if (nlx >= 0 && nlx < kTileW && nly >= 0 && nly < kTileH) {
-              sh.res[k ^ 4][nly * kTileW + nlx] += static_cast<unsigned int>(amount);
-            }
-            const int nb = me + dir_dy(k) * kPadW + dir_dx(k);
-            atomicAdd(reinterpret_cast<unsigned long long*>(&sh.e[nb]), static_cast<unsigned long long>(amount));
-            left -= amount;
-          }
-        }
-      }
-      ex = left;
-    }
-    __syncthreads();
-    ex += sh.e[me];
-    sh.e[me] = 0;
-    if (!end_round<kForce>(sh.h[par ^ 1], me, relabel(sh.res, tid, hn, ex, hm), hm)) break;
-  }
-  return round < max_rounds ? round + 1 : max_rounds;
-}
-
 // Kernel A.pull: kernel A's round with no shared-memory atomics and no thread writing
 // another pixel's slots: a pushing pixel records what it sent in each direction in its
 // own outbox (every pixel writes all eight every round, zeros where it sent nothing),
@@ -1290,11 +1245,20 @@ struct SharedPull {
   int h[2][kPad];
 };
 
-template <bool kForce>
-__device__ __forceinline__ int pull_rounds(SharedPull& sh, int max_rounds, int tid, long long& ex, int& hm) {
+// The rounds of kernel A (push_sync_rounds of maxflow.cu: a pusher adds to the
+// receiver's residual and, by shared-memory atomics, to its inbox) or of A.pull
+// (kPull), with the early stop optional; returns the rounds run.
+template <bool kForce, bool kPull, class Shared>
+__device__ __forceinline__ int tile_rounds(Shared& sh, int max_rounds, int tid, long long& ex, int& hm) {
   const int lx = tid % kTileW;
   const int ly = tid / kTileW;
   const int me = (ly + 1) * kPadW + lx + 1;
+  const auto in_tile = [&](int k) {
+    const int nlx = lx + dir_dx(k);
+    const int nly = ly + dir_dy(k);
+    return nlx >= 0 && nlx < kTileW && nly >= 0 && nly < kTileH;
+  };
+  const auto neighbour = [&](int k) { return (ly + dir_dy(k)) * kTileW + lx + dir_dx(k); };
   int round = 0;
   for (int par = 0; round < max_rounds; ++round, par ^= 1) {
     int hn[8];
@@ -1312,33 +1276,34 @@ __device__ __forceinline__ int pull_rounds(SharedPull& sh, int max_rounds, int t
         if (left > 0 && r != 0U) {
           const long long amount = min(left, static_cast<long long>(r));
           sh.res[k][tid] = r - static_cast<unsigned int>(amount);
-          sent[k] = static_cast<unsigned int>(amount);
-          left -= amount;
-          const int nlx = lx + dir_dx(k);
-          const int nly = ly + dir_dy(k);
-          if (nlx < 0 || nlx >= kTileW || nly < 0 || nly >= kTileH) {
+          if constexpr (kPull) sent[k] = static_cast<unsigned int>(amount);
+          if (!kPull && in_tile(k)) sh.res[k ^ 4][neighbour(k)] += static_cast<unsigned int>(amount);
+          if (!kPull || !in_tile(k)) {
             atomicAdd(reinterpret_cast<unsigned long long*>(&sh.e[me + dir_dy(k) * kPadW + dir_dx(k)]),
                       static_cast<unsigned long long>(amount));
           }
+          left -= amount;
         }
       }
       ex = left;
     }
+    if constexpr (kPull) {
 #pragma unroll
-    for (int k = 0; k < 8; ++k) sh.out[k][tid] = sent[k];
-    __syncthreads();
-    // What the neighbour in direction k sent this way (its direction k ^ 4).
+      for (int k = 0; k < 8; ++k) sh.out[k][tid] = sent[k];
+      __syncthreads();
+      // What the neighbour in direction k sent this way (its direction k ^ 4).
 #pragma unroll
-    for (int k = 0; k < 8; ++k) {
-      const int nlx = lx + dir_dx(k);
-      const int nly = ly + dir_dy(k);
-      if (nlx >= 0 && nlx < kTileW && nly >= 0 && nly < kTileH) {
-        const unsigned int in = sh.out[k ^ 4][nly * kTileW + nlx];
+      for (int k = 0; k < 8; ++k) {
+        const unsigned int in = in_tile(k) ? sh.out[k ^ 4][neighbour(k)] : 0U;
         if (in != 0U) {
           ex += in;
           sh.res[k][tid] += in;
         }
       }
+    } else {
+      __syncthreads();
+      ex += sh.e[me];
+      sh.e[me] = 0;
     }
     if (!end_round<kForce>(sh.h[par ^ 1], me, relabel(sh.res, tid, hn, ex, hm), hm)) break;
   }
@@ -1365,11 +1330,7 @@ __global__ void __launch_bounds__(kThreads, 2) block_round_kernel(TileArgs a) {
   for (int k = 0; k < 8; ++k) sh.res[k][tid] = a.res[(t * 8 + k) * kPix + tid];
   int rounds = 0;
   if (__syncthreads_or(ex > 0 && hm < kInf)) {
-    if constexpr (kPull) {
-      rounds = pull_rounds<kForce>(sh, a.max_rounds, tid, ex, hm);
-    } else {
-      rounds = block_rounds<kForce>(sh, a.max_rounds, tid, ex, hm);
-    }
+    rounds = tile_rounds<kForce, kPull>(sh, a.max_rounds, tid, ex, hm);
   }
   a.out_excess[t * kPix + tid] = ex;
   a.out_height[t * kPix + tid] = hm;
