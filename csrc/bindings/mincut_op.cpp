@@ -47,6 +47,23 @@ bool solve_until_refused(int64_t batch, const Solve& solve) {
   return refused.load();
 }
 
+// The pair form's call: symmetric int32 source, sink and edges read as they are (made
+// contiguous and held here), and the outputs, a uint8 cut of `cut_shape` and a flow per
+// graph, shared by the 2D and 3D paths below.
+struct PairCall {
+  at::Tensor src, snk, edg, cut, flows;
+  PairCall(const at::Tensor& source, const at::Tensor& sink, const at::Tensor& edges, at::IntArrayRef cut_shape)
+      : src(source.contiguous()),
+        snk(sink.contiguous()),
+        edg(edges.contiguous()),
+        cut(at::empty(cut_shape, source.options().dtype(at::kByte))),
+        flows(at::empty({cut_shape[0]}, source.options().dtype(at::kLong))) {}
+  const int32_t* source() const { return src.data_ptr<int32_t>(); }
+  const int32_t* sink() const { return snk.data_ptr<int32_t>(); }
+  const int32_t* edges() const { return edg.data_ptr<int32_t>(); }
+  std::tuple<at::Tensor, at::Tensor> result() const { return {cut.view(at::kBool), flows}; }
+};
+
 // Symmetric int32 input, the common case, needs no reduction: the solver reads the
 // user's source, sink (its pair form) and edges as they are and checks the bounds as
 // it fills its arrays, so the call reads the input once, where a checking pass that
@@ -56,14 +73,12 @@ bool solve_until_refused(int64_t batch, const Solve& solve) {
 // the other path.
 std::tuple<at::Tensor, at::Tensor> mincut_grid_cpu_pair(const MincutShape& s, const at::Tensor& source,
                                                         const at::Tensor& sink, const at::Tensor& edges) {
-  const at::Tensor src = source.contiguous(), snk = sink.contiguous(), edg = edges.contiguous();
-  at::Tensor cut = at::empty({s.batch, s.height, s.width}, source.options().dtype(at::kByte));
-  at::Tensor flows = at::empty({s.batch}, source.options().dtype(at::kLong));
-  int64_t* const flow = flows.data_ptr<int64_t>();
-  uint8_t* const side = cut.data_ptr<uint8_t>();
-  const int32_t* const sp = src.data_ptr<int32_t>();
-  const int32_t* const tp = snk.data_ptr<int32_t>();
-  const int32_t* const ep = edg.data_ptr<int32_t>();
+  const PairCall call(source, sink, edges, {s.batch, s.height, s.width});
+  int64_t* const flow = call.flows.data_ptr<int64_t>();
+  uint8_t* const side = call.cut.data_ptr<uint8_t>();
+  const int32_t* const sp = call.source();
+  const int32_t* const tp = call.sink();
+  const int32_t* const ep = call.edges();
   const int64_t hw = s.height * s.width, kk = s.neighbours;
   const bool refused = solve_until_refused(s.batch, [&](int64_t b) {
     grabcut::GridGraphView graph;
@@ -81,7 +96,7 @@ std::tuple<at::Tensor, at::Tensor> mincut_grid_cpu_pair(const MincutShape& s, co
     TORCH_INTERNAL_ASSERT(first.b != INT64_MAX, "mincut_grid: the solver's and the exact check disagree");
     detail::throw_mincut_error(first);
   }
-  return {cut.view(at::kBool), flows};
+  return call.result();
 }
 
 std::tuple<at::Tensor, at::Tensor> mincut_grid_cpu(const at::Tensor& source, const at::Tensor& sink,
@@ -120,14 +135,12 @@ grabcut::Grid3dMaxflowSolver& thread_solver3d() {
 // graph as given; find_first_error3d names the first error if it found one.
 std::tuple<at::Tensor, at::Tensor> mincut_grid3d_cpu_pair(const Mincut3dShape& s, const at::Tensor& source,
                                                           const at::Tensor& sink, const at::Tensor& edges) {
-  const at::Tensor src = source.contiguous(), snk = sink.contiguous(), edg = edges.contiguous();
-  at::Tensor cut = at::empty({s.batch, s.depth, s.height, s.width}, source.options().dtype(at::kByte));
-  at::Tensor flows = at::empty({s.batch}, source.options().dtype(at::kLong));
-  int64_t* const flow = flows.data_ptr<int64_t>();
-  uint8_t* const side = cut.data_ptr<uint8_t>();
-  const int32_t* const sp = src.data_ptr<int32_t>();
-  const int32_t* const tp = snk.data_ptr<int32_t>();
-  const int32_t* const ep = edg.data_ptr<int32_t>();
+  const PairCall call(source, sink, edges, {s.batch, s.depth, s.height, s.width});
+  int64_t* const flow = call.flows.data_ptr<int64_t>();
+  uint8_t* const side = call.cut.data_ptr<uint8_t>();
+  const int32_t* const sp = call.source();
+  const int32_t* const tp = call.sink();
+  const int32_t* const ep = call.edges();
   const int64_t n = s.depth * s.height * s.width;
   const bool refused = solve_until_refused(s.batch, [&](int64_t b) {
     grabcut::Grid3dGraphView graph;
@@ -141,7 +154,7 @@ std::tuple<at::Tensor, at::Tensor> mincut_grid3d_cpu_pair(const Mincut3dShape& s
     flow[b] = thread_solver3d().solve(graph, side + b * n);
   });
   if (refused) detail::throw_mincut_error(detail::find_first_error3d<int32_t>(s, sp, tp, ep, nullptr));
-  return {cut.view(at::kBool), flows};
+  return call.result();
 }
 
 // 3D, 6-connected, on the CPU: int64 or asymmetric input through the reduction
