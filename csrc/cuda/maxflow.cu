@@ -286,9 +286,9 @@ __device__ __forceinline__ unsigned int load_residual(const SolverArgs& a, const
 }
 
 struct __align__(16) Shared {
-  unsigned int res[8][kThreads];
+  unsigned int out[8][kThreads];   // what each pixel pushed along each arc in this round
   unsigned int res0[8][kThreads];  // the residuals when push_tile loaded the tile
-  long long e[kPad];
+  long long e[kPad];  // the halo's inflow at the end of a push visit
   int h[2][kPad];  // two label buffers (see bfs_tile and push_tile)
   long long red[kThreads / 32];
   int list[kThreads];  // tiles of this block that need work in the current sweep
@@ -555,22 +555,23 @@ __device__ void keep_unfinished_graphs_live(const SolverArgs& a, int sweep, int 
   }
 }
 
-// ---------------------------------------------------------------- push-relabel
-// Region heights (MaxflowSchedule::region): the exact distance of every pixel of the
-// tile loaded into sh to a sink pixel of the tile (excess < 0) or out through its
-// frozen halo, over the arcs with residual capacity (relax_to_fixpoint, bfs_tile's
-// relaxation, with the current residuals). ex is this thread's pixel's excess;
-// returns its height. On return both buffers hold the same heights, so a round may
-// read either.
-__device__ __forceinline__ int relax_in_tile(Shared& sh, bool valid, int tid, long long ex) {
-  const int me = (tid / kTileW + 1) * kPadW + tid % kTileW + 1;
+// The arcs of this pixel with residual capacity left (bit k: direction k).
+__device__ __forceinline__ unsigned int residual_mask(const unsigned int (&res)[8]) {
   unsigned int mask = 0;
-  if (valid) {
 #pragma unroll
-    for (int k = 0; k < 8; ++k) {
-      if (sh.res[k][tid] != 0U) mask |= 1U << k;
-    }
+  for (int k = 0; k < 8; ++k) {
+    if (res[k] != 0U) mask |= 1U << k;
   }
+  return mask;
+}
+
+// Region heights: the exact distances from every pixel of the tile loaded into sh to
+// a sink pixel of the tile (excess < 0) or out through its frozen halo, over the arcs
+// in `mask` (this pixel's arcs with residual capacity; relax_to_fixpoint, bfs_tile's
+// relaxation). ex is this thread's pixel's excess; returns its height. On return both
+// buffers hold the same heights, so a round may read either.
+__device__ __forceinline__ int relax_in_tile(Shared& sh, bool valid, int tid, long long ex, unsigned int mask) {
+  const int me = (tid / kTileW + 1) * kPadW + tid % kTileW + 1;
   int d = valid && ex < 0 ? 0 : kInf;
   __syncthreads();  // every thread is done reading the heights of the round before
   sh.h[0][me] = d;
@@ -581,57 +582,55 @@ __device__ __forceinline__ int relax_in_tile(Shared& sh, bool valid, int tid, lo
 }
 
 // The synchronous push-relabel rounds of push_tile, up to local_rounds, on the tile
-// loaded into sh; valid, ex and hm are this thread's pixel's (tid = ly * kTileW + lx),
-// ex and hm updated on return. Returns the index of the last round run (local_rounds
-// if every round ran). This pixel's excess and height live in registers: only this thread changes them,
-// except for what neighbours push in, which they add to the pixel's inbox sh.e[me]
-// in the push phase and this thread collects (and empties) in the relabel phase.
-// The neighbours' heights come from label buffer `par` and a new height goes to
-// the other buffer (so a round needs two barriers).
+// loaded into sh; valid, ex, hm and res are this thread's pixel's (tid = ly * kTileW +
+// lx: its excess, height and the residuals of its 8 arcs), updated on return.
+// Returns the index of the last round run (local_rounds if every round ran).
+// Every pixel's state lives in its own thread's registers and only that thread
+// changes it: a round's push phase writes what the pixel sent along each arc to its
+// outbox sh.out (zeros where it sent nothing), and after the barrier every pixel takes
+// in what its in-tile neighbours sent it, which adds to its excess and to its residual
+// back towards the sender. No shared-memory atomics and no thread writes another's
+// state, so a round costs a few instructions an arc. What went into the halo needs no
+// bookkeeping here: a halo pixel never pushes back within a visit, so push_tile reads
+// it off the residuals at the end (res0 - res). The neighbours' heights come from label
+// buffer `par` and a new height goes to the other buffer (so a round needs two
+// barriers).
 template <bool kRegion>
 __device__ __forceinline__ int push_sync_rounds(Shared& sh, int local_rounds, bool valid, int tid, long long& ex,
-                                                int& hm) {
+                                                int& hm, unsigned int (&res)[8]) {
   const int lx = tid % kTileW;
   const int ly = tid / kTileW;
   const int me = (ly + 1) * kPadW + lx + 1;
+  // The directions whose neighbour is a pixel of this tile (its outbox is read).
+  unsigned int inner = 0;
+#pragma unroll
+  for (int k = 0; k < 8; ++k) {
+    const int nlx = lx + dir_dx(k);
+    const int nly = ly + dir_dy(k);
+    if (nlx >= 0 && nlx < kTileW && nly >= 0 && nly < kTileH) inner |= 1U << k;
+  }
+  bool dirty = true;  // the outbox may hold something other than zeros
   int round = 0;
   for (int par = 0; round < local_rounds; ++round, par ^= 1) {
     int hn[8];
 #pragma unroll
     for (int k = 0; k < 8; ++k) hn[k] = sh.h[par][me + dir_dy(k) * kPadW + dir_dx(k)];
-    // Push: to every residual neighbour strictly lower. A residual is read only
-    // towards a strictly lower neighbour, which cannot be pushing back along it in
-    // the same phase (it would need to be higher), so no residual is read while
-    // another thread adds to it.
+    // Push: to every residual neighbour strictly lower, directions 0..7 in turn.
     const bool active = valid && ex > 0 && hm < kInf;
     bool pushed = false;
-    if (active) {
-      // The residuals towards lower neighbours, loaded together (no load waits for
-      // the previous push's arithmetic).
-      unsigned int down[8];
-#pragma unroll
-      for (int k = 0; k < 8; ++k) down[k] = hn[k] < hm ? sh.res[k][tid] : 0U;
-      long long left = ex;
+    if (active || dirty) {
+      long long left = active ? ex : 0;
 #pragma unroll
       for (int k = 0; k < 8; ++k) {
-        if (left > 0) {
-          const unsigned int r = down[k];
-          if (r != 0U) {
-            const long long amount = min(left, static_cast<long long>(r));
-            sh.res[k][tid] = r - static_cast<unsigned int>(amount);
-            const int nlx = lx + dir_dx(k);
-            const int nly = ly + dir_dy(k);
-            if (nlx >= 0 && nlx < kTileW && nly >= 0 && nly < kTileH) {
-              sh.res[k ^ 4][nly * kTileW + nlx] += static_cast<unsigned int>(amount);
-            }
-            const int nb = me + dir_dy(k) * kPadW + dir_dx(k);
-            atomicAdd(reinterpret_cast<unsigned long long*>(&sh.e[nb]), static_cast<unsigned long long>(amount));
-            left -= amount;
-            pushed = true;
-          }
-        }
+        const unsigned int r = hn[k] < hm ? res[k] : 0U;
+        const auto amount = static_cast<unsigned int>(min(left, static_cast<long long>(r)));
+        res[k] -= amount;
+        left -= amount;
+        sh.out[k][tid] = amount;
+        pushed = pushed || amount != 0U;
       }
-      ex = left;
+      ex = active ? left : ex;
+      dirty = active;
     }
     bool any_pushed = true;
     if constexpr (kRegion) {
@@ -639,29 +638,36 @@ __device__ __forceinline__ int push_sync_rounds(Shared& sh, int local_rounds, bo
     } else {
       __syncthreads();
     }
+    // Take in what the in-tile neighbours sent (neighbour k sent it along k ^ 4).
+    if (valid) {
+#pragma unroll
+      for (int k = 0; k < 8; ++k) {
+        if (inner & (1U << k)) {
+          const unsigned int in = sh.out[k ^ 4][tid + dir_dy(k) * kTileW + dir_dx(k)];
+          res[k] += in;
+          ex += in;
+        }
+      }
+    }
     // Relabel: an active pixel with no strictly lower residual neighbour rises to one
     // above its lowest residual neighbour (kInf if it has none). All pixels decide
     // from the heights the push phase saw.
     bool still = false;
-    if (valid) {
-      ex += sh.e[me];
-      sh.e[me] = 0;
-      if (ex > 0 && hm < kInf) {
-        int m = kInf;
+    if (valid && ex > 0 && hm < kInf) {
+      int m = kInf;
 #pragma unroll
-        for (int k = 0; k < 8; ++k) {
-          if (sh.res[k][tid] != 0U) m = min(m, hn[k]);
-        }
-        if (m >= hm) hm = m >= kInf - 1 ? kInf : m + 1;
-        still = hm < kInf;
+      for (int k = 0; k < 8; ++k) {
+        if (res[k] != 0U) m = min(m, hn[k]);
       }
+      if (m >= hm) hm = m >= kInf - 1 ? kInf : m + 1;
+      still = hm < kInf;
     }
     sh.h[par ^ 1][me] = hm;
     if (!__syncthreads_or(still)) break;
     // Region heights: a round that moved nothing ends on exact heights again (the
     // relabels of a stalled round only climb one step at a time towards them).
     if (kRegion && !any_pushed) {
-      hm = relax_in_tile(sh, valid, tid, ex);
+      hm = relax_in_tile(sh, valid, tid, ex, residual_mask(res));
       if (!__syncthreads_or(valid && ex > 0 && hm < kInf)) break;
     }
   }
@@ -687,7 +693,6 @@ __device__ void push_tile(const SolverArgs& a, int t, int sweep, Shared& sh) {
     h0 = __ldcg(a.height + p);
   }
   if (!__syncthreads_or(valid && e0 > 0 && h0 < kInf)) return;
-  sh.e[me] = 0;
   sh.h[0][me] = h0;
   for_each_halo_slot(c, [&](int i, int gx, int gy) {
     const int hv = in_grid(c, gx, gy) ? halo_height<kRegion>(__ldcg(a.height + pix(c, gx, gy))) : kInf;
@@ -695,17 +700,17 @@ __device__ void push_tile(const SolverArgs& a, int t, int sweep, Shared& sh) {
     sh.h[1][i] = hv;
     sh.e[i] = 0;
   });
+  unsigned int res[8];
 #pragma unroll
   for (int k = 0; k < 8; ++k) {
-    const unsigned int r = valid ? load_residual(a, c, x, y, p, k) : 0U;
-    sh.res[k][tid] = r;
-    sh.res0[k][tid] = r;  // in shared memory, not registers: the rounds need those
+    res[k] = valid ? load_residual(a, c, x, y, p, k) : 0U;
+    sh.res0[k][tid] = res[k];  // in shared memory, not registers: the rounds need those
   }
   __syncthreads();
   long long ex = e0;
   // Region heights: the visit starts from the exact heights inside the tile.
-  int hm = kRegion ? relax_in_tile(sh, valid, tid, ex) : h0;
-  const int round = push_sync_rounds<kRegion>(sh, a.local_rounds, valid, tid, ex, hm);
+  int hm = kRegion ? relax_in_tile(sh, valid, tid, ex, residual_mask(res)) : h0;
+  const int round = push_sync_rounds<kRegion>(sh, a.local_rounds, valid, tid, ex, hm, res);
   profile_add(a.header, kPushRounds, static_cast<unsigned long long>(min(round + 1, a.local_rounds)));
   profile_add(a.header, kPushVisitsRun, 1ULL);
   profile_add(a.header, kPushVisitsCapped, round == a.local_rounds ? 1ULL : 0ULL);
@@ -716,21 +721,27 @@ __device__ void push_tile(const SolverArgs& a, int t, int sweep, Shared& sh) {
     if (hm != h0) __stcg(a.height + p, hm);
 #pragma unroll
     for (int k = 0; k < 8; ++k) {
-      const unsigned int rf = sh.res[k][tid];
+      const unsigned int rf = res[k];
       const unsigned int r0 = sh.res0[k][tid];
       if (rf == r0) continue;
+      const int nlx = lx + dir_dx(k);
+      const int nly = ly + dir_dy(k);
+      const bool inner = nlx >= 0 && nlx < kTileW && nly >= 0 && nly < kTileH;
+      // Into the halo: all of r0 - rf went to that pixel (it never pushed back).
+      if (!inner) {
+        atomicAdd(reinterpret_cast<unsigned long long*>(&sh.e[me + dir_dy(k) * kPadW + dir_dx(k)]),
+                  static_cast<unsigned long long>(r0 - rf));
+      }
       if (k < 4) {
         atomicAdd(a.flow + static_cast<long long>(k) * a.pixels + p, static_cast<int>(r0 - rf));
-      } else {
-        const int nlx = lx + dir_dx(k);
-        const int nly = ly + dir_dy(k);
-        if (nlx >= 0 && nlx < kTileW && nly >= 0 && nly < kTileH) continue;  // owner in tile writes it
+      } else if (!inner) {  // (an in-tile arc's owner writes its flow)
         const long long q = pix(c, x + dir_dx(k), y + dir_dy(k));
         atomicAdd(a.flow + static_cast<long long>(k - 4) * a.pixels + q, static_cast<int>(rf - r0));
       }
     }
     remain = ex > 0 && hm < kInf;
   }
+  const bool again = __syncthreads_or(remain);  // (and the halo's inflow is complete)
   bool sent = false;
   for_each_halo_slot(c, [&](int i, int gx, int gy) {
     const long long v = sh.e[i];
@@ -741,7 +752,6 @@ __device__ void push_tile(const SolverArgs& a, int t, int sweep, Shared& sh) {
     list_for_next_sweep(a, a.pmark, c.tile_start + nty * c.tiles_x + ntx, sweep);
     sent = true;
   });
-  const bool again = __syncthreads_or(remain);
   const bool any_sent = __syncthreads_or(sent);
   if (tid == 0 && (again || any_sent)) {
     if (again) list_for_next_sweep(a, a.pmark, t, sweep);
