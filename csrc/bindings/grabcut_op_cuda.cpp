@@ -76,7 +76,7 @@ std::tuple<std::vector<at::Tensor>, at::Tensor> grabcut_cuda_kernel(at::TensorLi
   try {
     grabcut::cuda::grabcut(batch.layout, batch.images.data_ptr<uint8_t>(), batch.masks.data_ptr<uint8_t>(),
                            model_out.data_ptr<double>(), workspace.data_ptr(), bytes, args.options,
-                           at::cuda::getCurrentCUDAStream());
+                           at::cuda::getCurrentCUDAStream(), grabcut::cuda::grabcut_schedule(batch.layout));
   } catch (const std::invalid_argument& e) {
     TORCH_CHECK_VALUE(false, e.what());
   }

@@ -20,6 +20,7 @@
 #include "cuda/gmm.h"
 #include "cuda/iteration.h"
 #include "cuda/maxflow.h"
+#include "cuda/maxflow_tile.h"
 #include "cuda/scratch.h"
 
 namespace grabcut::cuda {
@@ -79,6 +80,17 @@ std::size_t grabcut_workspace_bytes(const BatchLayout& layout, const GrabCutOpti
   WorkspaceCarver counter(nullptr, 0);
   carve_driver(layout, options, graph_descs(layout), counter);
   return counter.used();
+}
+
+MaxflowSchedule grabcut_schedule(const BatchLayout& layout) {
+  if (layout.batch() > 1) return region_schedule(/*checkerboard=*/true);
+  constexpr std::int64_t kRegionMinTiles = 256;
+  for (const BatchImage& im : layout.images) {
+    const std::int64_t tiles = (static_cast<std::int64_t>(im.width) + tile::kTileW - 1) / tile::kTileW *
+                               ((static_cast<std::int64_t>(im.height) + tile::kTileH - 1) / tile::kTileH);
+    if (tiles >= kRegionMinTiles) return region_schedule(/*checkerboard=*/false);
+  }
+  return {};
 }
 
 void grabcut(const BatchLayout& layout, const std::uint8_t* images, std::uint8_t* masks, double* models,

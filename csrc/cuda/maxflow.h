@@ -62,6 +62,18 @@ struct MaxflowSchedule {
   bool checkerboard = false;
 };
 
+// Region heights with 16 rounds a visit and 16 push sweeps between relabels, with or
+// without the checkerboard: the schedules that beat the defaults where the flow
+// travels far (large graphs, batches, segmentation graphs; bench/RESULTS.md, issue 33).
+inline MaxflowSchedule region_schedule(bool checkerboard) {
+  MaxflowSchedule s;
+  s.push_visits = 16;
+  s.local_rounds = 16;
+  s.region = true;
+  s.checkerboard = checkerboard;
+  return s;
+}
+
 // Bytes of device scratch memory maxflow_cuda needs for this batch (the solver's
 // state lives there between calls, which is what makes warm starts possible).
 std::size_t maxflow_workspace_bytes(const std::vector<GridDesc>& desc);
