@@ -13,9 +13,11 @@
 //   bench_maxflow_cuda tune [CAP]  instead, several (push visits, local rounds) with
 //                                 MaxflowSchedule::bfs_cap CAP (default 0), medians of 3
 //   bench_maxflow_cuda graphs FILE...  instead, each graph file (tests/common/graph_file.h;
-//                                 bench/mincut_bench.py --dump) solved cold under each
-//                                 picked schedule: median of 10 ms, its sweeps and
-//                                 relabels (the grid-wide barriers), checked as above
+//                                 bench/mincut_bench.py --dump, bench/cpu_bench.py --dump)
+//                                 solved cold under each picked schedule: median of 10
+//                                 ms, its sweeps and relabels (the grid-wide barriers),
+//                                 checked as above; with several files, the median, p90
+//                                 and most of both over the files
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -35,6 +37,7 @@
 #include "bench_schedules.h"
 #include "common/grabcut_graph.h"
 #include "common/graph_file.h"
+#include "common/percentile.h"
 #include "common/grid_graph.h"
 #include "core/maxflow.h"
 #include "cuda/check.h"
@@ -263,20 +266,32 @@ int run_graph_files(int argc, char** argv) {
   for (const auto& v : variants) std::printf(" | %-12s %5s %5s", v.key, "swp", "rel");
   std::printf("\n");
   bool ok = true;
+  std::vector<std::vector<double>> times(variants.size()), barriers(variants.size());
   for (int i = 2; i < argc; ++i) {
     Batch batch({grabcut::testing::read_graph_file(argv[i])});
     const std::string path = argv[i];
     std::printf("%-18s", path.substr(path.find_last_of('/') + 1).c_str());
-    for (const auto& v : variants) {
-      batch.schedule = v.schedule;
+    for (std::size_t v = 0; v < variants.size(); ++v) {
+      batch.schedule = variants[v].schedule;
       const float ms = median_ms(10, [] {}, [&] { batch.solve(false, nullptr); });
       const bool good = batch.verify();
       ok = ok && good;
       const auto st = batch.stats();
-      std::printf(" | %9.3f%-3s %5llu %5llu", ms, good ? "" : " !!", st.bfs_sweeps + st.push_sweeps + st.global_relabels,
-                  st.global_relabels);
+      const unsigned long long swp = st.bfs_sweeps + st.push_sweeps + st.global_relabels;
+      std::printf(" | %9.3f%-3s %5llu %5llu", ms, good ? "" : " !!", swp, st.global_relabels);
+      times[v].push_back(ms);
+      barriers[v].push_back(static_cast<double>(swp));
     }
     std::printf("\n");
+  }
+  if (argc > 3) {
+    std::printf("over %d graphs (median / p90 / most):\n", argc - 2);
+    for (std::size_t v = 0; v < variants.size(); ++v) {
+      using grabcut::testing::percentile;
+      std::printf("  %-14s ms %8.3f %8.3f %8.3f   swp %6.0f %6.0f %6.0f\n", variants[v].key, percentile(times[v], 0.5),
+                  percentile(times[v], 0.9), percentile(times[v], 1.0), percentile(barriers[v], 0.5),
+                  percentile(barriers[v], 0.9), percentile(barriers[v], 1.0));
+    }
   }
   std::printf("swp: BFS and push sweeps plus one check a relabel (the grid-wide barriers); rel: relabels\n");
   std::printf("cuts == CPU solver's, capacity == flow: %s\n", ok ? "yes" : "NO (BUG)");

@@ -3,6 +3,7 @@
     python bench/cpu_bench.py [--sizes 0.3,1,4] [--images 12] [--grabcut50 DIR]
     python bench/cpu_bench.py --maxflow [--images 12]
     python bench/cpu_bench.py --batch [--images 50] [--sizes 1]
+    python bench/cpu_bench.py --dump DIR [--images 50] [--sizes 1]
 
 The first GrabCut-50 images (read from ../shared/data/grabcut50, never copied) are
 scaled to each size (bicubic; the box scaled with them). For every image the same
@@ -15,6 +16,12 @@ cold solve: t-links from the k-means model of the box, OpenCV's n-links), ours o
 one thread against PyMaxflow (the reference Boykov-Kolmogorov) on the same integer
 graph, graph construction excluded on both sides, and checks that flow values and
 cuts are equal.
+
+With --dump DIR it times nothing: it writes the first graph of each image's GrabCut
+call (as --maxflow solves it) at the first of --sizes to DIR/NAME.tgcg, a graph file for
+the torch-free benchmarks (bench_maxflow_cuda graphs DIR/*.tgcg: each graph's cold
+solve under the max-flow schedules, its time and grid-wide barriers, issue 33's
+per-image figures).
 
 With --batch it times one list call of all the images (the batch path, which spreads
 images over threads) on one thread and on every thread, alternating, and checks that
@@ -34,6 +41,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 import torch
+from graph_file import write_graph_file
 
 import torchgrabcut
 from torchgrabcut.imageio import read_image
@@ -205,6 +213,15 @@ def bench_batch(root: Path, megapixels: float, count: int, rounds: int = 3) -> N
     )
 
 
+def dump_graphs(root: Path, megapixels: float, count: int, out: Path) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    for name, img, box in load_scaled(root, count, megapixels):
+        terminal, nlinks = first_graph(img, box)
+        path = out / f"{Path(name).stem}.tgcg"
+        write_graph_file(path, terminal, nlinks)
+        print(path, flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sizes", default="1", help="megapixels, comma-separated (default 1)")
@@ -213,11 +230,14 @@ def main() -> None:
     parser.add_argument("--maxflow", action="store_true", help="the max-flow alone against PyMaxflow")
     parser.add_argument("--batch", action="store_true", help="one list call on 1 thread against all threads")
     parser.add_argument("--rounds", type=int, default=3, help="--batch: rounds of both (default 3)")
+    parser.add_argument("--dump", type=Path, help="write the first graphs as graph files to this folder instead")
     args = parser.parse_args()
     if not (args.grabcut50 / "boxes.csv").is_file():
         sys.exit(f"GrabCut-50 not found at {args.grabcut50} (--grabcut50 DIR)")
     sizes = [float(s) for s in args.sizes.split(",")]
-    if args.maxflow:
+    if args.dump is not None:
+        dump_graphs(args.grabcut50, sizes[0], args.images, args.dump)
+    elif args.maxflow:
         for mp in sizes:
             bench_maxflow(args.grabcut50, mp, args.images)
     elif args.batch:

@@ -45,6 +45,7 @@ from typing import Any
 
 import numpy as np
 import torch
+from graph_file import write_graph_file
 from PIL import Image, ImageFilter
 
 import torchgrabcut
@@ -301,11 +302,7 @@ def dump_graphs(items: list[Item], args: argparse.Namespace) -> None:
             source, sink, edges = segmentation_graph(image, box, args, k, seed=i)
             net, nlinks = solver_form(torch.from_numpy(source), torch.from_numpy(sink), torch.from_numpy(edges))
             path = args.dump / f"{Path(name).stem}-{2 * k}.tgcg"
-            with open(path, "wb") as f:
-                f.write(b"TGCG1\n")
-                f.write(np.array(net.shape[1:], "<i4").tobytes())
-                f.write(net.numpy().astype("<i4").tobytes())
-                f.write(nlinks.numpy().astype("<i4").tobytes())
+            write_graph_file(path, net[0].numpy(), nlinks[0].numpy())
             print(path)
 
 
