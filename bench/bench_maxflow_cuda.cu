@@ -192,12 +192,9 @@ float median_ms(int runs, const std::function<void()>& setup, const std::functio
   return t[t.size() / 2];
 }
 
-void print_stats(const char* what, const Batch& batch) {
-  const auto s = batch.stats();
-  std::printf("  %-22s relabels %llu (%llu capped)  bfs sweeps %llu  push sweeps %llu  bfs tiles %llu  push tiles %llu"
-              "  blocks %llu\n",
-              what, s.global_relabels, s.capped_relabels, s.bfs_sweeps, s.push_sweeps, s.bfs_tiles, s.push_tiles,
-              s.grid_blocks);
+// The phase profile of a solve (a GRABCUT_MAXFLOW_PHASE_CLOCK build: bench_maxflow_cuda_phases;
+// nothing otherwise).
+void print_phases(const grabcut::cuda::detail::MaxflowStats& s) {
   if (s.bfs_ns + s.check_ns + s.push_ns > 0) {
     const double blocks = static_cast<double>(s.grid_blocks);
     std::printf("  %-22s phases: bfs %.3f ms (blocks busy %.0f%%)  check %.3f ms  push %.3f ms (busy %.0f%%)\n", "",
@@ -207,6 +204,15 @@ void print_stats(const char* what, const Batch& batch) {
                 s.push_visits_run, s.push_visits_capped,
                 static_cast<double>(s.push_rounds) / static_cast<double>(s.push_visits_run + 1));
   }
+}
+
+void print_stats(const char* what, const Batch& batch) {
+  const auto s = batch.stats();
+  std::printf("  %-22s relabels %llu (%llu capped)  bfs sweeps %llu  push sweeps %llu  bfs tiles %llu  push tiles %llu"
+              "  blocks %llu\n",
+              what, s.global_relabels, s.capped_relabels, s.bfs_sweeps, s.push_sweeps, s.bfs_tiles, s.push_tiles,
+              s.grid_blocks);
+  print_phases(s);
 }
 
 struct Results {
@@ -267,6 +273,7 @@ int run_graph_files(int argc, char** argv) {
   std::printf("\n");
   bool ok = true;
   std::vector<std::vector<double>> times(variants.size()), barriers(variants.size());
+  std::vector<grabcut::cuda::detail::MaxflowStats> stats(variants.size());
   for (int i = 2; i < argc; ++i) {
     Batch batch({grabcut::testing::read_graph_file(argv[i])});
     const std::string path = argv[i];
@@ -281,8 +288,15 @@ int run_graph_files(int argc, char** argv) {
       std::printf(" | %9.3f%-3s %5llu %5llu", ms, good ? "" : " !!", swp, st.global_relabels);
       times[v].push_back(ms);
       barriers[v].push_back(static_cast<double>(swp));
+      stats[v] = st;
     }
     std::printf("\n");
+    for (std::size_t v = 0; v < variants.size(); ++v) {
+      if (stats[v].bfs_ns + stats[v].push_ns == 0) continue;
+      std::printf("  %s: bfs sweeps %llu, push sweeps %llu, bfs tiles %llu, push tiles %llu\n", variants[v].key,
+                  stats[v].bfs_sweeps, stats[v].push_sweeps, stats[v].bfs_tiles, stats[v].push_tiles);
+      print_phases(stats[v]);
+    }
   }
   if (argc > 3) {
     std::printf("over %d graphs (median / p90 / most):\n", argc - 2);

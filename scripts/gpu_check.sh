@@ -30,7 +30,8 @@
 #                                 (bench/cpu_bench.py --dump), each solved cold under the
 #                                 schedules (default: v0.13c's, region heights with and
 #                                 without the checkerboard): ms and grid-wide barriers per
-#                                 image, median, p90, most (needs build)
+#                                 image, median, p90, most (needs build); PHASES=1 with
+#                                 seggraphs and gcgraphs: each solve's phase profile too
 #   cpubatch                      the CPU backend on this machine's cores (issue 21): one list
 #                                 call of GrabCut-50 scaled to 1 MP, 1 thread against all; the
 #                                 graph cuts' call, one graph and a batch, 1 thread against all
@@ -273,24 +274,28 @@ if [[ " $STEPS " == *" roundbench "* ]]; then
   fi
 fi
 
+# The graph-file steps' benchmark: PHASES=1 takes the profiling build, which also prints
+# each solve's phases (BFS, check and push time, blocks busy, rounds a visit).
+GRAPHS_BENCH=bench_maxflow_cuda
+[[ ${PHASES:-0} == 1 ]] && GRAPHS_BENCH=bench_maxflow_cuda_phases
 if [[ " $STEPS " == *" seggraphs "* ]]; then
   step "issue 36's 1 MP segmentation graphs under each max-flow schedule (torch-free solve)"
-  build_gpu "$LOGS/seggraphs_build.log" bench_maxflow_cuda
+  build_gpu "$LOGS/seggraphs_build.log" "$GRAPHS_BENCH"
   # The graphs come from the Python bench (the extension must be built: STEPS="build seggraphs").
   python3 bench/mincut_bench.py --dump /tmp/seggraphs --images "${SEG_IMAGES:-6}" --grabcut50 data/grabcut50 > "$LOGS/seggraphs_dump.log" 2>&1 \
     || { tail -5 "$LOGS/seggraphs_dump.log"; status=1; }
-  timeout 300 build-gpu/bench_maxflow_cuda graphs /tmp/seggraphs/*.tgcg 2>&1 | tee "$LOGS/seggraphs.log" | tail -16
+  timeout 300 "build-gpu/$GRAPHS_BENCH" graphs /tmp/seggraphs/*.tgcg 2>&1 | tee "$LOGS/seggraphs.log" | tail -16
   [[ ${PIPESTATUS[0]} -eq 0 ]] || status=1
 fi
 
 if [[ " $STEPS " == *" gcgraphs "* ]]; then
   step "GrabCut-50's first graphs at 1 MP, cold, under each max-flow schedule: time and grid-wide barriers per image (issue 33)"
-  build_gpu "$LOGS/gcgraphs_build.log" bench_maxflow_cuda
+  build_gpu "$LOGS/gcgraphs_build.log" "$GRAPHS_BENCH"
   # The graphs come from the Python bench (the extension must be built: STEPS="build gcgraphs").
   python3 bench/cpu_bench.py --dump /tmp/gcgraphs --images "${GC_IMAGES:-50}" --sizes 1 --grabcut50 data/grabcut50 \
     > "$LOGS/gcgraphs_dump.log" 2>&1 || { tail -5 "$LOGS/gcgraphs_dump.log"; status=1; }
   GRABCUT_BENCH_SCHEDULES=${GRABCUT_BENCH_SCHEDULES:-q0c12r12g,q0c12r16gR,q0c12r16gRC} \
-    timeout 400 build-gpu/bench_maxflow_cuda graphs /tmp/gcgraphs/*.tgcg 2>&1 | tee "$LOGS/gcgraphs.log" | tail -8
+    timeout 400 "build-gpu/$GRAPHS_BENCH" graphs /tmp/gcgraphs/*.tgcg 2>&1 | tee "$LOGS/gcgraphs.log" | tail -8
   [[ ${PIPESTATUS[0]} -eq 0 ]] || status=1
 fi
 
