@@ -47,12 +47,14 @@
 //    and its tiles are left out of every later relabel and check ("retired"), so a
 //    batch's easy graphs stop costing sweeps while a hard one is still solving.
 //  * push sweeps (up to push_visits between global relabels): each tile that has, or
-//    just received, active pixels loads its heights, residuals and the halo heights
-//    into shared memory (each pixel's own excess and height into its thread's
+//    just received, active pixels loads its heights and the halo heights into shared
+//    memory (each pixel's own excess, height and 8 residuals into its thread's
 //    registers) and runs up to local_rounds rounds of synchronous
 //    push (to any residual neighbour strictly lower) and relabel (to 1 + the lowest
-//    residual neighbour). Pushes into the halo go to the neighbour tile's pixels by
-//    global integer atomics; flows and excesses are written back as atomic deltas.
+//    residual neighbour); a pixel sends through per-arc outboxes and takes in what its
+//    neighbours sent, so no thread writes another's state. What went into the halo
+//    goes to the neighbour tile's pixels by global integer atomics; flows and excesses
+//    are written back as atomic deltas.
 //    Two tiles never consume the same directed residual (only the tail of an arc
 //    pushes along it), so capacities hold under any interleaving.
 // MaxflowSchedule::region (issue 33's region discharge, after Shekhovtsov and Hlavac's
