@@ -144,6 +144,12 @@ constexpr int kStrongPasses = 2;
 // A push sweep runs only if its seeds can take at least 1 / kMinSeedShare of the
 // source residual (see push_toward_sinks).
 constexpr std::int64_t kMinSeedShare = 8;
+// Whether a push sweep whose seeds can take seed_capacity of the source residual
+// excess_total is worth its passes (see push_toward_sinks).
+bool sweep_pays(std::int64_t seed_capacity, std::int64_t excess_total) {
+  return excess_total != 0 && seed_capacity >= excess_total / kMinSeedShare;
+}
+
 // Strips of a parallel solve per thread (see solve_in_strips): more strips even out
 // strips of unequal cost (on 2 threads, a 1 MP segmentation graph whose halves
 // differ most: 1.4x one thread with 2 a thread, 1.9-2.0x with 3), and 4 lost on
@@ -222,9 +228,9 @@ void check_row(const GridGraphView& graph, int y) {
   }
 }
 
-// The first pixel of row y of a pair-form graph with a capacity out of range or a
-// node sum over graph.max_node_sum, reported; called once fill_row found one.
-[[noreturn]] void throw_bad_pair_row(const GridGraphView& graph, int y) {
+// The first pixel of row y with a capacity out of range (or, in the pair form, a node
+// sum over graph.max_node_sum), reported; called once fill_row found one.
+[[noreturn]] void throw_bad_row(const GridGraphView& graph, int y) {
   check_row(graph, y);
   throw std::logic_error("GridMaxflowSolver: row " + std::to_string(y) + " failed a check no pixel fails");
 }
@@ -360,17 +366,23 @@ struct GridCore {
     bool seed = false;
     std::int64_t seed_capacity = 0;
     std::int64_t excess_total = 0;
+    // A strong-only scan that seeds the trees and sums the source residual, its
+    // seeds left to collect_strong_seeds() (fill_rows_and_start).
+    bool deferred = false;
   };
   void start_scan(SweepScan& scan, bool strong_only, bool seed);
   void scan_row(SweepScan& scan, int y);
+  bool strong_sink(int p) const;
+  void collect_strong_seeds(SweepScan& scan);
   std::int64_t sweep(const SweepScan& scan, bool& skipped);
   void run_sweeps(int push_passes, const SweepScan* first_scan);
   void short_paths_row(int y);
   void short_paths_from(int p);
   void allocate(const GridGraphView& graph);
-  void fill_row(const GridGraphView& graph, int y);
+  std::int64_t fill_row(const GridGraphView& graph, int y);
   template <bool kPair>
-  void fill_row_of(const GridGraphView& graph, int y);
+  std::int64_t fill_row_of(const GridGraphView& graph, int y);
+  std::vector<std::int32_t> zero_row;  // fill_row's n-links off the grid
   void fill_and_start(const GridGraphView& graph, int push_passes);
   void fill_rows_and_start(const GridGraphView& graph, int push_passes);
   std::vector<std::int32_t> label;  // distances of push_toward_sinks()
@@ -481,92 +493,115 @@ void GridCore<K>::allocate(const GridGraphView& graph) {
 // terminals and the node sums, whose other n-links, owned by earlier pixels, are
 // checked already), and their nodes, cleared. It reads nothing of later rows, so a
 // row that throws has not been used.
+//
+// Returns the row's strong-sink bound: the sum of the sink residuals of its pixels
+// whose sink residual is at least their inflow (the residuals of the arcs into them,
+// here the capacities of their n-links, which the fill sums anyway). The short paths
+// lower a sink pixel's sink residual and its inflow by the same amount, so a pixel is
+// such a "strong" sink after them iff it was one here, with no more sink residual:
+// the bound is at least the seed capacity the first push sweep's scan finds, and
+// decides most skips without that scan's K arc loads a sink pixel (see
+// fill_rows_and_start).
 template <int K>
-void GridCore<K>::fill_row(const GridGraphView& graph, int y) {
-  if (graph.terminal != nullptr) {
-    fill_row_of<false>(graph, y);
-  } else {
-    fill_row_of<true>(graph, y);
-  }
+std::int64_t GridCore<K>::fill_row(const GridGraphView& graph, int y) {
+  return graph.terminal != nullptr ? fill_row_of<false>(graph, y) : fill_row_of<true>(graph, y);
 }
 
 template <int K>
 template <bool kPair>
-void GridCore<K>::fill_row_of(const GridGraphView& graph, int y) {
+std::int64_t GridCore<K>::fill_row_of(const GridGraphView& graph, int y) {
   const int h = graph.height;
   const int w = graph.width;
-  const std::int32_t* const right = graph.nlink[kRight];
-  const std::int32_t* const down_right = graph.nlink[kDownRight];
-  const std::int32_t* const down = graph.nlink[kDown];
-  const std::int32_t* const down_left = graph.nlink[kDownLeft];
-  std::int32_t* const rc = residual.data();
+  const std::size_t row = static_cast<std::size_t>(y) * static_cast<std::size_t>(w);
+  // Rows of n-links off the grid read as this row of zeros, so that the loop over the
+  // row's inner pixels has no test; the first and last pixel mask their left and right.
+  if (zero_row.size() < static_cast<std::size_t>(w) + 2) zero_row.assign(static_cast<std::size_t>(w) + 2, 0);
+  const std::int32_t* const zeros = zero_row.data() + 1;  // zeros[-1 .. w]
   const bool has_down = y + 1 < h;
   const bool has_up = y > 0;
-  // The pair form's checks, for the whole row: any bit 30 or 31 set in a capacity,
-  // any node sum over the bound. The loop stays free of branches.
-  std::uint32_t pair_bits = 0;
-  bool pair_over = false;
-  for (int x = 0; x < w; ++x) {
-    const bool has_right = x + 1 < w;
-    const bool has_left = x > 0;
-    const int i = y * w + x;
-    const int p = (y + 1) * stride + (x + 1);
-    std::int32_t* const r = rc + kNumDirections * p;
+  const std::int32_t* const right = graph.nlink[kRight] + row;
+  const std::int32_t* const down = has_down ? graph.nlink[kDown] + row : zeros;
+  const std::int32_t* const up = has_up ? graph.nlink[kDown] + row - w : zeros;
+  const std::int32_t* down_right = zeros;
+  const std::int32_t* down_left = zeros;
+  const std::int32_t* up_left = zeros;   // the n-links of row y - 1 to this row: up-left at x - 1,
+  const std::int32_t* up_right = zeros;  // up-right at x + 1
+  if constexpr (K == 8) {
+    if (has_down) {
+      down_right = graph.nlink[kDownRight] + row;
+      down_left = graph.nlink[kDownLeft] + row;
+    }
+    if (has_up) {
+      up_left = graph.nlink[kDownRight] + row - w;
+      up_right = graph.nlink[kDownLeft] + row - w;
+    }
+  }
+  const std::int32_t* const terminal = kPair ? nullptr : graph.terminal + row;
+  const std::int32_t* const source = kPair ? graph.source + row : nullptr;
+  const std::int32_t* const sink = kPair ? graph.sink + row : nullptr;
+  std::int32_t* const rc = residual.data() + static_cast<std::size_t>(kNumDirections) * ((y + 1) * stride + 1);
+  Node* const node = nodes.data() + (y + 1) * stride + 1;
+  const std::int64_t max_node_sum = graph.max_node_sum;
+  const auto bits = [](std::int32_t v) { return static_cast<std::uint32_t>(v); };
+  // The checks, for the whole row: any bit 30 or 31 set in a capacity, any node sum
+  // over the bound (pair form). The loop stays free of branches.
+  std::uint32_t any_bits = 0;
+  bool over = false;
+  std::int64_t strong = 0;
+  const auto pixel = [&](int x, bool left, bool right_in) {
     // Forward arcs come from this pixel's n-links, which are checked here; the
     // backward arcs read n-links of earlier pixels, checked already.
-    const std::int32_t c0 = has_right ? right[i] : 0;
-    const std::int32_t c2 = has_down ? down[i] : 0;
+    std::int32_t* const r = rc + kNumDirections * x;
+    const std::int32_t c0 = right_in ? right[x] : 0;
+    const std::int32_t c2 = down[x];
+    const std::int32_t l = left ? right[x - 1] : 0;
+    const std::int32_t u = up[x];
+    std::int64_t arcs = std::int64_t{c0} + c2 + l + u;
     if constexpr (K == 8) {
-      const std::int32_t c1 = has_right && has_down ? down_right[i] : 0;
-      const std::int32_t c3 = has_left && has_down ? down_left[i] : 0;
-      if constexpr (kPair) {
-        pair_bits |= static_cast<std::uint32_t>(c0) | static_cast<std::uint32_t>(c1) | static_cast<std::uint32_t>(c2) |
-                     static_cast<std::uint32_t>(c3);
-      } else if (out_of_range(static_cast<std::uint32_t>(c0) | static_cast<std::uint32_t>(c1) |
-                              static_cast<std::uint32_t>(c2) | static_cast<std::uint32_t>(c3))) {
-        throw_bad_nlink(c0, c1, c2, c3, y, x);
-      }
+      const std::int32_t c1 = right_in ? down_right[x] : 0;
+      const std::int32_t c3 = left ? down_left[x] : 0;
+      const std::int32_t ul = left ? up_left[x - 1] : 0;
+      const std::int32_t ur = right_in ? up_right[x + 1] : 0;
+      any_bits |= bits(c0) | bits(c1) | bits(c2) | bits(c3);
+      arcs += std::int64_t{c1} + c3 + ul + ur;
       r[0] = c0;
       r[1] = c1;
       r[2] = c2;
       r[3] = c3;
-      r[4] = has_left ? right[i - 1] : 0;
-      r[5] = has_left && has_up ? down_right[i - w - 1] : 0;
-      r[6] = has_up ? down[i - w] : 0;
-      r[7] = has_right && has_up ? down_left[i - w + 1] : 0;
+      r[4] = l;
+      r[5] = ul;
+      r[6] = u;
+      r[7] = ur;
     } else {
       // Only graphs whose diagonal n-links in the grid are all zero come here.
-      if constexpr (kPair) {
-        pair_bits |= static_cast<std::uint32_t>(c0) | static_cast<std::uint32_t>(c2);
-      } else if (out_of_range(static_cast<std::uint32_t>(c0) | static_cast<std::uint32_t>(c2))) {
-        throw_bad_nlink(c0, 0, c2, 0, y, x);
-      }
+      any_bits |= bits(c0) | bits(c2);
       r[0] = c0;
       r[1] = c2;
-      r[2] = has_left ? right[i - 1] : 0;
-      r[3] = has_up ? down[i - w] : 0;
+      r[2] = l;
+      r[3] = u;
     }
-
-    Node& n = nodes[p];
-    n = kClearedNode;
+    std::int32_t t;
     if constexpr (kPair) {
-      const std::int32_t source = graph.source[i];
-      const std::int32_t sink = graph.sink[i];
-      pair_bits |= static_cast<std::uint32_t>(source) | static_cast<std::uint32_t>(sink);
-      // The node's n-links are its K residuals. Every value is below 2^31 in
-      // magnitude, so the int64 sum cannot overflow, checked or not.
-      std::int64_t sum = std::int64_t{source} + sink;
-      for (int d = 0; d < kNumDirections; ++d) sum += r[d];
-      pair_over |= sum > graph.max_node_sum;
+      const std::int32_t s = source[x];
+      const std::int32_t k = sink[x];
+      any_bits |= bits(s) | bits(k);
+      // Every value is below 2^31 in magnitude, so the int64 sum cannot overflow,
+      // checked or not.
+      over |= std::int64_t{s} + k + arcs > max_node_sum;
       // Unsigned: values the row's check rejects may wrap, and are never used.
-      n.terminal = static_cast<std::int32_t>(static_cast<std::uint32_t>(source) - static_cast<std::uint32_t>(sink));
+      t = static_cast<std::int32_t>(bits(s) - bits(k));
     } else {
-      n.terminal = graph.terminal[i];
+      t = terminal[x];
     }
-  }
-  if constexpr (kPair) {
-    if (out_of_range(pair_bits) || pair_over) throw_bad_pair_row(graph, y);
-  }
+    node[x] = Node{t, 0, 0, kFree, kNoParent, 0, 0};
+    const std::int64_t sink_residual = -std::int64_t{t};
+    strong += sink_residual >= arcs ? std::max<std::int64_t>(sink_residual, 0) : 0;
+  };
+  pixel(0, false, w > 1);
+  for (int x = 1; x + 1 < w; ++x) pixel(x, true, true);
+  if (w > 1) pixel(w - 1, true, false);
+  if (out_of_range(any_bits) || over) throw_bad_row(graph, y);
+  return strong;
 }
 
 // Clears the search trees, the queues and the clock; keeps the
@@ -1005,12 +1040,24 @@ void GridCore<K>::start_scan(SweepScan& scan, bool strong_only, bool seed) {
 // The scan of push_toward_sinks() over row y: its seeds, their capacity, the source
 // residual, and (scan.seed) the trees' roots, activating those of row y - 1 (whose
 // neighbours are seeded now; sweep() activates the last row's). It reads the
-// residuals of rows y - 2 .. y + 1, which must be final.
+// residuals of rows y - 2 .. y + 1, which must be final. With scan.deferred it
+// leaves the seeds to collect_strong_seeds().
 template <int K>
 void GridCore<K>::scan_row(SweepScan& scan, int y) {
   Node* const node = nodes.data();
-  const std::int32_t* const rc = residual.data();
   std::vector<int>& seeds = orphans;
+  if (scan.deferred) {
+    Node* const row = node + (y + 1) * stride + 1;
+    std::uint8_t* const trees = seeded.row(y) + 1;
+    std::int64_t excess = 0;
+    for (int x = 0; x < width; ++x) {
+      excess += std::max(row[x].terminal, 0);
+      trees[x] = seed_node(row[x]);
+    }
+    scan.excess_total += excess;
+    if (y >= 1) activate_roots(y - 1);
+    return;
+  }
   std::uint8_t* const trees = scan.seed ? seeded.row(y) : nullptr;
   for (int x = 0; x < width; ++x) {
     const int p = (y + 1) * stride + (x + 1);
@@ -1019,12 +1066,7 @@ void GridCore<K>::scan_row(SweepScan& scan, int y) {
     if (t > 0) scan.excess_total += t;
     if (t < 0) {
       bool is_seed = !scan.strong_only;
-      if (scan.strong_only) {
-        // A sink residual no inflow can use up: the pixel stays a sink for good.
-        std::int64_t inflow = 0;
-        for (int d = 0; d < kNumDirections; ++d) inflow += rc[kNumDirections * (p + offset[d]) + opposite(d)];
-        is_seed = -std::int64_t{t} >= inflow;
-      }
+      if (scan.strong_only) is_seed = strong_sink(p);
       if (is_seed) {
         scan.seed_capacity -= t;
         seeds.push_back(p);
@@ -1034,13 +1076,39 @@ void GridCore<K>::scan_row(SweepScan& scan, int y) {
   if (scan.seed && y >= 1) activate_roots(y - 1);
 }
 
+// A sink pixel whose sink residual no inflow can use up: it stays a sink for good.
+template <int K>
+bool GridCore<K>::strong_sink(int p) const {
+  const std::int32_t* const rc = residual.data();
+  std::int64_t inflow = 0;
+  for (int d = 0; d < kNumDirections; ++d) inflow += rc[kNumDirections * (p + offset[d]) + opposite(d)];
+  return -std::int64_t{nodes[p].terminal} >= inflow;
+}
+
+// The seeds and seed capacity of a strong-only scan made with scan.deferred, in the
+// order scan_row() finds them.
+template <int K>
+void GridCore<K>::collect_strong_seeds(SweepScan& scan) {
+  std::vector<int>& seeds = orphans;
+  for (int y = 0; y < height; ++y) {
+    for (int p = (y + 1) * stride + 1; p <= (y + 1) * stride + width; ++p) {
+      const std::int32_t t = nodes[p].terminal;
+      if (t < 0 && strong_sink(p)) {
+        scan.seed_capacity -= t;
+        seeds.push_back(p);
+      }
+    }
+  }
+  scan.deferred = false;
+}
+
 // The rest of push_toward_sinks() once every row is scanned.
 template <int K>
 std::int64_t GridCore<K>::sweep(const SweepScan& scan, bool& skipped) {
   Node* const node = nodes.data();
   std::int32_t* const rc = residual.data();
   std::vector<int>& seeds = orphans;
-  if (scan.excess_total == 0 || scan.seed_capacity < scan.excess_total / kMinSeedShare) {
+  if (!sweep_pays(scan.seed_capacity, scan.excess_total)) {
     seeds.clear();
     if (scan.seed) finish_seeding();  // the scan activated the rows above
     skipped = true;
@@ -1140,10 +1208,17 @@ void GridCore<K>::fill_rows_and_start(const GridGraphView& graph, int push_passe
   signs.reset(width);
   SweepScan scan;
   const bool sweeps = push_passes > 0;
-  if (sweeps) start_scan(scan, /*strong_only=*/0 < kStrongPasses, /*seed=*/true);
+  if (sweeps) {
+    start_scan(scan, /*strong_only=*/0 < kStrongPasses, /*seed=*/true);
+    // The first sweep's seeds are the strong sinks: the fill bounds their capacity,
+    // which on most graphs it can take is too small for the sweep to pay; the scan
+    // looks for them only where it may pay.
+    scan.deferred = scan.strong_only;
+  }
+  std::int64_t strong_bound = 0;
   for (int y = 0; y < height + 2; ++y) {
     if (y < height) {
-      fill_row(graph, y);
+      strong_bound += fill_row(graph, y);
       record_signs(y);  // not in the fill: its byte stores slowed the fill's loop
     } else if (y == height) {
       signs.clear(y);  // the padding row below
@@ -1152,6 +1227,7 @@ void GridCore<K>::fill_rows_and_start(const GridGraphView& graph, int push_passe
     if (sweeps && y >= 2) scan_row(scan, y - 2);
   }
   if (sweeps) {
+    if (scan.deferred && sweep_pays(strong_bound, scan.excess_total)) collect_strong_seeds(scan);
     run_sweeps(push_passes, &scan);
   } else {
     seed_trees();
