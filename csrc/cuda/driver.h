@@ -19,9 +19,10 @@ std::size_t grabcut_workspace_bytes(const BatchLayout& layout, const GrabCutOpti
 // The max-flow schedule measured best on GrabCut's graphs for a batch of this layout
 // (bench/RESULTS.md, issue 33; H100, GrabCut-50): one graph of at least 256 tiles
 // (about 360x360 pixels) takes region heights (at 1024x1024, 5 iterations: median
-// 20.6 -> 16.6 ms, slowest 59.4 -> 52.6); a batch of several graphs region heights with
-// the checkerboard (490 crops as one batch 182 -> 172 ms, the 49 photos 118 -> 112);
-// one small graph, a crop, the defaults (region heights lost there: median 3.4 -> 3.9 ms).
+// 20.6 -> 16.6 ms, slowest 59.4 -> 52.6); a batch of 8 graphs or more region heights
+// with the checkerboard (490 crops as one batch 182 -> 172 ms, the 49 photos 118 -> 112);
+// one small graph, a crop, the defaults (region heights lost there: median 3.4 -> 3.9
+// ms). A batch of fewer graphs is treated as its largest graph alone (not measured).
 MaxflowSchedule grabcut_schedule(const BatchLayout& layout);
 
 // Runs GrabCut on every image of the batch on `stream`, like grabcut_cpu on each.
