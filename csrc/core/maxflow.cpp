@@ -249,20 +249,22 @@ GridGraphView rows_of(const GridGraphView& graph, int y0, int y1) {
   return rows;
 }
 
-// Three rows of bytes, one a node, that the row passes test 8 neighbouring nodes at
-// a time: grid row y (-1 .. height) at slot (y + 1) % 3, column x at x + 1, zero in
-// the padding columns and up to a multiple of 8 columns. The bytes are tree values
-// (kFree, kSourceTree, kSinkTree): those of the seeded roots, or of the signs of the
-// terminal residuals.
+// A few rows of bytes (3 unless reset says more), one a node, that the row passes
+// test 8 neighbouring nodes at a time: grid row y (-1 .. height) at slot
+// (y + 1) % slots, column x at x + 1, zero in the padding columns and up to a
+// multiple of 8 columns. The bytes are tree values (kFree, kSourceTree, kSinkTree):
+// those of the seeded roots, or of the signs of the terminal residuals.
 struct RowRing {
   std::vector<std::uint8_t> bytes;
   int stride = 0;
-  void reset(int width) {
+  int slots = 3;
+  void reset(int width, int rows = 3) {
     stride = (width + 7) / 8 * 8 + 2;
-    bytes.assign(static_cast<std::size_t>(3) * static_cast<std::size_t>(stride), kFree);
+    slots = rows;
+    bytes.assign(static_cast<std::size_t>(slots) * static_cast<std::size_t>(stride), kFree);
   }
   std::uint8_t* row(int y) {
-    return bytes.data() + static_cast<std::size_t>((y + 1) % 3) * static_cast<std::size_t>(stride);
+    return bytes.data() + static_cast<std::size_t>((y + 1) % slots) * static_cast<std::size_t>(stride);
   }
   void clear(int y) { std::fill_n(row(y), stride, kFree); }
 };
@@ -366,9 +368,6 @@ struct GridCore {
     bool seed = false;
     std::int64_t seed_capacity = 0;
     std::int64_t excess_total = 0;
-    // A strong-only scan that seeds the trees and sums the source residual, its
-    // seeds left to collect_strong_seeds() (fill_rows_and_start).
-    bool deferred = false;
   };
   void start_scan(SweepScan& scan, bool strong_only, bool seed);
   void scan_row(SweepScan& scan, int y);
@@ -376,12 +375,18 @@ struct GridCore {
   void collect_strong_seeds(SweepScan& scan);
   std::int64_t sweep(const SweepScan& scan, bool& skipped);
   void run_sweeps(int push_passes, const SweepScan* first_scan);
-  void short_paths_row(int y);
-  void short_paths_from(int p);
+  void short_paths_row(RowRing& ring, int y);
+  void short_paths_from(int p, std::uint8_t* const* rows, int column);
+  std::int64_t short_flow = 0;  // moved by the short paths since fill_rows_and_start began
   void allocate(const GridGraphView& graph);
-  std::int64_t fill_row(const GridGraphView& graph, int y);
-  template <bool kPair>
-  std::int64_t fill_row_of(const GridGraphView& graph, int y);
+  // What fill_row() sums over a row for the first push sweep's decision.
+  struct FillTotals {
+    std::int64_t strong = 0;  // the strong-sink bound (see fill_row)
+    std::int64_t excess = 0;  // the source residual
+  };
+  FillTotals fill_row(const GridGraphView& graph, int y, RowRing* seed = nullptr);
+  template <bool kPair, bool kSeed>
+  FillTotals fill_row_of(const GridGraphView& graph, int y, std::uint8_t* trees);
   std::vector<std::int32_t> zero_row;  // fill_row's n-links off the grid
   void fill_and_start(const GridGraphView& graph, int push_passes);
   void fill_rows_and_start(const GridGraphView& graph, int push_passes);
@@ -502,14 +507,22 @@ void GridCore<K>::allocate(const GridGraphView& graph) {
 // the bound is at least the seed capacity the first push sweep's scan finds, and
 // decides most skips without that scan's K arc loads a sink pixel (see
 // fill_rows_and_start).
+//
+// With `seed`, each node is seeded as a root of the tree its terminal's sign says
+// (seed_node), its tree byte written to the ring's row y; otherwise it is left in no
+// tree.
 template <int K>
-std::int64_t GridCore<K>::fill_row(const GridGraphView& graph, int y) {
-  return graph.terminal != nullptr ? fill_row_of<false>(graph, y) : fill_row_of<true>(graph, y);
+typename GridCore<K>::FillTotals GridCore<K>::fill_row(const GridGraphView& graph, int y, RowRing* seed) {
+  std::uint8_t* const trees = seed != nullptr ? seed->row(y) + 1 : nullptr;
+  if (graph.terminal != nullptr) {
+    return seed != nullptr ? fill_row_of<false, true>(graph, y, trees) : fill_row_of<false, false>(graph, y, trees);
+  }
+  return seed != nullptr ? fill_row_of<true, true>(graph, y, trees) : fill_row_of<true, false>(graph, y, trees);
 }
 
 template <int K>
-template <bool kPair>
-std::int64_t GridCore<K>::fill_row_of(const GridGraphView& graph, int y) {
+template <bool kPair, bool kSeed>
+typename GridCore<K>::FillTotals GridCore<K>::fill_row_of(const GridGraphView& graph, int y, std::uint8_t* trees) {
   const int h = graph.height;
   const int w = graph.width;
   const std::size_t row = static_cast<std::size_t>(y) * static_cast<std::size_t>(w);
@@ -548,6 +561,7 @@ std::int64_t GridCore<K>::fill_row_of(const GridGraphView& graph, int y) {
   std::uint32_t any_bits = 0;
   bool over = false;
   std::int64_t strong = 0;
+  std::int64_t excess = 0;
   const auto pixel = [&](int x, bool left, bool right_in) {
     // Forward arcs come from this pixel's n-links, which are checked here; the
     // backward arcs read n-links of earlier pixels, checked already.
@@ -593,15 +607,22 @@ std::int64_t GridCore<K>::fill_row_of(const GridGraphView& graph, int y) {
     } else {
       t = terminal[x];
     }
-    node[x] = Node{t, 0, 0, kFree, kNoParent, 0, 0};
+    if constexpr (kSeed) {
+      const std::uint8_t tree = tree_of(t);
+      node[x] = Node{t, 0, t != 0 ? 1 : 0, tree, t != 0 ? kParentTerminal : kNoParent, 0, 0};
+      trees[x] = tree;
+    } else {
+      node[x] = Node{t, 0, 0, kFree, kNoParent, 0, 0};
+    }
     const std::int64_t sink_residual = -std::int64_t{t};
     strong += sink_residual >= arcs ? std::max<std::int64_t>(sink_residual, 0) : 0;
+    excess += std::max(t, 0);
   };
   pixel(0, false, w > 1);
   for (int x = 1; x + 1 < w; ++x) pixel(x, true, true);
   if (w > 1) pixel(w - 1, true, false);
   if (out_of_range(any_bits) || over) throw_bad_row(graph, y);
-  return strong;
+  return {strong, excess};
 }
 
 // Clears the search trees, the queues and the clock; keeps the
@@ -861,7 +882,7 @@ void GridCore<K>::push_short_paths() {
     } else {
       signs.clear(y + 1);
     }
-    short_paths_row(y);
+    short_paths_row(signs, y);
   }
 }
 
@@ -873,15 +894,17 @@ void GridCore<K>::record_signs(int y) {
 }
 
 // push_short_paths() for the pixels of row y: it changes the residuals of rows
-// y - 1 .. y + 1 only. `signs` holds rows y - 1 .. y + 1 as they were before their
-// short paths (or later): a terminal only moves toward zero here, so a pixel that
-// can push now was a source pixel with a sink pixel beside it then, and only such
-// pixels are looked at (on segmentation graphs a few percent), 8 at a time.
+// y - 1 .. y + 1 only. `ring` holds the tree bytes of rows y - 1 .. y + 1 as their
+// terminals' signs were before their short paths (or later): a terminal only moves
+// toward zero here, so a pixel that can push now was a source pixel with a sink pixel
+// beside it then, and only such pixels are looked at (on segmentation graphs a few
+// percent), 8 at a time. A terminal that reaches zero has its byte cleared.
 template <int K>
-void GridCore<K>::short_paths_row(int y) {
-  const std::uint8_t* const up = signs.row(y - 1);
-  const std::uint8_t* const mid = signs.row(y);
-  const std::uint8_t* const down = signs.row(y + 1);
+void GridCore<K>::short_paths_row(RowRing& ring, int y) {
+  std::uint8_t* const rows[3] = {ring.row(y - 1), ring.row(y), ring.row(y + 1)};
+  const std::uint8_t* const up = rows[0];
+  const std::uint8_t* const mid = rows[1];
+  const std::uint8_t* const down = rows[2];
   const auto word = ring_word;
   for (int x0 = 0; x0 < width; x0 += 8) {
     const int c = x0 + 1;
@@ -895,18 +918,28 @@ void GridCore<K>::short_paths_row(int y) {
     std::uint8_t lanes[8];
     std::memcpy(lanes, &may_push, sizeof(lanes));
     for (int i = 0; i < 8; ++i) {
-      if (lanes[i] != 0) short_paths_from((y + 1) * stride + c + i);
+      if (lanes[i] != 0) short_paths_from((y + 1) * stride + c + i, rows, c + i);
     }
   }
 }
 
-// The short paths from pixel p, in direction order.
+// The short paths from pixel p, in direction order; rows: the ring's rows of p's row
+// and the two beside it, p at `column`. A node whose terminal reaches zero is left in
+// no tree (as seed_node() would leave it) and its byte cleared: the fused fill seeds
+// the roots before their short paths (fill_rows_and_start); elsewhere the nodes are
+// in no tree already.
 template <int K>
-void GridCore<K>::short_paths_from(int p) {
+void GridCore<K>::short_paths_from(int p, std::uint8_t* const* rows, int column) {
   Node* const node = nodes.data();
   std::int32_t* const rc = residual.data();
   Node& np = node[p];
   std::int32_t* const rp = rc + kNumDirections * p;
+  const auto unroot = [](Node& n, std::uint8_t& tree) {
+    n.tree = kFree;
+    n.parent = kNoParent;
+    n.distance = 0;
+    tree = kFree;
+  };
   for (int d = 0; d < kNumDirections && np.terminal > 0; ++d) {
     if (rp[d] == 0) continue;
     const int q = p + offset[d];
@@ -919,7 +952,10 @@ void GridCore<K>::short_paths_from(int p) {
     rc[kNumDirections * q + opposite(d)] += f;
     np.terminal -= f;
     nq.terminal += f;
+    short_flow += f;
+    if (nq.terminal == 0) unroot(nq, rows[1 + kDy[d]][column + kDx[d]]);
   }
+  if (np.terminal == 0) unroot(np, rows[1][column]);
 }
 
 // Seeds row by row; a row's roots are activated once the rows around it are seeded.
@@ -1040,24 +1076,11 @@ void GridCore<K>::start_scan(SweepScan& scan, bool strong_only, bool seed) {
 // The scan of push_toward_sinks() over row y: its seeds, their capacity, the source
 // residual, and (scan.seed) the trees' roots, activating those of row y - 1 (whose
 // neighbours are seeded now; sweep() activates the last row's). It reads the
-// residuals of rows y - 2 .. y + 1, which must be final. With scan.deferred it
-// leaves the seeds to collect_strong_seeds().
+// residuals of rows y - 2 .. y + 1, which must be final.
 template <int K>
 void GridCore<K>::scan_row(SweepScan& scan, int y) {
   Node* const node = nodes.data();
   std::vector<int>& seeds = orphans;
-  if (scan.deferred) {
-    Node* const row = node + (y + 1) * stride + 1;
-    std::uint8_t* const trees = seeded.row(y) + 1;
-    std::int64_t excess = 0;
-    for (int x = 0; x < width; ++x) {
-      excess += std::max(row[x].terminal, 0);
-      trees[x] = seed_node(row[x]);
-    }
-    scan.excess_total += excess;
-    if (y >= 1) activate_roots(y - 1);
-    return;
-  }
   std::uint8_t* const trees = scan.seed ? seeded.row(y) : nullptr;
   for (int x = 0; x < width; ++x) {
     const int p = (y + 1) * stride + (x + 1);
@@ -1085,8 +1108,8 @@ bool GridCore<K>::strong_sink(int p) const {
   return -std::int64_t{nodes[p].terminal} >= inflow;
 }
 
-// The seeds and seed capacity of a strong-only scan made with scan.deferred, in the
-// order scan_row() finds them.
+// The seeds and seed capacity of a strong-only scan, in the order scan_row() finds
+// them, for a scan that had left them out (fill_rows_and_start).
 template <int K>
 void GridCore<K>::collect_strong_seeds(SweepScan& scan) {
   std::vector<int>& seeds = orphans;
@@ -1099,7 +1122,6 @@ void GridCore<K>::collect_strong_seeds(SweepScan& scan) {
       }
     }
   }
-  scan.deferred = false;
 }
 
 // The rest of push_toward_sinks() once every row is scanned.
@@ -1171,7 +1193,8 @@ void GridCore<K>::start_trees(int push_passes) {
 
 // The push sweeps, then the trees. The first sweep's scan seeds the trees as it
 // goes: if it skips the sweep, the terminals are final and the trees ready, and one
-// pass over the grid is saved. first_scan: that scan, already made (fill_and_start).
+// pass over the grid is saved. first_scan: that scan, already made, the trees seeded
+// and their roots activated (fill_rows_and_start).
 template <int K>
 void GridCore<K>::run_sweeps(int push_passes, const SweepScan* first_scan) {
   for (int pass = 0; pass < push_passes; ++pass) {
@@ -1190,11 +1213,12 @@ void GridCore<K>::run_sweeps(int push_passes, const SweepScan* first_scan) {
 }
 
 // prepare() and start_trees(push_passes) of a serial cold solve in one pass over the
-// grid rather than three: row y is filled, then the short paths of row y - 1 are
-// pushed (their arcs reach row y, now filled), then row y - 2 is scanned for the
-// first sweep (the short paths of rows up to y - 1 have changed its residuals for
-// the last time). Every step sees what it would see in separate passes, in the
-// same order, so the result is the same.
+// grid rather than three: row y is filled and its nodes seeded as roots, then the
+// short paths of row y - 1 are pushed (their arcs reach row y, now filled), then the
+// roots of row y - 3 are activated (the short paths of rows up to y - 1 have changed
+// rows up to y - 2 for the last time). The first sweep's decision is made from sums
+// the fill and the short paths keep. Every step sees what it would see in separate
+// passes, in the same order, so the result is the same.
 template <int K>
 void GridCore<K>::fill_and_start(const GridGraphView& graph, int push_passes) {
   allocate(graph);
@@ -1205,32 +1229,35 @@ void GridCore<K>::fill_and_start(const GridGraphView& graph, int push_passes) {
 template <int K>
 void GridCore<K>::fill_rows_and_start(const GridGraphView& graph, int push_passes) {
   augmented_only = true;
-  signs.reset(width);
-  SweepScan scan;
-  const bool sweeps = push_passes > 0;
-  if (sweeps) {
-    start_scan(scan, /*strong_only=*/0 < kStrongPasses, /*seed=*/true);
-    // The first sweep's seeds are the strong sinks: the fill bounds their capacity,
-    // which on most graphs it can take is too small for the sweep to pay; the scan
-    // looks for them only where it may pay.
-    scan.deferred = scan.strong_only;
-  }
-  std::int64_t strong_bound = 0;
-  for (int y = 0; y < height + 2; ++y) {
+  short_flow = 0;
+  clear_queue();
+  // Rows y - 4 .. y: the fill seeds row y and writes its bytes, the short paths of
+  // row y - 1 change rows y - 2 .. y (a root whose terminal they use up leaves its
+  // tree), and rows up to y - 2 are then final, so the roots of row y - 3 are
+  // activated.
+  seeded.reset(width, 5);
+  FillTotals totals;
+  for (int y = 0; y < height + 3; ++y) {
     if (y < height) {
-      strong_bound += fill_row(graph, y);
-      record_signs(y);  // not in the fill: its byte stores slowed the fill's loop
+      const FillTotals row = fill_row(graph, y, &seeded);
+      totals.strong += row.strong;
+      totals.excess += row.excess;
     } else if (y == height) {
-      signs.clear(y);  // the padding row below
+      seeded.clear(y);  // the padding row below
     }
-    if (y >= 1 && y - 1 < height) short_paths_row(y - 1);
-    if (sweeps && y >= 2) scan_row(scan, y - 2);
+    if (y >= 1 && y - 1 < height) short_paths_row(seeded, y - 1);
+    if (y >= 3) activate_roots(y - 3);
   }
-  if (sweeps) {
-    if (scan.deferred && sweep_pays(strong_bound, scan.excess_total)) collect_strong_seeds(scan);
+  if (push_passes > 0) {
+    // The first sweep's seeds are the strong sinks: the fill bounds their capacity,
+    // which on most graphs is too small for the sweep to pay; they are looked for
+    // only where it may pay. The trees are seeded: a skipped sweep leaves them so.
+    static_assert(kStrongPasses > 0, "the first sweep seeds the strong sinks only");
+    SweepScan scan;
+    start_scan(scan, /*strong_only=*/true, /*seed=*/false);
+    scan.excess_total = totals.excess - short_flow;  // a short path takes its flow from a source residual
+    if (sweep_pays(totals.strong, scan.excess_total)) collect_strong_seeds(scan);
     run_sweeps(push_passes, &scan);
-  } else {
-    seed_trees();
   }
 }
 
