@@ -1077,6 +1077,7 @@ void maxflow_cuda(const BatchedGridGraph& graph, std::uint8_t* source_side, std:
 
   // Graph descriptors travel as kernel parameters (no host buffer, no host sync).
   int tile_start = 0;
+  long long most_tiles = 0;
   for (int first = 0; first < num_graphs; first += kDescChunk) {
     DescChunk chunk{};
     chunk.first = first;
@@ -1093,6 +1094,7 @@ void maxflow_cuda(const BatchedGridGraph& graph, std::uint8_t* source_side, std:
       g.tile_start = tile_start;
       g.pad = 0;
       tile_start += g.tiles_x * g.tiles_y;
+      most_tiles = std::max<long long>(most_tiles, static_cast<long long>(g.tiles_x) * g.tiles_y);
     }
     write_graphs_kernel<<<1, kDescChunk, 0, stream>>>(graphs, chunk);
     GRABCUT_CUDA_CHECK_LAUNCH("write_graphs_kernel");
@@ -1127,7 +1129,15 @@ void maxflow_cuda(const BatchedGridGraph& graph, std::uint8_t* source_side, std:
   a.local_rounds = schedule.local_rounds;
   a.bfs_cap = schedule.bfs_cap;
   a.grow_cap = schedule.grow_cap ? 1 : 0;
-  a.checkerboard = schedule.checkerboard ? 1 : 0;
+  // Region heights are exact while every exact height, D * kRegionStep + the steps in
+  // the last tile, stays below kInf. D counts the tile boundaries a shortest residual path
+  // crosses: each crossing enters a pixel on the rim of a tile, and a shortest path
+  // enters a pixel once, so D is below the graph's rim pixels (kRimPixels a tile). A graph
+  // with more tiles than that allows (about 5.8 megapixels) runs pixel heights: the same
+  // cut and flow, only the time differs.
+  constexpr long long kRimPixels = 2 * kTileW + 2 * (kTileH - 2);
+  const bool region = schedule.region && (most_tiles * kRimPixels + 2) * kRegionStep < kInf;
+  a.checkerboard = region && schedule.checkerboard ? 1 : 0;
 
   int device = 0;
   GRABCUT_CUDA_CHECK(cudaGetDevice(&device));
@@ -1138,8 +1148,8 @@ void maxflow_cuda(const BatchedGridGraph& graph, std::uint8_t* source_side, std:
   GRABCUT_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
   int per_sm = 0;
   // The region schedule is its own instantiation, so the default's registers stay as they were.
-  const void* kernel = schedule.region ? reinterpret_cast<const void*>(maxflow_kernel<true>)
-                                       : reinterpret_cast<const void*>(maxflow_kernel<false>);
+  const void* kernel = region ? reinterpret_cast<const void*>(maxflow_kernel<true>)
+                              : reinterpret_cast<const void*>(maxflow_kernel<false>);
   GRABCUT_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kThreads, 0));
   if (per_sm < 1) throw std::runtime_error("maxflow_cuda: the solver kernel cannot be resident");
   const int blocks = static_cast<int>(std::min<long long>(num_tiles, static_cast<long long>(per_sm) * sms));

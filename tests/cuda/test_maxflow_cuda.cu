@@ -486,6 +486,23 @@ TEST(MaxflowCuda, EverySchedule) {
   }
 }
 
+// Region heights are exact up to about 5.8 megapixels a graph (maxflow_cuda: a height
+// D * kRegionStep + steps must stay below kInf); a larger graph asked to use them runs
+// pixel heights, with the same cut and flow.
+TEST(MaxflowCuda, RegionHeightsOnAGraphBeyondTheirBound) {
+  const HostGraph big = random_graph(1920, 3232, true, 100, 300, 94);  // 101 x 120 = 12120 tiles
+  const HostGraph small = random_graph(200, 300, true, 100, 300, 95);
+  const std::vector<const HostGraph*> graphs{&big, &small};
+  GpuBatch batch(graphs);
+  batch.schedule = grabcut::cuda::region_schedule(/*checkerboard=*/true);
+  batch.solve(false);
+  for (std::size_t b = 0; b < graphs.size(); ++b) {
+    const CpuResult ref = cpu_solve(*graphs[b]);
+    EXPECT_EQ(batch.flows()[b], ref.flow) << "graph " << b;
+    EXPECT_EQ(count_mismatch(batch.cut(b, graphs[b]->size()), ref.cut), 0U) << "graph " << b;
+  }
+}
+
 TEST(MaxflowCuda, Deterministic) {
   const HostGraph a = grabcut_graph(700, 500, 71);
   const HostGraph b = random_graph(300, 300, true, 500, 1000, 72);
