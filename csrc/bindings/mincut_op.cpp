@@ -21,10 +21,13 @@ namespace {
 // Each thread keeps its solver, and so its buffers (about 60 bytes a pixel of the
 // largest grid it solved), between calls: fresh ones cost a page fault every 4 KiB,
 // 5-10% of a call at 1 MP. Every solve is cold and keeps no flow for a warm start
-// (no copy of the terminals): nothing carries over.
+// (no copy of the terminals): nothing carries over. A serial solve of a large grid
+// runs in strips (set_serial_strips): the segmentation graphs users bring keep their
+// flow local.
 grabcut::GridMaxflowSolver& thread_solver() {
   thread_local grabcut::GridMaxflowSolver solver;
   solver.set_keep_flow(false);
+  solver.set_serial_strips(true);
   return solver;
 }
 

@@ -351,7 +351,7 @@ struct GridCore {
   void prepare(const GridGraphView& graph);
   void reset_search();
   bool reparametrise(const GridGraphView& graph);
-  void solve_in_strips(int num_strips, int push_passes, const GridGraphView* graph);
+  void solve_in_strips(int num_threads, int num_strips, int push_passes, const GridGraphView* graph);
   void view_rows(GridCore& whole, int y0, int y1);
   void remember_terminals(const GridGraphView& graph);
   void start_trees(int push_passes);
@@ -556,13 +556,20 @@ typename GridCore<K>::FillTotals GridCore<K>::fill_row_of(const GridGraphView& g
   Node* const node = nodes.data() + (y + 1) * stride + 1;
   const std::int64_t max_node_sum = graph.max_node_sum;
   const auto bits = [](std::int32_t v) { return static_cast<std::uint32_t>(v); };
-  // The checks, for the whole row: any bit 30 or 31 set in a capacity, any node sum
-  // over the bound (pair form). The loop stays free of branches.
-  std::uint32_t any_bits = 0;
-  bool over = false;
-  std::int64_t strong = 0;
-  std::int64_t excess = 0;
-  const auto pixel = [&](int x, bool left, bool right_in) {
+  // What a pixel adds to the row's sums: for the checks, for the whole row, any bit 30
+  // or 31 set in a capacity and any node sum over the bound (pair form); and the
+  // FillTotals. The loop stays free of branches. The sums live in the loop, not in
+  // the lambda's captures: a byte store through `trees` may alias anything whose
+  // address was taken, and would keep them in memory.
+  struct PixelSums {
+    std::uint32_t bits;
+    bool over;
+    std::int64_t strong;
+    std::int64_t excess;
+  };
+  const auto pixel = [=](int x, bool left, bool right_in) -> PixelSums {
+    std::uint32_t any_bits = 0;
+    bool over = false;
     // Forward arcs come from this pixel's n-links, which are checked here; the
     // backward arcs read n-links of earlier pixels, checked already.
     std::int32_t* const r = rc + kNumDirections * x;
@@ -615,14 +622,23 @@ typename GridCore<K>::FillTotals GridCore<K>::fill_row_of(const GridGraphView& g
       node[x] = Node{t, 0, 0, kFree, kNoParent, 0, 0};
     }
     const std::int64_t sink_residual = -std::int64_t{t};
-    strong += sink_residual >= arcs ? std::max<std::int64_t>(sink_residual, 0) : 0;
-    excess += std::max(t, 0);
+    return {any_bits, over, sink_residual >= arcs ? std::max<std::int64_t>(sink_residual, 0) : 0,
+            std::max<std::int64_t>(t, 0)};
   };
-  pixel(0, false, w > 1);
-  for (int x = 1; x + 1 < w; ++x) pixel(x, true, true);
-  if (w > 1) pixel(w - 1, true, false);
+  std::uint32_t any_bits = 0;
+  bool over = false;
+  FillTotals totals;
+  const auto add = [&](const PixelSums& sums) {
+    any_bits |= sums.bits;
+    over |= sums.over;
+    totals.strong += sums.strong;
+    totals.excess += sums.excess;
+  };
+  add(pixel(0, false, w > 1));
+  for (int x = 1; x + 1 < w; ++x) add(pixel(x, true, true));
+  if (w > 1) add(pixel(w - 1, true, false));
   if (out_of_range(any_bits) || over) throw_bad_row(graph, y);
-  return {strong, excess};
+  return totals;
 }
 
 // Clears the search trees, the queues and the clock; keeps the
@@ -692,8 +708,9 @@ void GridCore<K>::remember_terminals(const GridGraphView& graph) {
   has_flow = true;
 }
 
-// Parallel phase of a solve on num_threads threads. The rows are cut into
-// kStripsPerThread * num_threads horizontal strips with one separator row between
+// Parallel phase of a solve on num_threads threads (or, on one, the strips' phase of
+// a serial solve in strips: see set_serial_strips). The rows are cut into num_strips
+// horizontal strips (at most one per 2 rows) with one separator row between
 // neighbouring strips, and each strip is solved to a maximum flow of its own
 // residual graph, the arcs to the separators closed, in place: the strip's solver
 // (view_rows) works on the rows of this solver's arrays. Together the strips' flows
@@ -715,11 +732,11 @@ void GridCore<K>::remember_terminals(const GridGraphView& graph) {
 // and this solver only the separators); null: a warm solve, from the residual graph
 // the buffers hold (after reparametrise()). The buffers fit the graph (allocate()).
 template <int K>
-void GridCore<K>::solve_in_strips(int num_threads, int push_passes, const GridGraphView* graph) {
+void GridCore<K>::solve_in_strips(int num_threads, int num_strips, int push_passes, const GridGraphView* graph) {
   const int h = height;
   const int w = width;
   // Every strip has at least one row (the first) or two (a separator and a row).
-  const int leaves = std::max(1, std::min(kStripsPerThread * num_threads, h / 2));
+  const int leaves = std::max(1, std::min(num_strips, h / 2));
   // Strip s: rows [first_row[s] + (s > 0), first_row[s + 1]); separator s: row first_row[s], 0 < s < leaves.
   std::vector<int> first_row(static_cast<std::size_t>(leaves) + 1);
   for (int s = 0; s <= leaves; ++s) {
@@ -790,7 +807,7 @@ void GridCore<K>::solve_in_strips(int num_threads, int push_passes, const GridGr
   std::vector<std::uint8_t> augmented(static_cast<std::size_t>(leaves), 0);
   std::vector<std::exception_ptr> errors(static_cast<std::size_t>(leaves));
   const bool nested = omp_in_parallel() != 0;
-#pragma omp parallel for num_threads(num_threads) schedule(dynamic, 1) if (!nested)
+#pragma omp parallel for num_threads(num_threads) schedule(dynamic, 1) if (!nested && num_threads > 1)
   for (int i = 0; i < leaves; ++i) {
     // Outer strips first (0, last, 1, last - 1, ...): on 1 MP segmentation graphs the
     // top and bottom strips, far from the object, cost up to 3 times the inner ones,
@@ -994,11 +1011,11 @@ void GridCore<K>::finish_seeding() {
 // tree, and a neighbour that later leaves the tree reactivates them (adopt_orphan).
 template <int K>
 void GridCore<K>::activate_roots(int y) {
-  Node* const node = nodes.data();
   const std::int32_t* const rc = residual.data();
   const std::uint8_t* const up = seeded.row(y - 1);
   const std::uint8_t* const mid = seeded.row(y);
   const std::uint8_t* const down = seeded.row(y + 1);
+  const std::uint8_t* const rows[3] = {up, mid, down};
   const auto word = ring_word;
   for (int x0 = 0; x0 < width; x0 += 8) {
     // Most roots have only roots of their tree around them: their arcs need no look.
@@ -1018,13 +1035,15 @@ void GridCore<K>::activate_roots(int y) {
     for (int i = 0; i < 8; ++i) {
       if (lanes[i] == 0) continue;
       const int p = (y + 1) * stride + (c + i);
-      const std::uint8_t tree = node[p].tree;
+      // The trees from the ring's bytes, which are the nodes' (a few lines, where the
+      // nodes of the rows above and below are far).
+      const std::uint8_t tree = mid[c + i];
       const std::int32_t* const rp = rc + kNumDirections * p;
       bool grows = false;
       for (int d = 0; d < kNumDirections; ++d) {
         const int q = p + offset[d];
         const std::int32_t r = tree == kSourceTree ? rp[d] : rc[kNumDirections * q + opposite(d)];
-        grows |= (r != 0) & (node[q].tree != tree);
+        grows |= (r != 0) & (rows[1 + kDy[d]][c + i + kDx[d]] != tree);
       }
       if (grows) activate(p);
     }
@@ -1636,6 +1655,18 @@ int strip_count(int requested, int height, int width) {
   return std::max(1, std::min(k, height / 2));
 }
 
+// Strips of a serial cold solve in strips (see set_serial_strips), of at least
+// kMinSerialStripBytes of the solver's arrays each; 1: no strips.
+constexpr int kSerialStrips = 6;
+constexpr std::int64_t kMinSerialStripBytes = std::int64_t{4} << 20;
+template <int K>
+int serial_strip_count(int height, int width) {
+  const std::int64_t bytes = (std::int64_t{height} + 2) * (std::int64_t{width} + 2) *
+                             static_cast<std::int64_t>(K * sizeof(std::int32_t) + sizeof(Node));
+  const std::int64_t strips = std::min<std::int64_t>(kSerialStrips, bytes / kMinSerialStripBytes);
+  return strips >= 2 && height >= 4 ? static_cast<int>(strips) : 1;
+}
+
 // cut_capacity() for a graph the K-neighbour solver can take: with K = 4 its
 // diagonal n-links inside the grid are zero, and are not read. Row by row, each
 // term a select rather than a branch, so that the loops stream and vectorise.
@@ -1709,7 +1740,7 @@ std::int64_t GridCore<K>::solve_from_here(const GridGraphView& graph, int push_p
                                           std::uint8_t* source_side) {
   const int threads = strip_count(num_threads, graph.height, graph.width);
   if (threads > 1) {
-    solve_in_strips(threads, push_passes, nullptr);
+    solve_in_strips(threads, kStripsPerThread * threads, push_passes, nullptr);
   } else {
     start_trees(push_passes);
   }
@@ -1733,6 +1764,7 @@ struct GridMaxflowSolver::Impl {
   int num_threads = 0;            // see GridMaxflowSolver::set_num_threads
   bool four_connected_path = true;  // see GridMaxflowSolver::set_four_connected_path
   bool keep_flow = true;            // see GridMaxflowSolver::set_keep_flow
+  bool serial_strips = false;       // see GridMaxflowSolver::set_serial_strips
   std::unique_ptr<GridCore<8>> eight;
   std::unique_ptr<GridCore<4>> four;
   std::vector<std::int32_t> zeros;  // the diagonals of a four_connected graph on the 8-neighbour path
@@ -1753,11 +1785,13 @@ struct GridMaxflowSolver::Impl {
     GridCore<K>& c = core<K>();
     if (warm && c.reparametrise(graph)) return c.solve_from_here(graph, kWarmPushPasses, num_threads, source_side);
     const int threads = strip_count(num_threads, graph.height, graph.width);
-    if (threads == 1) {
+    const int strips = threads > 1 ? kStripsPerThread * threads
+                                   : (serial_strips ? serial_strip_count<K>(graph.height, graph.width) : 1);
+    if (strips == 1) {
       c.fill_and_start(graph, kColdPushPasses);
     } else {
       c.allocate(graph);
-      c.solve_in_strips(threads, kColdPushPasses, &graph);
+      c.solve_in_strips(threads, strips, kColdPushPasses, &graph);
     }
     return c.finish_solve(graph, source_side);
   }
@@ -1799,6 +1833,11 @@ std::int64_t GridMaxflowSolver::solve_warm(const GridGraphView& graph, std::uint
 void GridMaxflowSolver::set_num_threads(int threads) {
   if (!impl_) impl_ = std::make_unique<Impl>();
   impl_->num_threads = std::max(threads, 0);
+}
+
+void GridMaxflowSolver::set_serial_strips(bool enabled) {
+  if (!impl_) impl_ = std::make_unique<Impl>();
+  impl_->serial_strips = enabled;
 }
 
 void GridMaxflowSolver::set_four_connected_path(bool enabled) {

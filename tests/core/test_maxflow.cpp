@@ -932,6 +932,101 @@ TEST(MaxflowParallel, LargeGridsMatchSerial) {
   }
 }
 
+// A serial solve in strips (set_serial_strips), on grids large enough for them (a
+// strip holds a few MiB of the solver's arrays): the cut and the value of the solve in
+// one piece, in the net and the pair form, and warm solves afterwards.
+TEST(MaxflowSerialStrips, MatchSerial) {
+  for (const TestGraph& g : {grabcut_graph(512, 512, 4, {GrabCutScene::kRipples}),
+                             random_graph(600, 520, Regime::kStrongNlinks, true, 7),
+                             random_graph(700, 600, Regime::kSparseTerminals, false, 8),
+                             random_graph(640, 700, Regime::kSmall, false, 9)}) {
+    SCOPED_TRACE(std::to_string(g.height) + "x" + std::to_string(g.width));
+    const SolveResult serial = solve_serial(g);
+    GridMaxflowSolver solver;
+    solver.set_num_threads(1);
+    solver.set_serial_strips(true);
+    const SolveResult r = solve_with(solver, g);
+    EXPECT_EQ(r.flow, serial.flow);
+    EXPECT_TRUE(r.side == serial.side) << first_difference(r.side, serial.side, g.width);
+    // The pair form of the same graph (no pixel with both terminals: the same value).
+    std::vector<std::int32_t> source(g.size()), sink(g.size());
+    for (std::size_t i = 0; i < g.size(); ++i) {
+      source[i] = std::max(g.terminal[i], 0);
+      sink[i] = std::max(-g.terminal[i], 0);
+    }
+    grabcut::GridGraphView pair = g.view();
+    pair.terminal = nullptr;
+    pair.source = source.data();
+    pair.sink = sink.data();
+    pair.max_node_sum = std::int64_t{1} << 40;
+    std::vector<std::uint8_t> side(g.size());
+    EXPECT_EQ(solver.solve(pair, side.data()), serial.flow);
+    EXPECT_TRUE(side == serial.side) << first_difference(side, serial.side, g.width);
+    // Warm solves after a cold solve in strips.
+    EXPECT_EQ(solve_with(solver, g).flow, serial.flow);
+    TestGraph changed = g;
+    for (std::size_t i = 0; i < changed.size(); i += 3) changed.terminal[i] = -changed.terminal[i] / 2;
+    const SolveResult w = solve_warm_with(solver, changed);
+    const SolveResult cold = solve_serial(changed);
+    EXPECT_EQ(w.flow, cold.flow);
+    EXPECT_TRUE(w.side == cold.side) << first_difference(w.side, cold.side, g.width);
+  }
+}
+
+// A bad value is refused in serial strips as in one piece, with the same message,
+// on a strip's row, a separator or a row beside one, in the net and the pair form;
+// the solver works afterwards.
+TEST(MaxflowSerialStrips, RefuseAsSerial) {
+  const int h = 600;
+  const int w = 520;  // 8-connected: 3 strips, separators at rows 200 and 400
+  const TestGraph g = random_graph(h, w, Regime::kSmall, true, 11);
+  std::vector<std::int32_t> source(g.size()), sink(g.size());
+  for (std::size_t i = 0; i < g.size(); ++i) {
+    source[i] = std::max(g.terminal[i], 0);
+    sink[i] = std::max(-g.terminal[i], 0);
+  }
+  const auto message = [&](GridMaxflowSolver& solver, const TestGraph& b, bool pair, std::int64_t max_sum) {
+    grabcut::GridGraphView v = b.view();
+    if (pair) {
+      v.terminal = nullptr;
+      v.source = source.data();
+      v.sink = sink.data();
+      v.max_node_sum = max_sum;
+    }
+    std::vector<std::uint8_t> side(b.size());
+    try {
+      solver.solve(v, side.data());
+    } catch (const std::invalid_argument& e) {
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  GridMaxflowSolver strips;
+  strips.set_num_threads(1);
+  strips.set_serial_strips(true);
+  GridMaxflowSolver one;
+  one.set_num_threads(1);
+  for (int y : {0, 1, 199, 200, 201, 399, 400, 401, 598}) {
+    for (int d = 0; d < 4; ++d) {
+      SCOPED_TRACE("row " + std::to_string(y) + " n-link " + std::to_string(d));
+      TestGraph b = g;
+      const std::size_t i = static_cast<std::size_t>(y) * w + 3;
+      b.nlink[static_cast<std::size_t>(d)][i] = -1;
+      const std::string refused = message(one, b, false, 0);
+      EXPECT_NE(refused, "accepted");
+      EXPECT_EQ(message(strips, b, false, 0), refused);
+      EXPECT_EQ(message(strips, b, true, std::int64_t{1} << 20), message(one, b, true, std::int64_t{1} << 20));
+      // A node sum over the bound, from the n-links to the row below.
+      b.nlink[static_cast<std::size_t>(d)][i] = 1000;
+      EXPECT_EQ(message(strips, b, true, 999), message(one, b, true, 999));
+    }
+  }
+  const SolveResult serial = solve_serial(g);
+  const SolveResult r = solve_with(strips, g);
+  EXPECT_EQ(r.flow, serial.flow);
+  EXPECT_TRUE(r.side == serial.side) << first_difference(r.side, serial.side, w);
+}
+
 // Warm solves in strips: each strip starts from the flow the whole grid holds, and
 // the serial search continues from the strips' merged trees. Every shape where a
 // strip is one row, strips of unequal height, more strips than rows, and each kind
