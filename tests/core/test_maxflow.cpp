@@ -908,6 +908,17 @@ TEST(MaxflowParallel, StripsRefuseAsSerial) {
   }
 }
 
+// A warm solve of g with every third terminal changed, after the solver's last solve of
+// g, equals a cold solve in one piece of the changed graph.
+void expect_warm_solve_matches_serial(GridMaxflowSolver& solver, const TestGraph& g) {
+  TestGraph changed = g;
+  for (std::size_t i = 0; i < changed.size(); i += 3) changed.terminal[i] = -changed.terminal[i] / 2;
+  const SolveResult w = solve_warm_with(solver, changed);
+  const SolveResult cold = solve_serial(changed);
+  EXPECT_EQ(w.flow, cold.flow);
+  EXPECT_TRUE(w.side == cold.side) << first_difference(w.side, cold.side, g.width);
+}
+
 TEST(MaxflowParallel, LargeGridsMatchSerial) {
   for (const TestGraph& g : {grabcut_graph(512, 512, 4, {GrabCutScene::kRipples}),
                              random_graph(512, 512, Regime::kStrongNlinks, true, 3),
@@ -922,12 +933,7 @@ TEST(MaxflowParallel, LargeGridsMatchSerial) {
       EXPECT_EQ(r.flow, serial.flow);
       EXPECT_TRUE(r.side == serial.side) << first_difference(r.side, serial.side, g.width);
       // Warm solves after a parallel cold solve.
-      TestGraph changed = g;
-      for (std::size_t i = 0; i < changed.size(); i += 3) changed.terminal[i] = -changed.terminal[i] / 2;
-      const SolveResult w = solve_warm_with(solver, changed);
-      const SolveResult cold = solve_serial(changed);
-      EXPECT_EQ(w.flow, cold.flow);
-      EXPECT_TRUE(w.side == cold.side) << first_difference(w.side, cold.side, g.width);
+      expect_warm_solve_matches_serial(solver, g);
     }
   }
 }
@@ -964,12 +970,7 @@ TEST(MaxflowSerialStrips, MatchSerial) {
     EXPECT_TRUE(side == serial.side) << first_difference(side, serial.side, g.width);
     // Warm solves after a cold solve in strips.
     EXPECT_EQ(solve_with(solver, g).flow, serial.flow);
-    TestGraph changed = g;
-    for (std::size_t i = 0; i < changed.size(); i += 3) changed.terminal[i] = -changed.terminal[i] / 2;
-    const SolveResult w = solve_warm_with(solver, changed);
-    const SolveResult cold = solve_serial(changed);
-    EXPECT_EQ(w.flow, cold.flow);
-    EXPECT_TRUE(w.side == cold.side) << first_difference(w.side, cold.side, g.width);
+    expect_warm_solve_matches_serial(solver, g);
   }
 }
 
