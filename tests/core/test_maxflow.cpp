@@ -826,6 +826,37 @@ TEST(MaxflowWarm, ReusedAcrossSizesWithWarmCalls) {
   }
 }
 
+// g's terminals in the pair form: source max(t, 0), sink max(-t, 0).
+std::pair<std::vector<std::int32_t>, std::vector<std::int32_t>> pair_terminals(const TestGraph& g) {
+  std::vector<std::int32_t> source(g.size()), sink(g.size());
+  for (std::size_t i = 0; i < g.size(); ++i) {
+    source[i] = std::max(g.terminal[i], 0);
+    sink[i] = std::max(-g.terminal[i], 0);
+  }
+  return {source, sink};
+}
+
+// What solving b says: the message of the std::invalid_argument it throws, or
+// "accepted". With source (and sink), b in the pair form with those terminals and node
+// sums bounded by max_sum.
+std::string solve_message(GridMaxflowSolver& solver, const TestGraph& b, const std::vector<std::int32_t>* source,
+                          const std::vector<std::int32_t>* sink, std::int64_t max_sum) {
+  grabcut::GridGraphView v = b.view();
+  if (source != nullptr) {
+    v.terminal = nullptr;
+    v.source = source->data();
+    v.sink = sink->data();
+    v.max_node_sum = max_sum;
+  }
+  std::vector<std::uint8_t> side(b.size());
+  try {
+    solver.solve(v, side.data());
+  } catch (const std::invalid_argument& e) {
+    return e.what();
+  }
+  return "accepted";
+}
+
 // The parallel cold solve (strips) gives the serial result, whatever the strips.
 TEST(MaxflowParallel, StripsMatchSerial) {
   const std::pair<int, int> shapes[] = {{1, 1}, {2, 1}, {1, 40}, {3, 7}, {5, 5}, {17, 3}, {64, 65}, {120, 121}};
@@ -860,28 +891,11 @@ TEST(MaxflowParallel, StripsRefuseAsSerial) {
   const int h = 23;
   const int w = 6;
   const TestGraph g = random_graph(h, w, Regime::kSmall, true, 41);
-  std::vector<std::int32_t> source(g.size()), sink(g.size());
-  for (std::size_t i = 0; i < g.size(); ++i) {
-    source[i] = std::max(g.terminal[i], 0);
-    sink[i] = std::max(-g.terminal[i], 0);
-  }
+  const auto terminals = pair_terminals(g);
+  const std::vector<std::int32_t>& source = terminals.first;
+  const std::vector<std::int32_t>& sink = terminals.second;
   const auto message = [&](GridMaxflowSolver& solver, const TestGraph& b, const std::vector<std::int32_t>* src,
-                           std::int64_t max_sum) -> std::string {
-    grabcut::GridGraphView v = b.view();
-    if (src != nullptr) {
-      v.terminal = nullptr;
-      v.source = src->data();
-      v.sink = sink.data();
-      v.max_node_sum = max_sum;
-    }
-    std::vector<std::uint8_t> side(b.size());
-    try {
-      solver.solve(v, side.data());
-    } catch (const std::invalid_argument& e) {
-      return e.what();
-    }
-    return "accepted";
-  };
+                           std::int64_t max_sum) { return solve_message(solver, b, src, &sink, max_sum); };
   const SolveResult serial = solve_serial(g);
   for (int threads : {2, 3, 8}) {
     GridMaxflowSolver solver;
@@ -955,11 +969,9 @@ TEST(MaxflowSerialStrips, MatchSerial) {
     EXPECT_EQ(r.flow, serial.flow);
     EXPECT_TRUE(r.side == serial.side) << first_difference(r.side, serial.side, g.width);
     // The pair form of the same graph (no pixel with both terminals: the same value).
-    std::vector<std::int32_t> source(g.size()), sink(g.size());
-    for (std::size_t i = 0; i < g.size(); ++i) {
-      source[i] = std::max(g.terminal[i], 0);
-      sink[i] = std::max(-g.terminal[i], 0);
-    }
+    const auto terminals = pair_terminals(g);
+  const std::vector<std::int32_t>& source = terminals.first;
+  const std::vector<std::int32_t>& sink = terminals.second;
     grabcut::GridGraphView pair = g.view();
     pair.terminal = nullptr;
     pair.source = source.data();
@@ -981,26 +993,11 @@ TEST(MaxflowSerialStrips, RefuseAsSerial) {
   const int h = 600;
   const int w = 520;  // 8-connected: 3 strips, separators at rows 200 and 400
   const TestGraph g = random_graph(h, w, Regime::kSmall, true, 11);
-  std::vector<std::int32_t> source(g.size()), sink(g.size());
-  for (std::size_t i = 0; i < g.size(); ++i) {
-    source[i] = std::max(g.terminal[i], 0);
-    sink[i] = std::max(-g.terminal[i], 0);
-  }
+  const auto terminals = pair_terminals(g);
+  const std::vector<std::int32_t>& source = terminals.first;
+  const std::vector<std::int32_t>& sink = terminals.second;
   const auto message = [&](GridMaxflowSolver& solver, const TestGraph& b, bool pair, std::int64_t max_sum) {
-    grabcut::GridGraphView v = b.view();
-    if (pair) {
-      v.terminal = nullptr;
-      v.source = source.data();
-      v.sink = sink.data();
-      v.max_node_sum = max_sum;
-    }
-    std::vector<std::uint8_t> side(b.size());
-    try {
-      solver.solve(v, side.data());
-    } catch (const std::invalid_argument& e) {
-      return std::string(e.what());
-    }
-    return std::string("accepted");
+    return solve_message(solver, b, pair ? &source : nullptr, &sink, max_sum);
   };
   GridMaxflowSolver strips;
   strips.set_num_threads(1);
