@@ -29,8 +29,9 @@
 // after a round, or R rounds (the latency rows disable the early stop: exactly R).
 //
 // Kernels (one tile = 512 pixels):
-//   A        a push visit of maxflow.cu (push_tile with push_sync_rounds<false>), so its
-//            rows are the solver's round: one block of 512 threads a tile, a pixel a
+//   A        a push visit of maxflow.cu (push_tile around the solver's own
+//            push_sync_rounds<false>, csrc/cuda/maxflow_round.h), so its rows are the
+//            solver's round: one block of 512 threads a tile, a pixel a
 //            thread, each pixel's excess, height and 8 residuals in its thread's
 //            registers. A round: the heights from one of two shared-memory buffers, the
 //            pushes written to per-arc outboxes in shared memory (zeros where nothing
@@ -135,6 +136,7 @@
 #include "cuda/maxflow_tile.h"
 #ifdef __CUDACC__
 #include "cuda/check.h"
+#include "cuda/maxflow_round.h"
 #endif
 
 namespace {
@@ -1233,18 +1235,6 @@ RelaxResult emulate_warp_relax(const RelaxSet& in) {
 // ---------------------------------------------------------------- device side
 constexpr unsigned kFull = 0xffffffffU;
 
-// Writes the new height to the next round's buffer and ends the round at the barrier;
-// false when no pixel of the tile is still active (never with kForce: exactly R rounds).
-template <bool kForce>
-__device__ __forceinline__ bool end_round(int* next_heights, int me, bool still, int hm) {
-  next_heights[me] = hm;
-  if (kForce) {
-    __syncthreads();
-    return true;
-  }
-  return __syncthreads_or(still) != 0;
-}
-
 // Kernel A's shared memory: maxflow.cu's Shared less what only the sweeps use (the
 // block's tile lists and reductions), which a round never touches.
 struct SharedA {
@@ -1253,73 +1243,6 @@ struct SharedA {
   long long e[kPad];           // the halo's inflow at the end of the visit
   int h[2][kPad];              // heights: a round reads one buffer and writes the other
 };
-
-// push_sync_rounds<false> of maxflow.cu statement for statement (valid, ex, hm and res
-// are this thread's pixel's, in its registers), with the early stop optional: kForce
-// ends every round at a plain barrier, so exactly max_rounds run. Returns the rounds run.
-template <bool kForce>
-__device__ __forceinline__ int tile_rounds(SharedA& sh, int max_rounds, bool valid, int tid, long long& ex, int& hm,
-                                           unsigned (&res)[8]) {
-  const int lx = tid % kTileW;
-  const int ly = tid / kTileW;
-  const int me = (ly + 1) * kPadW + lx + 1;
-  // The directions whose neighbour is a pixel of this tile (its outbox is read).
-  unsigned inner = 0;
-#pragma unroll
-  for (int k = 0; k < 8; ++k) {
-    const int nlx = lx + dir_dx(k);
-    const int nly = ly + dir_dy(k);
-    if (nlx >= 0 && nlx < kTileW && nly >= 0 && nly < kTileH) inner |= 1U << k;
-  }
-  bool dirty = true;  // the outbox may hold something other than zeros
-  int round = 0;
-  for (int par = 0; round < max_rounds; ++round, par ^= 1) {
-    int hn[8];
-#pragma unroll
-    for (int k = 0; k < 8; ++k) hn[k] = sh.h[par][me + dir_dy(k) * kPadW + dir_dx(k)];
-    // Push: to every residual neighbour strictly lower, directions 0..7 in turn; an idle
-    // pixel writes its outbox's zeros once.
-    const bool active = valid && ex > 0 && hm < kInf;
-    if (active || dirty) {
-      long long left = active ? ex : 0;
-#pragma unroll
-      for (int k = 0; k < 8; ++k) {
-        const unsigned r = hn[k] < hm ? res[k] : 0U;
-        const auto amount = static_cast<unsigned>(min(left, static_cast<long long>(r)));
-        res[k] -= amount;
-        left -= amount;
-        sh.out[k][tid] = amount;
-      }
-      ex = active ? left : ex;
-      dirty = active;
-    }
-    __syncthreads();
-    // Take in what the in-tile neighbours sent (neighbour k sent it along k ^ 4).
-    if (valid) {
-#pragma unroll
-      for (int k = 0; k < 8; ++k) {
-        if (inner & (1U << k)) {
-          const unsigned in = sh.out[k ^ 4][tid + dir_dy(k) * kTileW + dir_dx(k)];
-          res[k] += in;
-          ex += in;
-        }
-      }
-    }
-    // Relabel, from the heights the push phase saw.
-    bool still = false;
-    if (valid && ex > 0 && hm < kInf) {
-      int m = kInf;
-#pragma unroll
-      for (int k = 0; k < 8; ++k) {
-        if (res[k] != 0U) m = min(m, hn[k]);
-      }
-      if (m >= hm) hm = m >= kInf - 1 ? kInf : m + 1;
-      still = hm < kInf;
-    }
-    if (!end_round<kForce>(sh.h[par ^ 1], me, still, hm)) break;
-  }
-  return round < max_rounds ? round + 1 : max_rounds;
-}
 
 // Kernel A: one push visit of maxflow.cu's push_tile on the block's tile, a pixel a
 // thread: the same activity check, loads into registers and shared memory, rounds and
@@ -1364,7 +1287,9 @@ __global__ void __launch_bounds__(kThreads, 2) block_round_kernel(TileArgs a) {
       sh.res0[k][tid] = res[k];  // in shared memory, as push_tile keeps them
     }
     __syncthreads();
-    rounds = tile_rounds<kForce>(sh, a.max_rounds, valid, tid, ex, hm, res);
+    // The solver's own rounds (kForce: exactly max_rounds of them, for the latency rows).
+    const int last = grabcut::cuda::tile::push_sync_rounds<false, kForce>(sh, a.max_rounds, valid, tid, ex, hm, res);
+    rounds = last < a.max_rounds ? last + 1 : a.max_rounds;
     if (valid) {
 #pragma unroll
       for (int k = 0; k < 8; ++k) {
