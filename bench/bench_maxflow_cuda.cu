@@ -37,8 +37,8 @@
 #include "bench_schedules.h"
 #include "common/grabcut_graph.h"
 #include "common/graph_file.h"
-#include "common/percentile.h"
 #include "common/grid_graph.h"
+#include "common/percentile.h"
 #include "core/maxflow.h"
 #include "cuda/check.h"
 #include "cuda/maxflow.h"
@@ -192,9 +192,12 @@ float median_ms(int runs, const std::function<void()>& setup, const std::functio
   return t[t.size() / 2];
 }
 
-// The phase profile of a solve (a GRABCUT_MAXFLOW_PHASE_CLOCK build: bench_maxflow_cuda_phases;
-// nothing otherwise).
-void print_phases(const grabcut::cuda::detail::MaxflowStats& s) {
+void print_stats(const char* what, const grabcut::cuda::detail::MaxflowStats& s) {
+  std::printf("  %-22s relabels %llu (%llu capped)  bfs sweeps %llu  push sweeps %llu  bfs tiles %llu  push tiles %llu"
+              "  blocks %llu\n",
+              what, s.global_relabels, s.capped_relabels, s.bfs_sweeps, s.push_sweeps, s.bfs_tiles, s.push_tiles,
+              s.grid_blocks);
+  // The phase profile (a GRABCUT_MAXFLOW_PHASE_CLOCK build: bench_maxflow_cuda_phases).
   if (s.bfs_ns + s.check_ns + s.push_ns > 0) {
     const double blocks = static_cast<double>(s.grid_blocks);
     std::printf("  %-22s phases: bfs %.3f ms (blocks busy %.0f%%)  check %.3f ms  push %.3f ms (busy %.0f%%)\n", "",
@@ -204,15 +207,6 @@ void print_phases(const grabcut::cuda::detail::MaxflowStats& s) {
                 s.push_visits_run, s.push_visits_capped,
                 static_cast<double>(s.push_rounds) / static_cast<double>(s.push_visits_run + 1));
   }
-}
-
-void print_stats(const char* what, const Batch& batch) {
-  const auto s = batch.stats();
-  std::printf("  %-22s relabels %llu (%llu capped)  bfs sweeps %llu  push sweeps %llu  bfs tiles %llu  push tiles %llu"
-              "  blocks %llu\n",
-              what, s.global_relabels, s.capped_relabels, s.bfs_sweeps, s.push_sweeps, s.bfs_tiles, s.push_tiles,
-              s.grid_blocks);
-  print_phases(s);
 }
 
 struct Results {
@@ -230,7 +224,7 @@ Results run_all(Batch& one, const std::vector<std::int32_t>& t0, const std::vect
   r.cold1024 = median_ms(runs, [] {}, [&] { one.solve(false, nullptr); });
   r.ok = r.ok && one.verify();
   std::printf("  1024x1024 cold: %.3f ms\n", r.cold1024);
-  print_stats("1024x1024 cold", one);
+  print_stats("1024x1024 cold", one.stats());
   r.warm1024 = median_ms(
       runs,
       [&] {
@@ -241,20 +235,20 @@ Results run_all(Batch& one, const std::vector<std::int32_t>& t0, const std::vect
       [&] { one.solve(true, nullptr); });
   r.ok = r.ok && one.verify();
   std::printf("  1024x1024 warm: %.3f ms\n", r.warm1024);
-  print_stats("1024x1024 warm", one);
+  print_stats("1024x1024 warm", one.stats());
   r.batch50 = median_ms(runs, [] {}, [&] { fifty.solve(false, nullptr); });
   r.ok = r.ok && fifty.verify();
   std::printf("  50 x 500x400 cold: %.3f ms\n", r.batch50);
-  print_stats("50 x 500x400 cold", fifty);
+  print_stats("50 x 500x400 cold", fifty.stats());
   r.crops = median_ms(runs, [] {}, [&] { crops.solve(false, nullptr); });
   r.ok = r.ok && crops.verify();
   std::printf("  512 crops cold: %.3f ms\n", r.crops);
-  print_stats("512 crops cold", crops);
+  print_stats("512 crops cold", crops.stats());
   if (big != nullptr) {
     r.big = median_ms(runs, [] {}, [&] { big->solve(false, nullptr); });
     r.ok = r.ok && big->verify();
     std::printf("  4096x4096 cold: %.3f ms\n", r.big);
-    print_stats("4096x4096 cold", *big);
+    print_stats("4096x4096 cold", big->stats());
   }
   return r;
 }
@@ -291,11 +285,9 @@ int run_graph_files(int argc, char** argv) {
       stats[v] = st;
     }
     std::printf("\n");
+    // The profiling build: each schedule's counts and phases.
     for (std::size_t v = 0; v < variants.size(); ++v) {
-      if (stats[v].bfs_ns + stats[v].push_ns == 0) continue;
-      std::printf("  %s: bfs sweeps %llu, push sweeps %llu, bfs tiles %llu, push tiles %llu\n", variants[v].key,
-                  stats[v].bfs_sweeps, stats[v].push_sweeps, stats[v].bfs_tiles, stats[v].push_tiles);
-      print_phases(stats[v]);
+      if (stats[v].bfs_ns + stats[v].push_ns > 0) print_stats(variants[v].key, stats[v]);
     }
   }
   if (argc > 3) {
