@@ -560,7 +560,7 @@ __device__ void push_tile(const SolverArgs& a, int t, int sweep, Shared& sh) {
 #pragma unroll
   for (int k = 0; k < 8; ++k) {
     res[k] = valid ? load_residual(a, c, x, y, p, k) : 0U;
-    sh.res0[k][tid] = res[k];  // in shared memory, not registers: the rounds need those
+    sh.res0[k][tid] = res[k];  // in shared memory: the registers are the rounds' (res)
   }
   __syncthreads();
   long long ex = e0;
