@@ -17,6 +17,11 @@ should not be a quarter of the run, as it is on 200 images. Examples:
     python bench/coco_bench.py --batch-size 64,128,256          # a sweep: one line per size
     python bench/coco_bench.py --images 4 --device cpu          # smoke test
     python bench/coco_bench.py --host-only                       # the host's ceiling
+    python bench/coco_bench.py --photos ../shared/data/grabcut50 # real photos (bench/photo_coco.py)
+
+--photos DIR runs the job on real photos with ground truth instead (a folder laid out as
+GrabCut-50 is; --boxes-per-photo jittered boxes of each photo's object, 40 by default:
+2000 boxes on GrabCut-50), read where they are.
 
 --host-only replaces GrabCut by a stand-in that returns each box as its mask at
 once, so the run measures everything else (reading, cropping, RLE, IoU, part
@@ -47,6 +52,7 @@ from torchgrabcut.device import resolve_device
 
 # The set is the tests' generator (tests/python/synthetic_coco.py): the benchmark runs on what the tests check.
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "python"))
+from photo_coco import make_photo_coco  # bench/, beside this file
 from synthetic_coco import make_synthetic_coco
 
 
@@ -116,6 +122,10 @@ def main() -> None:
     parser.add_argument(
         "--gpu-busy", action="store_true", help="also print the share of the run the GPU spent in kernels"
     )
+    parser.add_argument(
+        "--photos", type=Path, default=None, help="real photos with ground truth (images/, gt/) instead of the set"
+    )
+    parser.add_argument("--boxes-per-photo", type=int, default=40, help="with --photos: boxes a photo (default 40)")
     parser.add_argument("--workdir", default=None, help="where to keep the generated set (default: a temp dir)")
     args = parser.parse_args()
     if args.switch_interval is not None:
@@ -123,7 +133,12 @@ def main() -> None:
 
     workdir = Path(args.workdir) if args.workdir else Path(tempfile.gettempdir()) / "torchgrabcut_coco_bench"
     workdir.mkdir(parents=True, exist_ok=True)
-    coco = _dataset(workdir, args.images, args.seed)
+    if args.photos is not None:
+        coco = make_photo_coco(args.photos, workdir / "photos", boxes_per_photo=args.boxes_per_photo, seed=args.seed)
+        image_dir = args.photos / "images"
+    else:
+        coco = _dataset(workdir, args.images, args.seed)
+        image_dir = coco.parent / "images"
     dev = resolve_device(args.device)
     rng = np.random.default_rng(0)
     warm = rng.integers(0, 256, (64, 64, 3), dtype=np.uint8)
@@ -144,7 +159,7 @@ def main() -> None:
         shutil.rmtree(parts_dir(out), ignore_errors=True)  # left by an interrupted bench: start from scratch
         opts = DatasetOptions(
             coco,
-            coco.parent / "images",
+            image_dir,
             out,
             device=str(dev),
             batch_size=batch_size,

@@ -37,6 +37,8 @@
 #                                 graph cuts' call, one graph and a batch, 1 thread against all
 #                                 (builds a CPU-only extension when the build step did not run)
 #   robust                        CUDA pytest of robustness, limits, dataset, server, CLI
+#   photos                        the dataset job on real photos with ground truth (GrabCut-50,
+#                                 2000 jittered boxes), GPU and host-only (issue 33)
 #   coco serve pictures scaling   dataset and server benchmarks, the speed plot, the
 #                                 dataset job under torchrun with 1..all GPUs
 #                                 (SCALE_IMAGES images, default 2000, listed
@@ -349,6 +351,16 @@ if [[ " $STEPS " == *" coco "* ]]; then
   timeout 120 python3 bench/coco_bench.py --images 1000 --host-only --batch-size 256,512 --workers 8 \
     --workdir /tmp/coco_bench >> "$LOGS/coco_bench.log" 2>&1 || status=1
   grep -E "coco_bench:|seconds:" "$LOGS/coco_bench.log" || tail -20 "$LOGS/coco_bench.log"
+fi
+
+if [[ " $STEPS " == *" photos "* ]]; then
+  step "dataset job on real photos (GrabCut-50, 40 detector-like boxes a photo: 2000 boxes; issue 33)"
+  for run in "--device cuda --batch-size 128,256,512" "--host-only --batch-size 256"; do
+    # shellcheck disable=SC2086  # $run holds several options
+    timeout 300 python3 bench/coco_bench.py --photos data/grabcut50 --workers 8 --workdir /tmp/photo_bench $run \
+      >> "$LOGS/photo_bench.log" 2>&1 || status=1
+  done
+  grep -E "coco_bench:|seconds:|IoU" "$LOGS/photo_bench.log" || tail -20 "$LOGS/photo_bench.log"
 fi
 
 if [[ " $STEPS " == *" serve "* ]]; then
