@@ -1,21 +1,30 @@
 // Exact s-t max-flow on an 8- or 4-connected pixel grid (see maxflow.h for the graph).
 //
-// The solver is an augmenting-path algorithm after Boykov and Kolmogorov, "An
-// Experimental Comparison of Min-Cut/Max-Flow Algorithms for Energy Minimization
-// in Vision" (PAMI 2004), written for the grid from the paper's description:
+// The solver is an augmenting-path algorithm of the incremental breadth-first search
+// family (IBFS: Goldberg, Hed, Kaplan, Tarjan and Werneck, "Maximum Flows by
+// Incremental Breadth-First Search", ESA 2011), written for the grid from the
+// paper's description. Like Boykov and Kolmogorov's algorithm (PAMI 2004) it grows
+// two search trees, S from the source and T to the sink, augments along the path
+// where they meet and repairs the trees; unlike it, every tree node carries a label
+// that is strictly larger than its parent's, so that repairing a tree needs no walk:
 //
-//   * two search trees, S rooted at the source and T rooted at the sink, grown
-//     breadth first from a FIFO of active nodes (growth);
-//   * when a tree edge reaches the other tree, the path source -> ... -> sink is
-//     augmented by its bottleneck, and the nodes whose tree edge saturated become
-//     orphans (augmentation);
-//   * each orphan looks among its neighbours for a new parent in its own tree whose
-//     chain of parents still ends at the terminal, preferring the one closest to
-//     the terminal; one without such a parent is freed and its children become
-//     orphans (adoption). Each node carries a timestamp (the augmentation at which
-//     its distance to the terminal was last known to be exact) and that distance,
-//     so the walks of one adoption stage stop at nodes already checked in it, and
-//     growth reattaches a node to a neighbour that is closer to the terminal.
+//   * the trees grow in passes, one level at a time (a node's children get its label
+//     plus one), S and T in turn;
+//   * an augmentation saturates arcs of the path; the nodes below them become orphans;
+//   * an orphan takes as its parent any neighbour of its tree with a smaller label
+//     and a residual arc toward it (the chain of parents from there only falls in
+//     label, so it cannot come back to the orphan); failing that it is relabelled to
+//     one more than its smallest such neighbour (its children that are no longer
+//     above it become orphans), unless that passes the tree's next level or it has
+//     none: then it leaves the tree, its children orphans, and the nodes of its tree
+//     with an arc toward it are scanned again.
+//
+// Why this search: Boykov and Kolmogorov's adoption checks a candidate parent by
+// walking its chain to the terminal, and on segmentation graphs most of the search
+// was those walks; here an orphan looks only at its K neighbours. Why strict turns:
+// growing the tree with fewer nodes to scan lets one tree run levels ahead of the
+// other, and its relabels and frees then cost more than the walks they replace
+// (bench/RESULTS.md, issue 36, session 43, has the measurements).
 //
 // Before the trees are seeded, one raster pass sends flow along every path
 // source -> p -> q -> sink made of a single n-link arc; in GrabCut graphs, where
@@ -60,9 +69,10 @@
 // whose new residual would leave int32 is a cold solve instead. The returned cut
 // capacity is summed in int64. Terminals may be any int32 value.
 //
-// Once no active node is left the flow is maximum, and the sink tree is then exactly
-// the set of pixels that can reach the sink over arcs with positive residual; all
-// other pixels form the canonical (largest minimum) source set (compute_cut).
+// The search ends when T can grow no more: no node outside T then has a residual arc
+// into it, so no augmenting path is left, the flow is maximum, and T is exactly the
+// set of pixels that can reach the sink over arcs with positive residual; all other
+// pixels form the canonical (largest minimum) source set (compute_cut).
 #include "core/maxflow.h"
 
 #include <omp.h>
@@ -79,13 +89,6 @@
 #include <tuple>
 #include <utility>
 #include <vector>
-
-// The augmentation counter is renumbered when it reaches this value. The
-// maxflow_small_clock_tests build (CMakeLists.txt) sets a small limit, so that the
-// renumbering runs many times in every test.
-#ifndef GRABCUT_MAXFLOW_RENUMBER_AT
-#define GRABCUT_MAXFLOW_RENUMBER_AT 0x7ffffff0
-#endif
 
 namespace grabcut {
 namespace {
@@ -133,7 +136,6 @@ constexpr std::uint8_t kNoParent = 10;
 // 2c must fit in int32. All valid values have bits 30 and 31 clear.
 constexpr std::int32_t kMaxNlinkCapacity = (std::int32_t{1} << 30) - 1;
 constexpr int kInfiniteDistance = std::numeric_limits<int>::max();
-constexpr std::int32_t kRenumberTimestampsAt = GRABCUT_MAXFLOW_RENUMBER_AT;
 // Push sweeps before the trees are seeded: in a cold solve (on real 1-MP GrabCut
 // graphs 2 beat 1 and 3 by a few percent; within noise since the strips), in a
 // warm solve (0: a sweep there costs about what it saves), and how many of them
@@ -163,11 +165,11 @@ struct Node {
   // Residual terminal capacity: > 0 from the source to the node, < 0 from the
   // node to the sink (the magnitude is the capacity).
   std::int32_t terminal;
-  std::int32_t timestamp;
-  std::int32_t distance;  // to the tree's terminal, exact as of `timestamp`
+  std::int32_t reserved;  // keeps a node 16 bytes, a quarter of a cache line
+  std::int32_t distance;  // the label (see maxflow.cpp's header): above the parent's; roots 1
   std::uint8_t tree;
   std::uint8_t parent;
-  std::uint8_t active;  // in the active FIFO, or the node being grown
+  std::uint8_t active;  // the tree whose level lists hold the node's current entry, or 0
   std::uint8_t unused;
 };
 static_assert(sizeof(Node) == 16, "Node should stay 16 bytes");
@@ -321,13 +323,9 @@ struct GridCore {
   ArrayView<Node> nodes;
   std::vector<std::int32_t> residual_store;
   std::vector<Node> node_store;
-  // FIFO of node indices, a ring of num_nodes slots: the active nodes during the
-  // flow and the breadth-first order of a push sweep. A node is never in it twice.
+  // The breadth-first order of a push sweep (num_nodes slots).
   std::vector<int> queue;
-  int queue_head = 0;
-  int queue_tail = 0;
-  int queue_size = 0;
-  std::vector<int> orphans;  // FIFO; also scratch space of renumber_timestamps()
+  std::vector<int> orphans;  // a stack: an orphan's children are repaired right after it
   // The arcs of the augmenting path: `forward` loses the flow, `backward` (its
   // reverse) gains it, and `node` is orphaned if `forward` saturates.
   struct PathArc {
@@ -338,7 +336,30 @@ struct GridCore {
   std::vector<PathArc> source_path;
   std::vector<PathArc> sink_path;
 
-  std::int32_t time = 0;
+  // The levels of the search, per tree (index tree - 1: 0 S, 1 T). A tree's labels
+  // are at most top + 1. to_scan[t] holds, from scan_pos[t] on, the nodes of labels up to
+  // top[t] still to scan in the pass under way or the tree's next one; next_level[t] those
+  // of label top[t] + 1. Node::active says which tree's lists hold a node's current
+  // entry (a node that changed trees since keeps a stale entry, skipped when popped).
+  // A node of a tree that has no entry there has no residual arc in its tree's
+  // direction (S: from it, T: into it) to a node outside the tree.
+  std::vector<int> to_scan[2];
+  std::size_t scan_pos[2] = {0, 0};
+  std::vector<int> next_level[2];
+  int top[2] = {1, 1};
+  int last_grown = 1;  // the tree of the last turn: S and T take turns
+  void push_level(int p, const Node& n) {
+    const int t = n.tree - 1;
+    if (n.distance <= top[t]) {
+      to_scan[t].push_back(p);
+    } else {
+      next_level[t].push_back(p);
+    }
+  }
+  std::size_t left_to_scan(int t) const {
+    const std::size_t left = to_scan[t].size() - scan_pos[t];
+    return left != 0 ? left : next_level[t].size();
+  }
 
   // Warm start state: after a completed solve, residual and nodes[].terminal hold
   // a maximum flow of a graph whose terminals were last_terminal (unpadded).
@@ -417,23 +438,22 @@ struct GridCore {
   // the source capacity less the source residual left (cut_and_flow).
   bool augmented_only = false;
 
-  void enqueue(int p) {
-    queue[queue_tail] = p;
-    if (++queue_tail == num_nodes) queue_tail = 0;
-    ++queue_size;
+  // Empties the level lists; every tree starts at level 1 (the roots).
+  void clear_levels() {
+    for (int t = 0; t < 2; ++t) {
+      to_scan[t].clear();
+      next_level[t].clear();
+      scan_pos[t] = 0;
+      top[t] = 1;
+    }
+    last_grown = 1;
   }
-  int dequeue() {
-    const int p = queue[queue_head];
-    if (++queue_head == num_nodes) queue_head = 0;
-    --queue_size;
-    return p;
-  }
-  void clear_queue() { queue_head = queue_tail = queue_size = 0; }
+  // Gives a tree node an entry in its tree's level lists, unless it has one.
   void activate(int p) {
     Node& n = nodes[p];
-    if (n.active == 0) {
-      n.active = 1;
-      enqueue(p);
+    if (n.active != n.tree) {
+      n.active = n.tree;
+      push_level(p, n);
     }
   }
   void make_orphan(int p) {
@@ -441,14 +461,12 @@ struct GridCore {
     orphans.push_back(p);
   }
 
+  template <bool kSourceSide>
+  void run_pass();
   void augment(int from, int dir);
   void adopt();
   template <bool kSourceSide>
   void adopt_orphan(int p);
-  // Length of the chain of parents from q to the terminal (1 for a root), or
-  // kInfiniteDistance if it ends at an orphan; the nodes checked are stamped.
-  int distance_to_terminal(int q);
-  void renumber_timestamps();
 };
 
 }  // namespace
@@ -488,9 +506,8 @@ void GridCore<K>::allocate(const GridGraphView& graph) {
 
   has_flow = false;
   augmented_only = false;
-  clear_queue();
+  clear_levels();
   orphans.clear();
-  time = 0;
 }
 
 // Writes row y of `graph` into the buffers (after allocate()): the residuals of the
@@ -641,8 +658,8 @@ typename GridCore<K>::FillTotals GridCore<K>::fill_row_of(const GridGraphView& g
   return totals;
 }
 
-// Clears the search trees, the queues and the clock; keeps the
-// residual capacities (terminal residuals included).
+// Clears the search trees and their level lists; keeps the residual capacities
+// (terminal residuals included).
 template <int K>
 void GridCore<K>::reset_search() {
   for (Node& n : nodes) {
@@ -650,9 +667,8 @@ void GridCore<K>::reset_search() {
     n = kClearedNode;
     n.terminal = t;
   }
-  clear_queue();
+  clear_levels();
   orphans.clear();
-  time = 0;
 }
 
 // Warm start: if `graph` has the size and the n-links of the graph whose maximum
@@ -803,7 +819,7 @@ void GridCore<K>::solve_in_strips(int num_threads, int num_strips, int push_pass
   }
 
   while (static_cast<int>(strips.size()) < leaves) strips.push_back(std::make_unique<GridCore>());
-  std::vector<std::int32_t> clock(static_cast<std::size_t>(leaves), 0);
+  std::vector<int> tops(static_cast<std::size_t>(leaves), 1);
   std::vector<std::uint8_t> augmented(static_cast<std::size_t>(leaves), 0);
   std::vector<std::exception_ptr> errors(static_cast<std::size_t>(leaves));
   const bool nested = omp_in_parallel() != 0;
@@ -825,7 +841,7 @@ void GridCore<K>::solve_in_strips(int num_threads, int num_strips, int push_pass
         strip.start_trees(push_passes);
       }
       strip.run_search();
-      clock[static_cast<std::size_t>(s)] = strip.time;
+      tops[static_cast<std::size_t>(s)] = std::max(strip.top[0], strip.top[1]);
       augmented[static_cast<std::size_t>(s)] = strip.augmented_only ? 1 : 0;
     } catch (...) {
       errors[static_cast<std::size_t>(s)] = std::current_exception();
@@ -836,12 +852,12 @@ void GridCore<K>::solve_in_strips(int num_threads, int num_strips, int push_pass
   }
 
   // The separators join: their arcs open, their nodes roots, and every tree node on
-  // them or beside them active (it may have an arc to a free node or the other tree
-  // now). The clock starts past every strip's, so no stamp of theirs is taken for
-  // one of the current adoption stage.
-  clear_queue();
+  // them or beside them scanned again (it may have an arc to a free node or the other
+  // tree now). Every label is at most the largest strip's top + 1, the level both
+  // trees start from, so labels still rise from every node to its parent.
+  clear_levels();
   orphans.clear();
-  time = *std::max_element(clock.begin(), clock.end());
+  top[0] = top[1] = *std::max_element(tops.begin(), tops.end()) + 1;
   augmented_only = graph != nullptr && std::find(augmented.begin(), augmented.end(), 0) == augmented.end();
   for (int s = 1; s <= separators; ++s) {
     const int y = first_row[static_cast<std::size_t>(s)];
@@ -863,6 +879,25 @@ void GridCore<K>::solve_in_strips(int num_threads, int num_strips, int push_pass
       if (nodes[static_cast<std::size_t>(p)].tree != kFree) activate(p);
     }
   }
+  // A strip's search ends when its T closes; the S nodes it had left to scan keep
+  // their entries, now in this solver's lists.
+  for (int s = 0; s < leaves; ++s) {
+    GridCore& strip = *strips[static_cast<std::size_t>(s)];
+    const int first = (first_row[static_cast<std::size_t>(s)] + (s > 0 ? 1 : 0)) * stride;
+    for (int t = 0; t < 2; ++t) {
+      const auto carry = [&](const std::vector<int>& list, std::size_t from) {
+        for (std::size_t k = from; k < list.size(); ++k) {
+          const int p = list[k] + first;
+          Node& n = nodes[static_cast<std::size_t>(p)];
+          if (n.active != t + 1) continue;  // a stale entry, or one carried already
+          n.active = n.tree;
+          if (n.tree != kFree) push_level(p, n);
+        }
+      };
+      carry(strip.to_scan[t], strip.scan_pos[t]);
+      carry(strip.next_level[t], 0);
+    }
+  }
 }
 
 // Makes this solver the strip of rows [y0, y1) of `whole`, in place: its arrays are
@@ -879,9 +914,8 @@ void GridCore<K>::view_rows(GridCore& whole, int y0, int y1) {
   nodes = {whole.nodes.data() + first, static_cast<std::size_t>(num_nodes)};
   residual = {whole.residual.data() + first * kNumDirections, static_cast<std::size_t>(num_nodes) * kNumDirections};
   queue.resize(static_cast<std::size_t>(num_nodes));
-  clear_queue();
+  clear_levels();
   orphans.clear();
-  time = 0;
   has_flow = false;
   augmented_only = false;
 }
@@ -990,7 +1024,7 @@ void GridCore<K>::seed_trees() {
 
 template <int K>
 void GridCore<K>::start_seeding() {
-  clear_queue();
+  clear_levels();
   seeded.reset(width);
 }
 
@@ -1157,7 +1191,7 @@ std::int64_t GridCore<K>::sweep(const SweepScan& scan, bool& skipped) {
   }
   skipped = false;
   // The queue is the breadth-first order below; the trees are seeded afterwards.
-  clear_queue();
+  clear_levels();
   int* const order = queue.data();
   label.assign(static_cast<std::size_t>(num_nodes), -1);
   std::int32_t* const lab = label.data();
@@ -1249,7 +1283,7 @@ template <int K>
 void GridCore<K>::fill_rows_and_start(const GridGraphView& graph, int push_passes) {
   augmented_only = true;
   short_flow = 0;
-  clear_queue();
+  clear_levels();
   // Rows y - 4 .. y: the fill seeds row y and writes its bytes, the short paths of
   // row y - 1 change rows y - 2 .. y (a root whose terminal they use up leaves its
   // tree), and rows up to y - 2 are then final, so the roots of row y - 3 are
@@ -1280,96 +1314,88 @@ void GridCore<K>::fill_rows_and_start(const GridGraphView& graph, int push_passe
   }
 }
 
-// Grows, augments and adopts until no node is active: the flow is then maximum.
+// Grows, augments and adopts until T can grow no more: the flow is then maximum. S
+// and T take turns; a turn is a pass over the tree's current level (its scan list
+// to the end, with what the pass adds to it) or, where that is done, the step to the
+// next level. Growing S on after T has closed would find no path, so the search ends
+// there; S closed with T open, T grows alone.
 template <int K>
 void GridCore<K>::run_search() {
+  for (;;) {
+    const std::size_t s_left = left_to_scan(0);
+    if (left_to_scan(1) == 0) return;
+    const int t = s_left == 0 ? 1 : 1 - last_grown;
+    last_grown = t;
+    if (scan_pos[t] == to_scan[t].size()) {
+      ++top[t];
+      to_scan[t].swap(next_level[t]);
+      next_level[t].clear();
+      scan_pos[t] = 0;
+    } else if (t == 0) {
+      run_pass<true>();
+    } else {
+      run_pass<false>();
+    }
+  }
+}
+
+// One pass of a tree: scans its nodes of labels up to top, each over its residual
+// arcs in the tree's direction: a free neighbour joins the tree one label below it,
+// a node of the other tree closes an augmenting path.
+template <int K>
+template <bool kSourceSide>
+void GridCore<K>::run_pass() {
+  constexpr int kT = kSourceSide ? 0 : 1;
+  constexpr std::uint8_t kTree = kSourceSide ? kSourceTree : kSinkTree;
   Node* const node = nodes.data();
   const std::int32_t* const rc = residual.data();
-  int current = -1;  // the node being grown; it stays marked active meanwhile
-  for (;;) {
-    if (current < 0) {
-      while (queue_size > 0) {
-        const int p = dequeue();
-        if (node[p].tree != kFree) {
-          current = p;
-          break;
-        }
-        node[p].active = 0;  // freed after it was queued
-      }
-      if (current < 0) return;
-    }
-
-    // Growth: extend the tree of `current` over its residual arcs until an arc
-    // reaches the other tree; (from, dir) is then that arc, from S to T.
-    const int p = current;
+  std::vector<int>& list = to_scan[kT];
+  const int level = top[kT];
+  while (scan_pos[kT] < list.size()) {
+    const int p = list[scan_pos[kT]++];
     Node& np = node[p];
-    int from = -1;
-    int dir = 0;
-    if (np.tree == kSourceTree) {
-      const std::int32_t* const rp = rc + kNumDirections * p;
-      for (int d = 0; d < kNumDirections; ++d) {
-        if (rp[d] == 0) continue;
-        const int q = p + offset[d];
-        Node& nq = node[q];
-        if (nq.tree == kFree) {
-          nq.tree = kSourceTree;
-          nq.parent = as_parent(opposite(d));
-          nq.timestamp = np.timestamp;
-          nq.distance = np.distance + 1;
-          activate(q);
-        } else if (nq.tree == kSinkTree) {
-          from = p;
-          dir = d;
-          break;
-        } else if (nq.timestamp <= np.timestamp && nq.distance > np.distance) {
-          nq.parent = as_parent(opposite(d));
-          nq.timestamp = np.timestamp;
-          nq.distance = np.distance + 1;
-        }
-      }
-    } else {
-      // The arcs into p belong to the neighbours: look at a neighbour's state
-      // first, so that the common case (already in T, not closer) reads no arc.
-      for (int d = 0; d < kNumDirections; ++d) {
-        const int q = p + offset[d];
-        Node& nq = node[q];
-        if (nq.tree == kSinkTree &&
-            (nq.timestamp > np.timestamp || nq.distance <= np.distance)) {
-          continue;
-        }
-        if (rc[kNumDirections * q + opposite(d)] == 0) continue;
-        if (nq.tree == kFree) {
-          nq.tree = kSinkTree;
-          nq.parent = as_parent(opposite(d));
-          nq.timestamp = np.timestamp;
-          nq.distance = np.distance + 1;
-          activate(q);
-        } else if (nq.tree == kSourceTree) {
-          from = q;
-          dir = opposite(d);
-          break;
-        } else {
-          nq.parent = as_parent(opposite(d));
-          nq.timestamp = np.timestamp;
-          nq.distance = np.distance + 1;
-        }
-      }
-    }
-    if (from < 0) {  // every arc of `current` examined: it becomes passive
-      np.active = 0;
-      current = -1;
+    if (np.active != kTree) continue;  // the node has changed trees since: a stale entry
+    if (np.tree != kTree) {
+      np.active = np.tree;
+      if (np.tree != kFree) push_level(p, np);  // freed, then taken by the other tree
       continue;
     }
-
-    if (time >= kRenumberTimestampsAt) renumber_timestamps();
-    ++time;
-    augment(from, dir);
-    adopt();
-    // `current` may have more arcs to the other tree: grow it again, unless the
-    // adoption freed it.
-    if (np.tree == kFree) {
+    if (np.distance > level) {  // relabelled since it was listed
+      next_level[kT].push_back(p);
+      continue;
+    }
+    for (int d = 0; d < kNumDirections; ++d) {
+      const int q = p + offset[d];
+      // S: the arc from p (on p's line) first; T: the arc into p lies with q, so q's
+      // tree first, which skips the common case (q in T) without reading the arc.
+      if constexpr (kSourceSide) {
+        if (rc[kNumDirections * p + d] == 0) continue;
+      }
+      Node& nq = node[q];
+      if (nq.tree == kTree) continue;
+      if constexpr (!kSourceSide) {
+        if (rc[kNumDirections * q + opposite(d)] == 0) continue;
+      }
+      if (nq.tree == kFree) {
+        nq.tree = kTree;
+        nq.parent = as_parent(opposite(d));
+        nq.distance = np.distance + 1;
+        activate(q);
+        continue;
+      }
+      if constexpr (kSourceSide) {
+        augment(p, d);
+      } else {
+        augment(q, opposite(d));
+      }
+      adopt();
+      if (np.tree != kTree || np.distance > level) break;
+      d = -1;  // all arcs again: the adoption may have freed a neighbour already passed
+    }
+    if (np.tree == kTree && np.distance > level) {
+      next_level[kT].push_back(p);  // relabelled by the adoption: a later pass
+    } else {
       np.active = 0;
-      current = -1;
     }
   }
 }
@@ -1446,136 +1472,79 @@ void GridCore<K>::augment(int from, int dir) {
 
 template <int K>
 void GridCore<K>::adopt() {
-  for (std::size_t k = 0; k < orphans.size(); ++k) {
-    const int p = orphans[k];
+  while (!orphans.empty()) {
+    const int p = orphans.back();
+    orphans.pop_back();
     if (nodes[p].tree == kSourceTree) {
       adopt_orphan<true>(p);
     } else {
       adopt_orphan<false>(p);
     }
   }
-  orphans.clear();
 }
 
-template <int K>
-int GridCore<K>::distance_to_terminal(int q) {
-  Node* const node = nodes.data();
-  int length = 0;
-  int j = q;
-  for (;;) {
-    if (node[j].timestamp == time) {
-      length += node[j].distance;
-      break;
-    }
-    const int a = node[j].parent;
-    ++length;
-    if (a == kParentTerminal) {
-      node[j].timestamp = time;
-      node[j].distance = 1;
-      break;
-    }
-    if (a == kParentOrphan) return kInfiniteDistance;
-    j += offset[a];
-  }
-  // Stamp the chain so later walks of this adoption stage stop early.
-  int d = length;
-  for (j = q; node[j].timestamp != time; j += offset[node[j].parent]) {
-    node[j].timestamp = time;
-    node[j].distance = d--;
-  }
-  return length;
-}
-
-// One function for both trees: an orphan of the source tree looks for a parent q
-// with residual capacity on q -> p (flow still arrives from the source side), an
-// orphan of the sink tree for one with residual capacity on p -> q.
+// An orphan of the source tree looks for a parent q with residual capacity on
+// q -> p (flow still arrives from the source side), an orphan of the sink tree for
+// one with residual capacity on p -> q; see the header for the rules.
 template <int K>
 template <bool kSourceSide>
 void GridCore<K>::adopt_orphan(int p) {
   constexpr std::uint8_t kTree = kSourceSide ? kSourceTree : kSinkTree;
+  constexpr int kT = kSourceSide ? 0 : 1;
   Node* const node = nodes.data();
   const std::int32_t* const rc = residual.data();
   const std::int32_t* const rp = rc + kNumDirections * p;
-  // Captured by reference: each instantiation reads only one of rc and rp, and
-  // clang warns about an explicit capture that goes unused (-Wunused-lambda-capture).
-  const auto arc_open = [&](int q, int d) {
-    if constexpr (kSourceSide) {
-      return rc[kNumDirections * q + opposite(d)] != 0;
-    } else {
-      static_cast<void>(q);
-      return rp[d] != 0;
-    }
-  };
+  Node& np = node[p];
+  const int own = np.distance;
   int best = -1;
-  int best_distance = kInfiniteDistance;
+  int best_label = kInfiniteDistance;
+  unsigned children = 0;  // directions of the nodes whose parent is p
+  unsigned toward = 0;    // directions of the tree's nodes with an arc toward p
   for (int d = 0; d < kNumDirections; ++d) {
     const int q = p + offset[d];
-    if (node[q].tree != kTree || !arc_open(q, d)) continue;
-    const int dist = distance_to_terminal(q);
-    if (dist < best_distance) {
-      best_distance = dist;
+    const Node& nq = node[q];
+    if (nq.tree != kTree) continue;
+    children |= static_cast<unsigned>(nq.parent == opposite(d)) << d;
+    const bool open = kSourceSide ? rc[kNumDirections * q + opposite(d)] != 0 : rp[d] != 0;
+    if (!open) continue;
+    if (nq.distance < own) {  // never a child: their labels are above p's
+      np.parent = as_parent(d);
+      return;
+    }
+    toward |= 1U << d;
+    if (nq.distance < best_label) {
+      best_label = nq.distance;
       best = d;
-      if (dist == 1) break;  // a root: no later neighbour can be closer (the first wins ties)
     }
   }
-  Node& np = node[p];
-  if (best >= 0) {
+  if (best >= 0 && best_label + 1 <= top[kT] + 1) {
+    // Relabelled: a parent among its descendants is fine, since the children on the
+    // chain down to it (labels below its new one) are orphaned here.
+    const int relabelled = best_label + 1;
+    for (int d = 0; d < kNumDirections; ++d) {
+      if ((children >> d & 1U) != 0 && node[p + offset[d]].distance <= relabelled) make_orphan(p + offset[d]);
+    }
     np.parent = as_parent(best);
-    np.timestamp = time;
-    np.distance = best_distance + 1;
+    np.distance = relabelled;
     return;
   }
   np.tree = kFree;
   np.parent = kNoParent;
   for (int d = 0; d < kNumDirections; ++d) {
-    const int q = p + offset[d];
-    Node& nq = node[q];
-    if (nq.tree != kTree) continue;
-    if (arc_open(q, d)) activate(q);
-    if (nq.parent == opposite(d)) make_orphan(q);
+    if ((children >> d & 1U) != 0) make_orphan(p + offset[d]);
+    if ((toward >> d & 1U) != 0) activate(p + offset[d]);
   }
-}
-
-// Before the counter overflows: give every tree node timestamp 0 and its exact
-// distance to the terminal, then restart the counter. Called between
-// augmentations, when there are no orphans.
-template <int K>
-void GridCore<K>::renumber_timestamps() {
-  constexpr std::int32_t kUnknown = -1;
-  for (Node& n : nodes) {
-    if (n.tree != kFree) n.timestamp = kUnknown;
-  }
-  std::vector<int>& chain = orphans;
-  for (int p = 0; p < num_nodes; ++p) {
-    if (nodes[p].timestamp != kUnknown) continue;
-    chain.clear();
-    int j = p;
-    while (nodes[j].timestamp == kUnknown && nodes[j].parent != kParentTerminal) {
-      chain.push_back(j);
-      j += offset[nodes[j].parent];
-    }
-    if (nodes[j].timestamp == kUnknown) {  // a root
-      nodes[j].timestamp = 0;
-      nodes[j].distance = 1;
-    }
-    int d = nodes[j].distance;
-    for (auto it = chain.rbegin(); it != chain.rend(); ++it) {
-      nodes[*it].timestamp = 0;
-      nodes[*it].distance = ++d;
-    }
-  }
-  chain.clear();
-  time = 0;
 }
 
 // The canonical cut read off the sink tree. When the search ends, T is exactly the
 // set of nodes that can reach the sink in the residual graph: every node of T
 // reaches it along its chain of parents (residual arcs, no orphan left), and no node
 // outside T has a residual arc into T, since a node of T with an arc from a node not
-// in T is active (seeding activates those roots) until it has taken in every
-// neighbour with such an arc (growth), one that loses a tree is
-// orphaned and its T neighbours with an arc from it reactivated (adoption), and an
-// augmentation opens residual only on arcs inside a tree or from T to S. So the
+// in T has an entry in T's level lists (seeding lists those roots) until a pass has
+// taken in every neighbour with such an arc (growth), one that leaves T lists its T
+// neighbours with an arc from it again (adoption), an augmentation opens residual
+// only on arcs inside a tree or from T to S, and the search ends only once T's lists
+// are empty. So the
 // source side, the nodes that cannot reach the sink, is every node not in T. (The
 // strips of a parallel solve end the same way: the last search covers the grid.)
 template <int K>

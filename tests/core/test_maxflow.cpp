@@ -1070,6 +1070,89 @@ TEST(MaxflowParallel, InsideParallelRegion) {
   }
 }
 
+// The search's tree repairs (maxflow.cpp's header): deep trees whose arcs near the
+// roots are weak, so that augmentations orphan whole subtrees, which must be
+// relabelled or leave their tree, and nodes move between the trees. Serial, and in
+// strips on 2 and 3 threads (the strips' trees join across the separators, and the
+// source trees' unfinished levels are carried into the last search).
+TestGraph deep_tree_graph(int h, int w, bool eight, std::uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  TestGraph g(h, w);
+  // Strong n-links, except a band of weak ones a few columns in from either side.
+  set_nlinks(g, eight, [&](int, int x, int) {
+    const bool weak = x % 16 == 3 || x % 16 == 12;
+    return static_cast<std::int32_t>(weak ? 1 + rng() % 3 : 20 + rng() % 80);
+  });
+  // Terminals on a few columns only: sources on the left of each 16-column band,
+  // sinks on the right, a few of either elsewhere.
+  for (int y = 0; y < h; ++y) {
+    for (int x = 0; x < w; ++x) {
+      std::int32_t& t = g.terminal[static_cast<std::size_t>(y) * static_cast<std::size_t>(w) + static_cast<std::size_t>(x)];
+      if (x % 16 == 0) t = static_cast<std::int32_t>(50 + rng() % 200);
+      if (x % 16 == 15) t = -static_cast<std::int32_t>(50 + rng() % 200);
+      if (rng() % 64 == 0) t = static_cast<std::int32_t>(rng() % 61) - 30;
+    }
+  }
+  return g;
+}
+
+TEST(MaxflowSearch, DeepTreesMatchReference) {
+  std::uint64_t seed = 500;
+  for (auto [h, w] : {std::pair{9, 70}, std::pair{40, 64}, std::pair{96, 100}}) {
+    for (bool eight : {false, true}) {
+      const TestGraph g = deep_tree_graph(h, w, eight, seed++);
+      ReferenceMaxflow ref(g);
+      const std::int64_t flow = ref.max_flow();
+      const std::vector<std::uint8_t> side = ref.canonical_cut();
+      for (int threads : {1, 2, 3}) {
+        SCOPED_TRACE(std::to_string(h) + "x" + std::to_string(w) + (eight ? " 8c" : " 4c") + " threads " +
+                     std::to_string(threads));
+        GridMaxflowSolver solver;
+        solver.set_num_threads(threads);
+        const SolveResult r = solve_with(solver, g);
+        EXPECT_EQ(r.flow, flow);
+        EXPECT_TRUE(r.side == side) << first_difference(r.side, side, g.width);
+      }
+    }
+  }
+}
+
+// Source-heavy graphs: the sink tree closes long before the source tree has grown
+// through its region (the search stops there), in one piece and in every strip.
+TEST(MaxflowSearch, SinkTreeClosesFirst) {
+  std::uint64_t seed = 900;
+  for (auto [h, w] : {std::pair{30, 30}, std::pair{80, 90}}) {
+    for (bool eight : {false, true}) {
+      std::mt19937_64 rng(seed++);
+      TestGraph g(h, w);
+      set_nlinks(g, eight, [&](int, int, int) { return static_cast<std::int32_t>(rng() % 40); });
+      for (auto& t : g.terminal) {
+        const auto r = rng() % 100;
+        t = r < 3 ? -static_cast<std::int32_t>(1 + rng() % 30) : (r < 60 ? static_cast<std::int32_t>(rng() % 500) : 0);
+      }
+      ReferenceMaxflow ref(g);
+      const std::int64_t flow = ref.max_flow();
+      const std::vector<std::uint8_t> side = ref.canonical_cut();
+      for (int threads : {1, 2, 3}) {
+        SCOPED_TRACE(std::to_string(h) + "x" + std::to_string(w) + (eight ? " 8c" : " 4c") + " threads " +
+                     std::to_string(threads));
+        GridMaxflowSolver solver;
+        solver.set_num_threads(threads);
+        const SolveResult r = solve_with(solver, g);
+        EXPECT_EQ(r.flow, flow);
+        EXPECT_TRUE(r.side == side) << first_difference(r.side, side, g.width);
+        // The same graph with the terminals' signs swapped: the source tree closes first.
+        TestGraph flipped = g;
+        for (auto& t : flipped.terminal) t = -t;
+        ReferenceMaxflow flipped_ref(flipped);
+        const SolveResult f = solve_with(solver, flipped);
+        EXPECT_EQ(f.flow, flipped_ref.max_flow());
+        EXPECT_TRUE(f.side == flipped_ref.canonical_cut());
+      }
+    }
+  }
+}
+
 // Graphs too large for the reference: check that the cut is a minimum cut (its
 // capacity equals the flow) and that it is the same for a reused solver solving
 // twice and for a fresh solver.
