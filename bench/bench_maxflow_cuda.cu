@@ -32,6 +32,7 @@
 #include <memory>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "bench_schedules.h"
@@ -209,6 +210,40 @@ void print_stats(const char* what, const grabcut::cuda::detail::MaxflowStats& s)
   }
 }
 
+// The sweep trace of a profiling build: each kind's sweeps and grid time, bucketed by the
+// tiles worked in a sweep against the grid's blocks B (a sweep of fewer than B tiles waits
+// for its slowest visit; one of many more keeps every block busy).
+void print_sweep_profile(const char* what, const std::vector<grabcut::cuda::detail::SweepRecord>& sweeps,
+                         unsigned long long blocks) {
+  using grabcut::cuda::detail::SweepKind;
+  if (sweeps.empty() || blocks == 0) return;
+  constexpr int kBuckets = 6;
+  const char* names[kBuckets] = {"0", "<=B/8", "<=B/2", "<=B", "<=4B", ">4B"};
+  const auto bucket = [&](unsigned int tiles) {
+    if (tiles == 0) return 0;
+    if (tiles * 8ULL <= blocks) return 1;
+    if (tiles * 2ULL <= blocks) return 2;
+    if (tiles <= blocks) return 3;
+    return tiles <= 4 * blocks ? 4 : 5;
+  };
+  std::printf("  %-22s sweeps by tiles worked, B = %llu blocks: count / ms\n", what, blocks);
+  const std::pair<SweepKind, const char*> kinds[] = {
+      {SweepKind::kBfs, "bfs"}, {SweepKind::kCheck, "check"}, {SweepKind::kPush, "push"}};
+  for (const auto& [kind, label] : kinds) {
+    int count[kBuckets] = {};
+    double ms[kBuckets] = {};
+    for (const auto& r : sweeps) {
+      if (r.kind != kind) continue;
+      const int b = bucket(r.tiles);
+      ++count[b];
+      ms[b] += static_cast<double>(r.ns) * 1e-6;
+    }
+    std::printf("  %-22s %-5s", "", label);
+    for (int b = 0; b < kBuckets; ++b) std::printf("  %s %d / %.3f", names[b], count[b], ms[b]);
+    std::printf("\n");
+  }
+}
+
 struct Results {
   float cold1024 = 0, warm1024 = 0, batch50 = 0, crops = 0, big = 0;
   bool ok = true;
@@ -268,6 +303,7 @@ int run_graph_files(int argc, char** argv) {
   bool ok = true;
   std::vector<std::vector<double>> times(variants.size()), barriers(variants.size());
   std::vector<grabcut::cuda::detail::MaxflowStats> stats(variants.size());
+  std::vector<std::vector<grabcut::cuda::detail::SweepRecord>> sweeps(variants.size());
   for (int i = 2; i < argc; ++i) {
     Batch batch({grabcut::testing::read_graph_file(argv[i])});
     const std::string path = argv[i];
@@ -283,11 +319,14 @@ int run_graph_files(int argc, char** argv) {
       times[v].push_back(ms);
       barriers[v].push_back(static_cast<double>(swp));
       stats[v] = st;
+      sweeps[v] = grabcut::cuda::detail::maxflow_read_sweeps(nullptr);
     }
     std::printf("\n");
     // The profiling build: each schedule's counts and phases.
     for (std::size_t v = 0; v < variants.size(); ++v) {
-      if (stats[v].bfs_ns + stats[v].push_ns > 0) print_stats(variants[v].key, stats[v]);
+      if (stats[v].bfs_ns + stats[v].push_ns == 0) continue;
+      print_stats(variants[v].key, stats[v]);
+      print_sweep_profile(variants[v].key, sweeps[v], stats[v].grid_blocks);
     }
   }
   if (argc > 3) {

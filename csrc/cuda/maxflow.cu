@@ -337,19 +337,55 @@ __device__ __forceinline__ void profile_add(Header* h, StatSlot slot, unsigned l
 struct PhaseClock {
   unsigned long long last = 0;
   __device__ void start() { last = global_ns(); }
-  // Thread 0 of each block: adds the time since the last start() or lap() to `slot`.
-  __device__ void lap(Header* h, StatSlot slot) {
+  // Thread 0 of each block: adds the time since the last start() or lap() to `slot`;
+  // returns it.
+  __device__ unsigned long long lap(Header* h, StatSlot slot) {
     const unsigned long long now = global_ns();
-    profile_add(h, slot, now - last);
+    const unsigned long long ns = now - last;
+    profile_add(h, slot, ns);
     last = now;
+    return ns;
   }
 };
+// The sweep trace of the last solve (detail::maxflow_read_sweeps): per grid-wide sweep,
+// its kind, the grid's time from barrier to barrier and the tiles the blocks worked on,
+// so a profile can tell sweeps that wait for one slow tile (few tiles) from sweeps that
+// keep every block busy (many). Device globals, not workspace: only this build has them.
+__device__ unsigned long long g_sweep_ns[detail::kTraceSweeps];
+__device__ unsigned int g_sweep_tiles[detail::kTraceSweeps];
+__device__ unsigned char g_sweep_kind[detail::kTraceSweeps];
+__device__ unsigned int g_sweep_count;
+__device__ __forceinline__ void trace_reset() {
+  const int stride = static_cast<int>(gridDim.x * blockDim.x);
+  for (int i = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x); i < detail::kTraceSweeps; i += stride) {
+    g_sweep_ns[i] = 0ULL;
+    g_sweep_tiles[i] = 0U;
+    g_sweep_kind[i] = 0U;
+  }
+}
+// Every block, after its work in sweep `sweep`: the tiles it worked on.
+__device__ __forceinline__ void trace_tiles(int sweep, int tiles) {
+  if (threadIdx.x == 0 && tiles > 0 && sweep < detail::kTraceSweeps) {
+    atomicAdd(&g_sweep_tiles[sweep], static_cast<unsigned int>(tiles));
+  }
+}
+// Block 0, after the barrier that ended sweep `sweep`: its kind and the grid's time.
+__device__ __forceinline__ void trace_sweep(int sweep, detail::SweepKind kind, unsigned long long ns) {
+  if (threadIdx.x == 0 && sweep < detail::kTraceSweeps) {
+    g_sweep_ns[sweep] = ns;
+    g_sweep_kind[sweep] = static_cast<unsigned char>(kind);
+  }
+  if (threadIdx.x == 0) g_sweep_count = static_cast<unsigned int>(sweep + 1);
+}
 #else
 __device__ __forceinline__ void profile_add(Header* /*h*/, StatSlot /*slot*/, unsigned long long /*v*/) {}
 struct PhaseClock {
   __device__ void start() {}
-  __device__ void lap(Header* /*h*/, StatSlot /*slot*/) {}
+  __device__ unsigned long long lap(Header* /*h*/, StatSlot /*slot*/) { return 0ULL; }
 };
+__device__ __forceinline__ void trace_reset() {}
+__device__ __forceinline__ void trace_tiles(int /*sweep*/, int /*tiles*/) {}
+__device__ __forceinline__ void trace_sweep(int /*sweep*/, detail::SweepKind /*kind*/, unsigned long long /*ns*/) {}
 #endif
 
 // ---------------------------------------------------------------- init
@@ -390,6 +426,7 @@ __device__ void init_phase(const SolverArgs& a) {
     a.header->list_next[threadIdx.x] = 0U;
   }
   if (blockIdx.x == 0 && threadIdx.x < 16) a.header->stats[threadIdx.x] = 0ULL;
+  trace_reset();
 }
 
 // ---------------------------------------------------------------- retired graphs
@@ -784,11 +821,12 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm) maxflow_kernel(Solv
       busy_clock.start();
       const auto relax = [&](int t) { bfs_tile<kRegion>(a, t, sweep, first, sh); };
       const auto live = [&](int t) { return graph_live(a, __ldg(a.tile_graph + t), relabel); };
-      bfs_tiles +=
-          static_cast<unsigned int>(first ? sweep_tiles(a, sh, live, relax) : pull_tiles(a, sh, sweep, relax));
+      const int relaxed = first ? sweep_tiles(a, sh, live, relax) : pull_tiles(a, sh, sweep, relax);
+      bfs_tiles += static_cast<unsigned int>(relaxed);
       busy_clock.lap(a.header, kBfsBusyNs);
+      trace_tiles(sweep, relaxed);
       grid.sync();
-      if (blockIdx.x == 0) phase_clock.lap(a.header, kBfsNs);
+      if (blockIdx.x == 0) trace_sweep(sweep, detail::SweepKind::kBfs, phase_clock.lap(a.header, kBfsNs));
       first = false;
       if (read_counter(a, sweep) == 0U) break;
       if (cap > 0 && !uncapped && relabel_sweeps >= cap) {
@@ -806,11 +844,13 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm) maxflow_kernel(Solv
       a.header->counter[(sweep + 1) % 3] = 0U;
       clear_list_slot(a, sweep);
     }
-    check_tiles += static_cast<unsigned int>(sweep_tiles(
+    const int checked = sweep_tiles(
         a, sh, [&](int t) { return graph_live(a, __ldg(a.tile_graph + t), relabel); },
-        [&](int t) { check_tile(a, t, sweep, row); }));
+        [&](int t) { check_tile(a, t, sweep, row); });
+    check_tiles += static_cast<unsigned int>(checked);
+    trace_tiles(sweep, checked);
     grid.sync();
-    if (blockIdx.x == 0) phase_clock.lap(a.header, kCheckNs);
+    if (blockIdx.x == 0) trace_sweep(sweep, detail::SweepKind::kCheck, phase_clock.lap(a.header, kCheckNs));
     if (read_counter(a, sweep) == 0U) {
       // Nothing to push: the solve is done, unless the relabel stopped at its cap and
       // left pixels unlabelled (their excess waited): then a whole relabel decides.
@@ -835,16 +875,18 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm) maxflow_kernel(Solv
       // (Region heights only: the checkerboard slowed v0.13c's schedule, 0.86x at 1 MP,
       // and its branch cost the default kernel spill loads.)
       const int colour = static_cast<int>(push_sweeps & 1U);
-      push_tiles += static_cast<unsigned int>(pull_tiles(a, sh, sweep, [&](int t) {
+      const int pushed = pull_tiles(a, sh, sweep, [&](int t) {
         if (kRegion && a.checkerboard != 0 && tile_colour(a, t) != colour) {
           defer_tile(a, t, sweep);
         } else {
           push_tile<kRegion>(a, t, sweep, sh);
         }
-      }));
+      });
+      push_tiles += static_cast<unsigned int>(pushed);
       busy_clock.lap(a.header, kPushBusyNs);
+      trace_tiles(sweep, pushed);
       grid.sync();
-      if (blockIdx.x == 0) phase_clock.lap(a.header, kPushNs);
+      if (blockIdx.x == 0) trace_sweep(sweep, detail::SweepKind::kPush, phase_clock.lap(a.header, kPushNs));
       if (read_counter(a, sweep) == 0U) break;
     }
   }
@@ -1041,6 +1083,33 @@ MaxflowStats maxflow_read_stats(const void* workspace, cudaStream_t stream) {
   s.push_visits_capped = h.stats[kPushVisitsCapped];
   s.capped_relabels = h.stats[kCappedRelabels];
   return s;
+}
+
+std::vector<SweepRecord> maxflow_read_sweeps(cudaStream_t stream) {
+  std::vector<SweepRecord> sweeps;
+#ifdef GRABCUT_MAXFLOW_PHASE_CLOCK
+  unsigned int count = 0;
+  GRABCUT_CUDA_CHECK(cudaMemcpyFromSymbolAsync(&count, g_sweep_count, sizeof(count), 0, cudaMemcpyDeviceToHost, stream));
+  GRABCUT_CUDA_CHECK(cudaStreamSynchronize(stream));
+  const auto n = static_cast<std::size_t>(std::min<unsigned int>(count, kTraceSweeps));
+  std::vector<unsigned long long> ns(n);
+  std::vector<unsigned int> tiles(n);
+  std::vector<unsigned char> kind(n);
+  if (n > 0) {
+    GRABCUT_CUDA_CHECK(cudaMemcpyFromSymbolAsync(ns.data(), g_sweep_ns, n * sizeof(ns[0]), 0, cudaMemcpyDeviceToHost,
+                                                 stream));
+    GRABCUT_CUDA_CHECK(cudaMemcpyFromSymbolAsync(tiles.data(), g_sweep_tiles, n * sizeof(tiles[0]), 0,
+                                                 cudaMemcpyDeviceToHost, stream));
+    GRABCUT_CUDA_CHECK(cudaMemcpyFromSymbolAsync(kind.data(), g_sweep_kind, n * sizeof(kind[0]), 0,
+                                                 cudaMemcpyDeviceToHost, stream));
+    GRABCUT_CUDA_CHECK(cudaStreamSynchronize(stream));
+  }
+  // Sweep 0 is the init phase, never traced.
+  for (std::size_t i = 1; i < n; ++i) sweeps.push_back({static_cast<SweepKind>(kind[i]), tiles[i], ns[i]});
+#else
+  (void)stream;
+#endif
+  return sweeps;
 }
 
 }  // namespace detail

@@ -4,6 +4,8 @@
 
 #include <cuda_runtime.h>
 
+#include <vector>
+
 namespace grabcut::cuda::detail {
 
 // Counters the solver leaves in the workspace header.
@@ -31,5 +33,21 @@ struct MaxflowStats {
 
 // Copies the counters of the last solve on `stream` (synchronises that stream).
 MaxflowStats maxflow_read_stats(const void* workspace, cudaStream_t stream);
+
+// One grid-wide sweep of the last solve, from a GRABCUT_MAXFLOW_PHASE_CLOCK build:
+// its kind, the tiles the blocks worked on in it and the grid's time from the barrier
+// before it to the barrier that ended it.
+enum class SweepKind : unsigned char { kNone = 0, kBfs = 1, kCheck = 2, kPush = 3 };
+struct SweepRecord {
+  SweepKind kind = SweepKind::kNone;
+  unsigned int tiles = 0;
+  unsigned long long ns = 0;
+};
+constexpr int kTraceSweeps = 16384;  // sweeps traced; a solve's later sweeps are left out
+
+// The sweeps of the last solve of a profiling build, in order (synchronises `stream`;
+// any other build returns none). The trace is the process's, not a workspace's: it
+// holds the last solve of any batch.
+std::vector<SweepRecord> maxflow_read_sweeps(cudaStream_t stream);
 
 }  // namespace grabcut::cuda::detail
