@@ -303,7 +303,7 @@ int run_graph_files(int argc, char** argv) {
   bool ok = true;
   std::vector<std::vector<double>> times(variants.size()), barriers(variants.size());
   std::vector<grabcut::cuda::detail::MaxflowStats> stats(variants.size());
-  std::vector<std::vector<grabcut::cuda::detail::SweepRecord>> sweeps(variants.size());
+  std::vector<std::vector<grabcut::cuda::detail::SweepRecord>> sweeps(variants.size()), all_sweeps(variants.size());
   for (int i = 2; i < argc; ++i) {
     Batch batch({grabcut::testing::read_graph_file(argv[i])});
     const std::string path = argv[i];
@@ -320,6 +320,7 @@ int run_graph_files(int argc, char** argv) {
       barriers[v].push_back(static_cast<double>(swp));
       stats[v] = st;
       sweeps[v] = grabcut::cuda::detail::maxflow_read_sweeps(nullptr);
+      all_sweeps[v].insert(all_sweeps[v].end(), sweeps[v].begin(), sweeps[v].end());
     }
     std::printf("\n");
     // The profiling build: each schedule's counts and phases.
@@ -336,6 +337,11 @@ int run_graph_files(int argc, char** argv) {
       std::printf("  %-14s ms %8.3f %8.3f %8.3f   swp %6.0f %6.0f %6.0f\n", variants[v].key, percentile(times[v], 0.5),
                   percentile(times[v], 0.9), percentile(times[v], 1.0), percentile(barriers[v], 0.5),
                   percentile(barriers[v], 0.9), percentile(barriers[v], 1.0));
+    }
+    // The profiling build: every graph's last solve's sweeps together.
+    for (std::size_t v = 0; v < variants.size(); ++v) {
+      const std::string what = std::string("all: ") + variants[v].key;
+      print_sweep_profile(what.c_str(), all_sweeps[v], stats[v].grid_blocks);
     }
   }
   std::printf("swp: BFS and push sweeps plus one check a relabel (the grid-wide barriers); rel: relabels\n");

@@ -297,7 +297,7 @@ if [[ " $STEPS " == *" gcgraphs "* ]]; then
   python3 bench/cpu_bench.py --dump /tmp/gcgraphs --images "${GC_IMAGES:-50}" --sizes 1 --grabcut50 data/grabcut50 \
     > "$LOGS/gcgraphs_dump.log" 2>&1 || { tail -5 "$LOGS/gcgraphs_dump.log"; status=1; }
   GRABCUT_BENCH_SCHEDULES=${GRABCUT_BENCH_SCHEDULES:-q0c12r12g,q0c12r16gR,q0c12r16gRC} \
-    timeout 400 "build-gpu/$GRAPHS_BENCH" graphs /tmp/gcgraphs/*.tgcg 2>&1 | tee "$LOGS/gcgraphs.log" | tail -8
+    timeout 400 "build-gpu/$GRAPHS_BENCH" graphs /tmp/gcgraphs/*.tgcg 2>&1 | tee "$LOGS/gcgraphs.log" | tail -20
   [[ ${PIPESTATUS[0]} -eq 0 ]] || status=1
 fi
 
