@@ -362,6 +362,7 @@ __device__ __forceinline__ void trace_reset() {
     g_sweep_tiles[i] = 0U;
     g_sweep_kind[i] = 0U;
   }
+  if (blockIdx.x == 0 && threadIdx.x == 0) g_sweep_count = 0U;
 }
 // Every block, after its work in sweep `sweep`: the tiles it worked on.
 __device__ __forceinline__ void trace_tiles(int sweep, int tiles) {
