@@ -23,7 +23,8 @@ struct NamedSchedule {
 // relabels capped at N sweeps; "rN", N push rounds a visit (else 24); "g", the cap
 // doubled when too short (MaxflowSchedule::grow_cap); "R", region heights
 // (MaxflowSchedule::region, 16 push sweeps between relabels unless "vN" says N); "C",
-// the checkerboard.
+// the checkerboard; "sN", N rounds a visit in sweeps with fewer tiles than blocks
+// (MaxflowSchedule::sparse_rounds).
 inline const std::vector<NamedSchedule>& all_schedules() {
   static const std::vector<NamedSchedule> all = {
       // MaxflowSchedule: push visits, local rounds, BFS cap, grow the cap[, region, checkerboard]
@@ -45,6 +46,10 @@ inline const std::vector<NamedSchedule>& all_schedules() {
       {"q0c12r16gR", "region heights, 16 rounds", {16, 16, 12, true, true, false}},
       {"q0c12r16gRCv8", "region heights, 16 rounds, checkerboard, 8 push sweeps", {8, 16, 12, true, true, true}},
       {"q0c12r16gRCv32", "region heights, 16 rounds, checkerboard, 32 push sweeps", {32, 16, 12, true, true, true}},
+      {"q0c12r16gRs48", "region heights, 16 rounds, 48 in sparse sweeps", {16, 16, 12, true, true, false, 48}},
+      {"q0c12r16gRs128", "region heights, 16 rounds, 128 in sparse sweeps", {16, 16, 12, true, true, false, 128}},
+      {"q0c12r16gRCs48", "region heights, 16 rounds, checkerboard, 48 in sparse sweeps",
+       {16, 16, 12, true, true, true, 48}},
   };
   return all;
 }

@@ -210,6 +210,7 @@ struct SolverArgs {
   int warm;
   int push_sweep_limit;  // MaxflowSchedule::push_visits: most push sweeps between global relabels
   int local_rounds;
+  int sparse_rounds;  // MaxflowSchedule::sparse_rounds (0: local_rounds)
   int bfs_cap;       // MaxflowSchedule::bfs_cap (0: none)
   int grow_cap;      // MaxflowSchedule::grow_cap
   int checkerboard;  // MaxflowSchedule::checkerboard
@@ -570,7 +571,7 @@ __device__ void keep_unfinished_graphs_live(const SolverArgs& a, int sweep, int 
 
 // Runs push-relabel on tile t, which is on this sweep's list.
 template <bool kRegion>
-__device__ void push_tile(const SolverArgs& a, int t, int sweep, Shared& sh) {
+__device__ void push_tile(const SolverArgs& a, int t, int sweep, int rounds, Shared& sh) {
   const int tid = static_cast<int>(threadIdx.x);
   const TileCtx c = tile_ctx(a, t);
   const int lx = tid % kTileW;
@@ -604,10 +605,10 @@ __device__ void push_tile(const SolverArgs& a, int t, int sweep, Shared& sh) {
   long long ex = e0;
   // Region heights: the visit starts from the exact heights inside the tile.
   int hm = kRegion ? relax_in_tile(sh, valid, tid, ex, residual_mask(res)) : h0;
-  const int round = push_sync_rounds<kRegion>(sh, a.local_rounds, valid, tid, ex, hm, res);
-  profile_add(a.header, kPushRounds, static_cast<unsigned long long>(min(round + 1, a.local_rounds)));
+  const int round = push_sync_rounds<kRegion>(sh, rounds, valid, tid, ex, hm, res);
+  profile_add(a.header, kPushRounds, static_cast<unsigned long long>(min(round + 1, rounds)));
   profile_add(a.header, kPushVisitsRun, 1ULL);
-  profile_add(a.header, kPushVisitsCapped, round == a.local_rounds ? 1ULL : 0ULL);
+  profile_add(a.header, kPushVisitsCapped, round == rounds ? 1ULL : 0ULL);
   // Write back as atomic deltas (other tiles update halo pixels and shared edges).
   bool remain = false;
   if (valid) {
@@ -876,11 +877,15 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm) maxflow_kernel(Solv
       // (Region heights only: the checkerboard slowed v0.13c's schedule, 0.86x at 1 MP,
       // and its branch cost the default kernel spill loads.)
       const int colour = static_cast<int>(push_sweeps & 1U);
+      // (Every block reads the same count: the list was complete at the last barrier.)
+      const int rounds = a.sparse_rounds > 0 && __ldcg(&a.header->list_count[sweep % 3]) < gridDim.x
+                             ? a.sparse_rounds
+                             : a.local_rounds;
       const int pushed = pull_tiles(a, sh, sweep, [&](int t) {
         if (kRegion && a.checkerboard != 0 && tile_colour(a, t) != colour) {
           defer_tile(a, t, sweep);
         } else {
-          push_tile<kRegion>(a, t, sweep, sh);
+          push_tile<kRegion>(a, t, sweep, rounds, sh);
         }
       });
       push_tiles += static_cast<unsigned int>(pushed);
@@ -942,10 +947,11 @@ std::size_t maxflow_workspace_bytes(const std::vector<GridDesc>& desc) { return 
 void maxflow_cuda(const BatchedGridGraph& graph, std::uint8_t* source_side, std::int64_t* flows, void* workspace,
                   std::size_t workspace_bytes, bool warm_start, cudaStream_t stream,
                   const MaxflowSchedule& schedule) {
-  if (schedule.push_visits < 1 || schedule.local_rounds < 1 || schedule.bfs_cap < 0) {
+  if (schedule.push_visits < 1 || schedule.local_rounds < 1 || schedule.bfs_cap < 0 || schedule.sparse_rounds < 0) {
     throw std::invalid_argument("maxflow_cuda: bad schedule (push_visits " + std::to_string(schedule.push_visits) +
                                 ", local_rounds " + std::to_string(schedule.local_rounds) + ", bfs_cap " +
-                                std::to_string(schedule.bfs_cap) + ")");
+                                std::to_string(schedule.bfs_cap) + ", sparse_rounds " +
+                                std::to_string(schedule.sparse_rounds) + ")");
   }
   const Layout l = make_layout(graph.desc);
   if (graph.desc.empty()) return;
@@ -1024,6 +1030,7 @@ void maxflow_cuda(const BatchedGridGraph& graph, std::uint8_t* source_side, std:
   a.warm = warm_start ? 1 : 0;
   a.push_sweep_limit = schedule.push_visits;
   a.local_rounds = schedule.local_rounds;
+  a.sparse_rounds = schedule.sparse_rounds;
   a.bfs_cap = schedule.bfs_cap;
   a.grow_cap = schedule.grow_cap ? 1 : 0;
   // Region heights are exact while every exact height, D * kRegionStep + the steps in
