@@ -77,6 +77,10 @@
 
 #include <omp.h>
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
@@ -285,6 +289,147 @@ std::uint64_t ring_word(const std::uint8_t* at) {
   return v;
 }
 constexpr std::uint64_t kLowBytes = 0x0101010101010101ULL;
+
+#if defined(__SSE2__)
+// The n-links and terminals fill_row_of() reads for the pixels of one row: pixel x's
+// arc d reads the plane's entry at x (right, down, down_right, down_left, up) or at
+// x - 1 (left, up_left: right and up_left at x - 1) or x + 1 (up_right).
+struct FillRowInputs {
+  const std::int32_t* right;
+  const std::int32_t* down;
+  const std::int32_t* up;
+  const std::int32_t* down_right;
+  const std::int32_t* down_left;
+  const std::int32_t* up_left;
+  const std::int32_t* up_right;
+  const std::int32_t* source;
+  const std::int32_t* sink;
+};
+
+// What fill_inner_pixels() adds to a row's checks and sums.
+struct FillLanes {
+  std::uint32_t bits = 0;
+  bool over = false;
+  std::int64_t strong = 0;
+  std::int64_t excess = 0;
+};
+
+__m128i load4(const std::int32_t* at) { return _mm_loadu_si128(reinterpret_cast<const __m128i*>(at)); }
+void store4(void* at, __m128i v) { _mm_storeu_si128(static_cast<__m128i*>(at), v); }
+// The four 32-bit lanes of a, b, c, e as four rows: lane i of the result i holds
+// (a_i, b_i, c_i, e_i).
+void transpose4(__m128i a, __m128i b, __m128i c, __m128i e, __m128i out[4]) {
+  const __m128i ab_lo = _mm_unpacklo_epi32(a, b);
+  const __m128i ce_lo = _mm_unpacklo_epi32(c, e);
+  const __m128i ab_hi = _mm_unpackhi_epi32(a, b);
+  const __m128i ce_hi = _mm_unpackhi_epi32(c, e);
+  out[0] = _mm_unpacklo_epi64(ab_lo, ce_lo);
+  out[1] = _mm_unpackhi_epi64(ab_lo, ce_lo);
+  out[2] = _mm_unpacklo_epi64(ab_hi, ce_hi);
+  out[3] = _mm_unpackhi_epi64(ab_hi, ce_hi);
+}
+// Non-negative 32-bit lanes added into two 64-bit lanes.
+__m128i add_wide(__m128i sum, __m128i v) {
+  const __m128i zero = _mm_setzero_si128();
+  return _mm_add_epi64(sum, _mm_add_epi64(_mm_unpacklo_epi32(v, zero), _mm_unpackhi_epi32(v, zero)));
+}
+std::int64_t lanes_sum(__m128i v) {
+  std::int64_t l[2];
+  std::memcpy(l, &v, sizeof(l));
+  return l[0] + l[1];
+}
+
+// fill_row_of()'s work (pair form, seeding) for the inner pixels x = 1, 2, ... of a
+// row, four at a time; returns the first pixel it did not fill. The scalar loop, one
+// pixel at a time, was compute bound (about twice the time of a loop that moves the
+// same bytes), and the compiler does not vectorise it: its stores interleave K
+// residuals and a Node per pixel. Results are the scalar loop's, bit for bit, for
+// every row the checks pass (a row that fails them throws, whatever was written):
+// the node-sum and strong-sink tests, whose sums may pass 2^31, are made as chains
+// of subtractions that stay exact while the test can still hold (every value below
+// 2^30; max_node_sum below 2^31).
+template <int K>
+int fill_inner_pixels(const FillRowInputs& in, int w, std::int32_t max_node_sum, std::int32_t* rc, Node* node,
+                      std::uint8_t* trees, FillLanes& lanes) {
+  const __m128i zero = _mm_setzero_si128();
+  const __m128i one = _mm_set1_epi32(1);
+  const __m128i two = _mm_set1_epi32(2);
+  const __m128i no_parent = _mm_set1_epi32(kNoParent);
+  const __m128i bound = _mm_set1_epi32(max_node_sum);
+  static_assert(kParentTerminal == kNoParent - 2, "a root's parent is kNoParent less 2");
+  static_assert(kSourceTree == 1 && kSinkTree == 2, "tree values as masks of 1 and 2");
+  __m128i bits = zero;
+  __m128i over = zero;
+  __m128i strong = zero;
+  __m128i excess = zero;
+  int x = 1;
+  for (; x + 4 < w; x += 4) {
+    const __m128i s = load4(in.source + x);
+    const __m128i k = load4(in.sink + x);
+    const __m128i c0 = load4(in.right + x);
+    const __m128i c2 = load4(in.down + x);
+    const __m128i l = load4(in.right + x - 1);
+    const __m128i u = load4(in.up + x);
+    __m128i arcs[8] = {c0, c2, l, u, zero, zero, zero, zero};
+    bits = _mm_or_si128(bits, _mm_or_si128(_mm_or_si128(s, k), _mm_or_si128(c0, c2)));
+    if constexpr (K == 8) {
+      const __m128i c1 = load4(in.down_right + x);
+      const __m128i c3 = load4(in.down_left + x);
+      arcs[4] = c1;
+      arcs[5] = c3;
+      arcs[6] = load4(in.up_left + x - 1);
+      arcs[7] = load4(in.up_right + x + 1);
+      bits = _mm_or_si128(bits, _mm_or_si128(c1, c3));
+    }
+    // s + k + the arcs > max_node_sum, and the strong sinks' k - s >= the arcs.
+    const __m128i sk = _mm_add_epi32(s, k);
+    const __m128i t = _mm_sub_epi32(s, k);
+    const __m128i sink_residual = _mm_sub_epi32(k, s);
+    over = _mm_or_si128(over, _mm_cmpgt_epi32(sk, bound));
+    __m128i room = _mm_sub_epi32(bound, sk);
+    __m128i is_strong = _mm_cmpgt_epi32(sink_residual, zero);
+    __m128i strong_room = sink_residual;
+    for (int d = 0; d < K; ++d) {
+      over = _mm_or_si128(over, _mm_cmpgt_epi32(arcs[d], room));
+      room = _mm_sub_epi32(room, arcs[d]);
+      is_strong = _mm_andnot_si128(_mm_cmpgt_epi32(arcs[d], strong_room), is_strong);
+      strong_room = _mm_sub_epi32(strong_room, arcs[d]);
+    }
+    strong = add_wide(strong, _mm_and_si128(is_strong, sink_residual));
+    const __m128i positive = _mm_cmpgt_epi32(t, zero);
+    const __m128i negative = _mm_cmplt_epi32(t, zero);
+    const __m128i rooted = _mm_or_si128(positive, negative);
+    excess = add_wide(excess, _mm_and_si128(positive, t));
+
+    __m128i r[4];
+    if constexpr (K == 8) {
+      transpose4(c0, arcs[4], c2, arcs[5], r);  // right, down-right, down, down-left
+      for (int i = 0; i < 4; ++i) store4(rc + 8 * (x + i), r[i]);
+      transpose4(l, arcs[6], u, arcs[7], r);  // left, up-left, up, up-right
+      for (int i = 0; i < 4; ++i) store4(rc + 8 * (x + i) + 4, r[i]);
+    } else {
+      transpose4(c0, c2, l, u, r);
+      for (int i = 0; i < 4; ++i) store4(rc + 4 * (x + i), r[i]);
+    }
+    // Node{t, 0, distance, tree | parent << 8 (active and unused 0)}, as seed_node().
+    const __m128i tree = _mm_or_si128(_mm_and_si128(positive, one), _mm_and_si128(negative, two));
+    const __m128i parent = _mm_sub_epi32(no_parent, _mm_and_si128(rooted, two));
+    const __m128i flags = _mm_or_si128(tree, _mm_slli_epi32(parent, 8));
+    transpose4(t, zero, _mm_and_si128(rooted, one), flags, r);
+    for (int i = 0; i < 4; ++i) store4(node + x + i, r[i]);
+    const __m128i tree_bytes = _mm_packus_epi16(_mm_packs_epi32(tree, tree), zero);
+    const auto four = static_cast<std::uint32_t>(_mm_cvtsi128_si32(tree_bytes));
+    std::memcpy(trees + x, &four, sizeof(four));
+  }
+  std::uint32_t b[4];
+  std::memcpy(b, &bits, sizeof(b));
+  lanes.bits |= b[0] | b[1] | b[2] | b[3];
+  lanes.over = lanes.over || _mm_movemask_epi8(over) != 0;
+  lanes.strong += lanes_sum(strong);
+  lanes.excess += lanes_sum(excess);
+  return x;
+}
+#endif
 
 // Elements [data, data + size) of an array the view does not own (std::span, in C++17).
 template <class T>
@@ -652,7 +797,21 @@ typename GridCore<K>::FillTotals GridCore<K>::fill_row_of(const GridGraphView& g
     totals.excess += sums.excess;
   };
   add(pixel(0, false, w > 1));
-  for (int x = 1; x + 1 < w; ++x) add(pixel(x, true, true));
+  int x = 1;
+#if defined(__SSE2__)
+  if constexpr (kPair && kSeed) {
+    if (max_node_sum >= 0 && max_node_sum < (std::int64_t{1} << 31)) {
+      const FillRowInputs in = {right, down, up, down_right, down_left, up_left, up_right, source, sink};
+      FillLanes lanes;
+      x = fill_inner_pixels<K>(in, w, static_cast<std::int32_t>(max_node_sum), rc, node, trees, lanes);
+      any_bits |= lanes.bits;
+      over |= lanes.over;
+      totals.strong += lanes.strong;
+      totals.excess += lanes.excess;
+    }
+  }
+#endif
+  for (; x + 1 < w; ++x) add(pixel(x, true, true));
   if (w > 1) add(pixel(w - 1, true, false));
   if (out_of_range(any_bits) || over) throw_bad_row(graph, y);
   return totals;
