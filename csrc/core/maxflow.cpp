@@ -365,8 +365,8 @@ std::int64_t lanes_sum(__m128i v) {
 // residuals and a Node per pixel. Results are the scalar loop's, bit for bit, for
 // every row the checks pass (a row that fails them throws, whatever was written):
 // the node-sum and strong-sink tests, whose sums may pass 2^31, are made as chains
-// of subtractions that stay exact while the test can still hold (every value below
-// 2^30; max_node_sum below 2^31).
+// of subtractions of the arcs in pairs that stay exact while the test can still hold
+// (every value below 2^30, so a pair below 2^31; max_node_sum below 2^31).
 template <int K>
 int fill_inner_pixels(const FillRowInputs& in, int w, std::int32_t max_node_sum, std::int32_t* rc, Node* node,
                       std::uint8_t* trees, std::uint8_t* in_sink, FillLanes& lanes) {
@@ -390,15 +390,20 @@ int fill_inner_pixels(const FillRowInputs& in, int w, std::int32_t max_node_sum,
     const __m128i c2 = load4(in.down + x);
     const __m128i l = load4(in.right + x - 1);
     const __m128i u = load4(in.up + x);
-    __m128i arcs[8] = {c0, c2, l, u, zero, zero, zero, zero};
+    // The arcs in pairs: each pair's sum is below 2^31 where the checks pass.
+    __m128i arcs[4] = {_mm_add_epi32(c0, c2), _mm_add_epi32(l, u), zero, zero};
+    __m128i c1 = zero;
+    __m128i c3 = zero;
+    __m128i ul = zero;
+    __m128i ur = zero;
     bits = _mm_or_si128(bits, _mm_or_si128(_mm_or_si128(s, k), _mm_or_si128(c0, c2)));
     if constexpr (K == 8) {
-      const __m128i c1 = load4(in.down_right + x);
-      const __m128i c3 = load4(in.down_left + x);
-      arcs[4] = c1;
-      arcs[5] = c3;
-      arcs[6] = load4(in.up_left + x - 1);
-      arcs[7] = load4(in.up_right + x + 1);
+      c1 = load4(in.down_right + x);
+      c3 = load4(in.down_left + x);
+      ul = load4(in.up_left + x - 1);
+      ur = load4(in.up_right + x + 1);
+      arcs[2] = _mm_add_epi32(c1, c3);
+      arcs[3] = _mm_add_epi32(ul, ur);
       bits = _mm_or_si128(bits, _mm_or_si128(c1, c3));
     }
     // s + k + the arcs > max_node_sum, and the strong sinks' k - s >= the arcs.
@@ -409,7 +414,7 @@ int fill_inner_pixels(const FillRowInputs& in, int w, std::int32_t max_node_sum,
     __m128i room = _mm_sub_epi32(bound, sk);
     __m128i is_strong = _mm_cmpgt_epi32(sink_residual, zero);
     __m128i strong_room = sink_residual;
-    for (int d = 0; d < K; ++d) {
+    for (int d = 0; d < K / 2; ++d) {
       over = _mm_or_si128(over, _mm_cmpgt_epi32(arcs[d], room));
       room = _mm_sub_epi32(room, arcs[d]);
       is_strong = _mm_andnot_si128(_mm_cmpgt_epi32(arcs[d], strong_room), is_strong);
@@ -424,9 +429,9 @@ int fill_inner_pixels(const FillRowInputs& in, int w, std::int32_t max_node_sum,
 
     __m128i r[4];
     if constexpr (K == 8) {
-      transpose4(c0, arcs[4], c2, arcs[5], r);  // right, down-right, down, down-left
+      transpose4(c0, c1, c2, c3, r);  // right, down-right, down, down-left
       for (int i = 0; i < 4; ++i) store4(rc + 8 * (x + i), r[i]);
-      transpose4(l, arcs[6], u, arcs[7], r);  // left, up-left, up, up-right
+      transpose4(l, ul, u, ur, r);  // left, up-left, up, up-right
       for (int i = 0; i < 4; ++i) store4(rc + 8 * (x + i) + 4, r[i]);
     } else {
       transpose4(c0, c2, l, u, r);
