@@ -1783,10 +1783,16 @@ void GridCore<K>::adopt_orphan(int p) {
 // cache by now).
 template <int K>
 void GridCore<K>::compute_cut(std::uint8_t* source_side) {
-  for (int y = 0; y < height; ++y) {
-    const std::uint8_t* const row = in_sink.data() + (y + 1) * stride + 1;
-    std::uint8_t* const out = source_side + static_cast<std::size_t>(y) * width;
-    for (int x = 0; x < width; ++x) out[x] = static_cast<std::uint8_t>(row[x] ^ 1U);
+  // The sizes in locals: a byte store may alias any member, which would be read
+  // again for every byte and keep the loop from being vectorised.
+  const int h = height;
+  const int w = width;
+  const std::size_t row_stride = static_cast<std::size_t>(stride);
+  const std::uint8_t* const bytes = in_sink.data();
+  for (int y = 0; y < h; ++y) {
+    const std::uint8_t* const row = bytes + (static_cast<std::size_t>(y) + 1) * row_stride + 1;
+    std::uint8_t* const out = source_side + static_cast<std::size_t>(y) * static_cast<std::size_t>(w);
+    for (int x = 0; x < w; ++x) out[x] = static_cast<std::uint8_t>(row[x] ^ 1U);
   }
 }
 
