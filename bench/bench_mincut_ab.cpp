@@ -36,19 +36,7 @@ using grabcut::testing::HostGridGraph;
 using mincut_ab::SolveArgs;
 
 std::int64_t new_solve(grabcut::GridMaxflowSolver& solver, const SolveArgs& a, std::uint8_t* source_side) {
-  solver.set_keep_flow(a.keep_flow);
-  solver.set_serial_strips(a.serial_strips);
-  solver.set_num_threads(a.threads);
-  grabcut::GridGraphView g;
-  g.height = a.height;
-  g.width = a.width;
-  g.terminal = a.terminal;
-  g.source = a.source;
-  g.sink = a.sink;
-  for (int d = 0; d < 4; ++d) g.nlink[d] = a.nlink[d];
-  g.four_connected = a.four_connected;
-  g.max_node_sum = a.max_node_sum;
-  return a.warm ? solver.solve_warm(g, source_side) : solver.solve(g, source_side);
+  return mincut_ab::solve_with<grabcut::GridGraphView>(solver, a, source_side);
 }
 
 // A graph and its pair form (source = max(t, 0) + extra, sink = source - t).

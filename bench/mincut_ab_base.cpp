@@ -12,19 +12,7 @@ namespace mincut_ab {
 
 std::int64_t base_solve(const SolveArgs& a, std::uint8_t* source_side) {
   static grabcut_base::GridMaxflowSolver solver;
-  solver.set_keep_flow(a.keep_flow);
-  solver.set_serial_strips(a.serial_strips);
-  solver.set_num_threads(a.threads);
-  grabcut_base::GridGraphView g;
-  g.height = a.height;
-  g.width = a.width;
-  g.terminal = a.terminal;
-  g.source = a.source;
-  g.sink = a.sink;
-  for (int d = 0; d < 4; ++d) g.nlink[d] = a.nlink[d];
-  g.four_connected = a.four_connected;
-  g.max_node_sum = a.max_node_sum;
-  return a.warm ? solver.solve_warm(g, source_side) : solver.solve(g, source_side);
+  return solve_with<grabcut_base::GridGraphView>(solver, a, source_side);
 }
 
 }  // namespace mincut_ab

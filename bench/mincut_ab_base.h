@@ -23,4 +23,23 @@ struct SolveArgs {
 
 std::int64_t base_solve(const SolveArgs& args, std::uint8_t* source_side);
 
+// One solve of `args` by either revision's solver: View is that revision's GridGraphView
+// (the two namespaces' types differ, their members do not).
+template <class View, class Solver>
+std::int64_t solve_with(Solver& solver, const SolveArgs& a, std::uint8_t* source_side) {
+  solver.set_keep_flow(a.keep_flow);
+  solver.set_serial_strips(a.serial_strips);
+  solver.set_num_threads(a.threads);
+  View g;
+  g.height = a.height;
+  g.width = a.width;
+  g.terminal = a.terminal;
+  g.source = a.source;
+  g.sink = a.sink;
+  for (int d = 0; d < 4; ++d) g.nlink[d] = a.nlink[d];
+  g.four_connected = a.four_connected;
+  g.max_node_sum = a.max_node_sum;
+  return a.warm ? solver.solve_warm(g, source_side) : solver.solve(g, source_side);
+}
+
 }  // namespace mincut_ab

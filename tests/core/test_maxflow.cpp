@@ -1096,23 +1096,30 @@ TestGraph deep_tree_graph(int h, int w, bool eight, std::uint64_t seed) {
   return g;
 }
 
+// The reference's flow and canonical cut for g, against the solver on 1, 2 and 3 threads
+// (one piece, then strips); `also(solver)` runs after each, on the same solver.
+template <class Also>
+void expect_reference_on_threads(const TestGraph& g, bool eight, Also also) {
+  ReferenceMaxflow ref(g);
+  const std::int64_t flow = ref.max_flow();
+  const std::vector<std::uint8_t> side = ref.canonical_cut();
+  for (int threads : {1, 2, 3}) {
+    SCOPED_TRACE(std::to_string(g.height) + "x" + std::to_string(g.width) + (eight ? " 8c" : " 4c") + " threads " +
+                 std::to_string(threads));
+    GridMaxflowSolver solver;
+    solver.set_num_threads(threads);
+    const SolveResult r = solve_with(solver, g);
+    EXPECT_EQ(r.flow, flow);
+    EXPECT_TRUE(r.side == side) << first_difference(r.side, side, g.width);
+    also(solver);
+  }
+}
+
 TEST(MaxflowSearch, DeepTreesMatchReference) {
   std::uint64_t seed = 500;
   for (auto [h, w] : {std::pair{9, 70}, std::pair{40, 64}, std::pair{96, 100}}) {
     for (bool eight : {false, true}) {
-      const TestGraph g = deep_tree_graph(h, w, eight, seed++);
-      ReferenceMaxflow ref(g);
-      const std::int64_t flow = ref.max_flow();
-      const std::vector<std::uint8_t> side = ref.canonical_cut();
-      for (int threads : {1, 2, 3}) {
-        SCOPED_TRACE(std::to_string(h) + "x" + std::to_string(w) + (eight ? " 8c" : " 4c") + " threads " +
-                     std::to_string(threads));
-        GridMaxflowSolver solver;
-        solver.set_num_threads(threads);
-        const SolveResult r = solve_with(solver, g);
-        EXPECT_EQ(r.flow, flow);
-        EXPECT_TRUE(r.side == side) << first_difference(r.side, side, g.width);
-      }
+      expect_reference_on_threads(deep_tree_graph(h, w, eight, seed++), eight, [](GridMaxflowSolver&) {});
     }
   }
 }
@@ -1130,25 +1137,18 @@ TEST(MaxflowSearch, SinkTreeClosesFirst) {
         const auto r = rng() % 100;
         t = r < 3 ? -static_cast<std::int32_t>(1 + rng() % 30) : (r < 60 ? static_cast<std::int32_t>(rng() % 500) : 0);
       }
-      ReferenceMaxflow ref(g);
-      const std::int64_t flow = ref.max_flow();
-      const std::vector<std::uint8_t> side = ref.canonical_cut();
-      for (int threads : {1, 2, 3}) {
-        SCOPED_TRACE(std::to_string(h) + "x" + std::to_string(w) + (eight ? " 8c" : " 4c") + " threads " +
-                     std::to_string(threads));
-        GridMaxflowSolver solver;
-        solver.set_num_threads(threads);
-        const SolveResult r = solve_with(solver, g);
-        EXPECT_EQ(r.flow, flow);
-        EXPECT_TRUE(r.side == side) << first_difference(r.side, side, g.width);
-        // The same graph with the terminals' signs swapped: the source tree closes first.
-        TestGraph flipped = g;
-        for (auto& t : flipped.terminal) t = -t;
-        ReferenceMaxflow flipped_ref(flipped);
+      // Then the same graph with the terminals' signs swapped, on the same solver: the
+      // source tree closes first.
+      TestGraph flipped = g;
+      for (auto& t : flipped.terminal) t = -t;
+      ReferenceMaxflow flipped_ref(flipped);
+      const std::int64_t flipped_flow = flipped_ref.max_flow();
+      const std::vector<std::uint8_t> flipped_side = flipped_ref.canonical_cut();
+      expect_reference_on_threads(g, eight, [&](GridMaxflowSolver& solver) {
         const SolveResult f = solve_with(solver, flipped);
-        EXPECT_EQ(f.flow, flipped_ref.max_flow());
-        EXPECT_TRUE(f.side == flipped_ref.canonical_cut());
-      }
+        EXPECT_EQ(f.flow, flipped_flow);
+        EXPECT_TRUE(f.side == flipped_side) << first_difference(f.side, flipped_side, flipped.width);
+      });
     }
   }
 }

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import subprocess
 import sys
 from pathlib import Path
@@ -10,17 +9,14 @@ from types import ModuleType
 
 import numpy as np
 import pytest
+from bench_scripts import BENCH, load_bench_script
 from PIL import Image
 
-SCRIPT = Path(__file__).resolve().parents[2] / "bench" / "grabcut50_ppm.py"
+SCRIPT = BENCH / "grabcut50_ppm.py"
 
 
 def load_script() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("grabcut50_ppm", SCRIPT)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_bench_script("grabcut50_ppm")
 
 
 def fake_dataset(root: Path) -> None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 from types import ModuleType
@@ -12,17 +11,12 @@ import pytest
 from PIL import Image
 
 pytest.importorskip("pycocotools")
+from bench_scripts import load_bench_script
 from pycocotools import mask as mask_utils
-
-SCRIPT = Path(__file__).resolve().parents[2] / "bench" / "photo_coco.py"
 
 
 def load_script() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("photo_coco", SCRIPT)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_bench_script("photo_coco")
 
 
 def fake_photos(root: Path) -> dict[str, np.ndarray]:
