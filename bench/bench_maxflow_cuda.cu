@@ -244,6 +244,12 @@ void print_sweep_profile(const char* what, const std::vector<grabcut::cuda::deta
   }
 }
 
+// The counters of the last solve and, in the profiling build, its sweep profile.
+void print_last_solve(const char* what, const grabcut::cuda::detail::MaxflowStats& s) {
+  print_stats(what, s);
+  print_sweep_profile(what, grabcut::cuda::detail::maxflow_read_sweeps(nullptr), s.grid_blocks);
+}
+
 struct Results {
   float cold1024 = 0, warm1024 = 0, batch50 = 0, crops = 0, big = 0;
   bool ok = true;
@@ -259,7 +265,7 @@ Results run_all(Batch& one, const std::vector<std::int32_t>& t0, const std::vect
   r.cold1024 = median_ms(runs, [] {}, [&] { one.solve(false, nullptr); });
   r.ok = r.ok && one.verify();
   std::printf("  1024x1024 cold: %.3f ms\n", r.cold1024);
-  print_stats("1024x1024 cold", one.stats());
+  print_last_solve("1024x1024 cold", one.stats());
   r.warm1024 = median_ms(
       runs,
       [&] {
@@ -270,20 +276,20 @@ Results run_all(Batch& one, const std::vector<std::int32_t>& t0, const std::vect
       [&] { one.solve(true, nullptr); });
   r.ok = r.ok && one.verify();
   std::printf("  1024x1024 warm: %.3f ms\n", r.warm1024);
-  print_stats("1024x1024 warm", one.stats());
+  print_last_solve("1024x1024 warm", one.stats());
   r.batch50 = median_ms(runs, [] {}, [&] { fifty.solve(false, nullptr); });
   r.ok = r.ok && fifty.verify();
   std::printf("  50 x 500x400 cold: %.3f ms\n", r.batch50);
-  print_stats("50 x 500x400 cold", fifty.stats());
+  print_last_solve("50 x 500x400 cold", fifty.stats());
   r.crops = median_ms(runs, [] {}, [&] { crops.solve(false, nullptr); });
   r.ok = r.ok && crops.verify();
   std::printf("  512 crops cold: %.3f ms\n", r.crops);
-  print_stats("512 crops cold", crops.stats());
+  print_last_solve("512 crops cold", crops.stats());
   if (big != nullptr) {
     r.big = median_ms(runs, [] {}, [&] { big->solve(false, nullptr); });
     r.ok = r.ok && big->verify();
     std::printf("  4096x4096 cold: %.3f ms\n", r.big);
-    print_stats("4096x4096 cold", big->stats());
+    print_last_solve("4096x4096 cold", big->stats());
   }
   return r;
 }
