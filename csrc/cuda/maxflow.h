@@ -65,7 +65,8 @@ struct MaxflowSchedule {
   // A push sweep whose list holds fewer tiles than the solver has blocks leaves blocks
   // idle and lasts as long as its slowest visit; there, visits may run up to this many
   // rounds instead of local_rounds (0: local_rounds everywhere), so excess that would
-  // wait for the next sweep keeps moving while the grid would only wait.
+  // wait for the next sweep keeps moving while the grid would only wait. Off: on a
+  // 1 MP graph, 48 saved a third of the barriers and no time (bench/RESULTS.md).
   int sparse_rounds = 0;
 };
 
