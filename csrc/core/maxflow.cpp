@@ -308,6 +308,17 @@ void for_each_set_byte(std::uint64_t word, F&& f) {
 #endif
 }
 
+// What pixels of a row add to its checks and sums (fill_row_of()'s pixels one at a
+// time, fill_inner_pixels() four at a time): any bit 30 or 31 set in a capacity, any
+// node sum over the bound (pair form), and the row's FillTotals.
+struct FillSums {
+  std::uint32_t bits = 0;
+  bool over = false;
+  std::int64_t strong = 0;
+  std::int64_t excess = 0;
+  std::int64_t given = 0;
+};
+
 #if defined(__SSE2__)
 // The n-links and terminals fill_row_of() reads for the pixels of one row: pixel x's
 // arc d reads the plane's entry at x (right, down, down_right, down_left, up) or at
@@ -322,15 +333,6 @@ struct FillRowInputs {
   const std::int32_t* up_right;
   const std::int32_t* source;
   const std::int32_t* sink;
-};
-
-// What fill_inner_pixels() adds to a row's checks and sums.
-struct FillLanes {
-  std::uint32_t bits = 0;
-  bool over = false;
-  std::int64_t strong = 0;
-  std::int64_t excess = 0;
-  std::int64_t given = 0;
 };
 
 __m128i load4(const std::int32_t* at) { return _mm_loadu_si128(reinterpret_cast<const __m128i*>(at)); }
@@ -369,7 +371,7 @@ std::int64_t lanes_sum(__m128i v) {
 // (every value below 2^30, so a pair below 2^31; max_node_sum below 2^31).
 template <int K>
 int fill_inner_pixels(const FillRowInputs& in, int w, std::int32_t max_node_sum, std::int32_t* rc, Node* node,
-                      std::uint8_t* trees, std::uint8_t* in_sink, FillLanes& lanes) {
+                      std::uint8_t* trees, std::uint8_t* in_sink, FillSums& lanes) {
   const __m128i zero = _mm_setzero_si128();
   const __m128i one = _mm_set1_epi32(1);
   const __m128i two = _mm_set1_epi32(2);
@@ -768,19 +770,10 @@ typename GridCore<K>::FillTotals GridCore<K>::fill_row_of(const GridGraphView& g
   std::uint8_t* const sink_bytes = in_sink.data() + (y + 1) * stride + 1;
   const std::int64_t max_node_sum = graph.max_node_sum;
   const auto bits = [](std::int32_t v) { return static_cast<std::uint32_t>(v); };
-  // What a pixel adds to the row's sums: for the checks, for the whole row, any bit 30
-  // or 31 set in a capacity and any node sum over the bound (pair form); and the
-  // FillTotals. The loop stays free of branches. The sums live in the loop, not in
-  // the lambda's captures: a byte store through `trees` may alias anything whose
-  // address was taken, and would keep them in memory.
-  struct PixelSums {
-    std::uint32_t bits;
-    bool over;
-    std::int64_t strong;
-    std::int64_t excess;
-    std::int64_t given;
-  };
-  const auto pixel = [=](int x, bool left, bool right_in) -> PixelSums {
+  // What a pixel adds to the row's FillSums. The loop stays free of branches. The sums
+  // live in the loop, not in the lambda's captures: a byte store through `trees` may
+  // alias anything whose address was taken, and would keep them in memory.
+  const auto pixel = [=](int x, bool left, bool right_in) -> FillSums {
     std::uint32_t any_bits = 0;
     bool over = false;
     // Forward arcs come from this pixel's n-links, which are checked here; the
@@ -846,7 +839,7 @@ typename GridCore<K>::FillTotals GridCore<K>::fill_row_of(const GridGraphView& g
   std::uint32_t any_bits = 0;
   bool over = false;
   FillTotals totals;
-  const auto add = [&](const PixelSums& sums) {
+  const auto add = [&](const FillSums& sums) {
     any_bits |= sums.bits;
     over |= sums.over;
     totals.strong += sums.strong;
@@ -859,13 +852,9 @@ typename GridCore<K>::FillTotals GridCore<K>::fill_row_of(const GridGraphView& g
   if constexpr (kPair && kSeed) {
     if (max_node_sum >= 0 && max_node_sum < (std::int64_t{1} << 31)) {
       const FillRowInputs in = {right, down, up, down_right, down_left, up_left, up_right, source, sink};
-      FillLanes lanes;
+      FillSums lanes;
       x = fill_inner_pixels<K>(in, w, static_cast<std::int32_t>(max_node_sum), rc, node, trees, sink_bytes, lanes);
-      any_bits |= lanes.bits;
-      over |= lanes.over;
-      totals.strong += lanes.strong;
-      totals.excess += lanes.excess;
-      totals.given += lanes.given;
+      add(lanes);
     }
   }
 #endif
