@@ -220,6 +220,15 @@ class RegionDischarge {
  public:
   explicit RegionDischarge(const Options& o) : o_(o) {}
 
+  // How sparse the in-tile rounds are (a GPU round costs a thread per pixel whatever
+  // its state): over every round of every discharge so far, tile rows, rows with an
+  // active pixel, rows with none in themselves or the rows above and below (no pushes
+  // reach them), and active pixels.
+  struct Activity {
+    long long rows = 0, rows_active = 0, rows_quiet = 0, pixels_active = 0;
+  };
+  const Activity& activity() const { return activity_; }
+
   // Solves `g` (warm: from the last solve's flow, `g` differing only in terminals) and
   // returns the canonical cut (1 = source side).
   std::vector<std::uint8_t> solve(const HostGridGraph& g, bool warm, Counts& c) {
@@ -281,6 +290,7 @@ class RegionDischarge {
 
  private:
   Options o_;
+  mutable Activity activity_;  // counted by the const round()
   int h_ = 0, w_ = 0, tiles_x_ = 0, tiles_y_ = 0;
   std::vector<std::int32_t> terminal_;
   std::vector<std::int64_t> excess_;    // > 0 excess, < 0 sink capacity left
@@ -474,11 +484,29 @@ class RegionDischarge {
 
   bool active(const Tile& s, std::size_t i) const { return s.inside[i] != 0U && s.excess[i] > 0 && s.height[i] < kHInf; }
 
+  void count_activity(const Tile& s) const {
+    std::vector<int> row(static_cast<std::size_t>(s.ph), 0);
+    for (int y = 1; y + 1 < s.ph; ++y) {
+      for (int x = 1; x + 1 < s.pw; ++x) {
+        if (!active(s, static_cast<std::size_t>(y * s.pw + x))) continue;
+        row[static_cast<std::size_t>(y)] = 1;
+        ++activity_.pixels_active;
+      }
+    }
+    for (int y = 1; y + 1 < s.ph; ++y) {
+      const auto u = static_cast<std::size_t>(y);
+      ++activity_.rows;
+      activity_.rows_active += row[u];
+      activity_.rows_quiet += (row[u - 1] | row[u] | row[u + 1]) == 0 ? 1 : 0;
+    }
+  }
+
   // One synchronous round: pushes from the heights at its start, then relabels.
   // Returns whether anything was pushed.
   bool round(Tile& s) const {
     std::vector<std::int64_t> inbox(s.height.size(), 0);
     bool pushed = false;
+    count_activity(s);
     for (std::size_t i = 0; i < s.height.size(); ++i) {
       if (!active(s, i)) continue;
       for (int k = 0; k < 8 && s.excess[i] > 0; ++k) {
@@ -1177,6 +1205,12 @@ int run(int argc, char** argv) {
       sum += c;
     }
     total_ms.push_back(total / 1000.0);
+    const auto& act = model.activity();
+    const double rows = static_cast<double>(std::max(1LL, act.rows));
+    std::printf("%-14s rounds' tile rows %lld: with an active pixel %.3f, quiet (none within a row) %.3f; active pixels "
+                "a row %.2f\n",
+                seq->name.c_str(), act.rows, static_cast<double>(act.rows_active) / rows,
+                static_cast<double>(act.rows_quiet) / rows, static_cast<double>(act.pixels_active) / rows);
     if (seq->graphs.size() > 1) warm_ratio.push_back(warm / static_cast<double>(seq->graphs.size() - 1) / (cold_ms.back() * 1000.0));
   }
   {
