@@ -57,6 +57,13 @@
 //   B.smem   the same with the residuals in the warp's shared memory ([k][y][lane]:
 //            each lane only ever touches its own column's, so no bank conflicts and no
 //            synchronisation).
+//   C128, C256  a block of 128 or 256 threads a tile, the tile's whole state in shared
+//            memory, each round only over the pixels it concerns: the active ones push
+//            from a list, the pixels they touched (a bitmap compacted by one warp) take in
+//            and relabel. Less work than A where few pixels are active; on an H100 its
+//            round is 2.5-4x slower than A's even then (bench/RESULTS.md, issue 33,
+//            session 44): a round's latency is its chain of dependent shared-memory
+//            steps, which C lengthens.
 //
 // Output: one table (median of --runs runs after warm-up): throughput rows run every
 // tile of the graph with early stop at R = 12 and 32 (the solvers' caps), ns per
@@ -67,6 +74,10 @@
 //
 //   bench_tile_round [--host-only] [--relax [--drop-arcs P] [--keep-sinks P]]
 //                    [--heights global|tile] [--size N] [--seed S] [--runs N] [--emulate N]
+//                    [--advance N]
+// --advance N: the tiles as the reference leaves them after N rounds (the halo's heights
+// frozen, what went into it gone): a visit's later, sparser state (2.5% of the pixels
+// active after 16 rounds, against 41% at the cold start).
 // --host-only needs no GPU: it builds the tiles, prints the reference's round statistics,
 // checks that the reference's halo inbox equals res0 - res on the arcs leaving each tile
 // (what kernel A's inbox rests on), and runs kernel B's own code on host fibers (a
@@ -1323,6 +1334,148 @@ __global__ void __launch_bounds__(kThreads, 2) block_round_kernel(TileArgs a) {
   if (tid == 0) a.out_rounds[t] = rounds;
 }
 
+// Kernel C (C128, C256): a block of kCThreads a tile, the tile's state in shared memory,
+// and each round working only on the pixels it concerns: the active ones push (from a
+// list), the pixels they touched (a bitmap, compacted into a list by one warp) take in
+// their inflow and relabel. A round's work then follows the active pixels (about a tenth
+// of a tile's in a solve, bench/RESULTS.md), not the tile's 512. Synchronous semantics
+// as A's: pushes read the heights and excesses of the round's start (inflow collects in
+// `in`, new heights are staged until every relabel has read the old ones); only the
+// tail of an arc pushes along it, and an arc's reverse is written by that pusher alone
+// (its head, lower, pushes nothing back in the same round), so residuals need no
+// atomics; the inflow of a pixel with several pushers does (integer sums: any order
+// gives the same state).
+template <int kCThreads>
+struct SharedC {
+  unsigned res[8][kPix];
+  long long ex[kPix];
+  unsigned long long in[kPix];  // inflow of this round
+  long long halo[kPad];         // what went into the halo (the inbox)
+  int h[kPad];
+  int hnew[kPix];               // staged heights, by position in the touched list
+  unsigned short act[kPix];     // the active pixels of this round
+  unsigned short touched[kPix];
+  unsigned mark[kPix / 32];     // touched bitmap
+  int n_act;
+  int n_touched;
+};
+
+template <int kCThreads, bool kForce>
+__global__ void __launch_bounds__(kCThreads) sparse_round_kernel(TileArgs a) {
+  __shared__ SharedC<kCThreads> sh;
+  const long long t = blockIdx.x;
+  const int tid = static_cast<int>(threadIdx.x);
+  const int* hp = a.height + t * kPad;
+  for (int i = tid; i < kPad; i += kCThreads) {
+    sh.h[i] = hp[i];
+    sh.halo[i] = 0;
+  }
+  for (int i = tid; i < kPix; i += kCThreads) {
+    sh.ex[i] = a.excess[t * kPix + i];
+    sh.in[i] = 0ULL;
+#pragma unroll
+    for (int k = 0; k < 8; ++k) sh.res[k][i] = a.res[(t * 8 + k) * kPix + i];
+  }
+  if (tid < kPix / 32) sh.mark[tid] = 0U;
+  if (tid == 0) sh.n_act = 0;
+  __syncthreads();
+  for (int i = tid; i < kPix; i += kCThreads) {
+    if (sh.ex[i] > 0 && sh.h[pad_slot(i % kTileW, i / kTileW)] < kInf) sh.act[atomicAdd(&sh.n_act, 1)] = static_cast<unsigned short>(i);
+  }
+  __syncthreads();
+  int rounds = 0;
+  if (sh.n_act > 0) {
+    for (int round = 0; round < a.max_rounds; ++round) {
+      const int na = sh.n_act;
+      for (int j = tid; j < na; j += kCThreads) {
+        const int i = sh.act[j];
+        const int x = i % kTileW;
+        const int y = i / kTileW;
+        const int me = pad_slot(x, y);
+        const int hm = sh.h[me];
+        long long left = sh.ex[i];
+#pragma unroll
+        for (int k = 0; k < 8; ++k) {
+          const int nb = me + dir_dy(k) * kPadW + dir_dx(k);
+          if (left == 0 || sh.h[nb] >= hm) continue;
+          const unsigned r = sh.res[k][i];
+          if (r == 0U) continue;
+          const auto amount = static_cast<unsigned>(left < static_cast<long long>(r) ? left : static_cast<long long>(r));
+          sh.res[k][i] = r - amount;
+          left -= amount;
+          const int nx = x + dir_dx(k);
+          const int ny = y + dir_dy(k);
+          if (in_tile(nx, ny)) {
+            const int q = ny * kTileW + nx;
+            sh.res[k ^ 4][q] += amount;
+            atomicAdd(&sh.in[q], static_cast<unsigned long long>(amount));
+            atomicOr(&sh.mark[q >> 5], 1U << (q & 31));
+          } else {
+            atomicAdd(reinterpret_cast<unsigned long long*>(&sh.halo[nb]), static_cast<unsigned long long>(amount));
+          }
+        }
+        sh.ex[i] = left;
+        atomicOr(&sh.mark[i >> 5], 1U << (i & 31));
+      }
+      __syncthreads();
+      if (tid < 32) {  // the touched bitmap into a list, in pixel order
+        const unsigned m = tid < kPix / 32 ? sh.mark[tid] : 0U;
+        const int c = __popc(m);
+        int pre = c;
+#pragma unroll
+        for (int o = 1; o < 32; o <<= 1) {
+          const int v = __shfl_up_sync(0xffffffffU, pre, o);
+          if (tid >= o) pre += v;
+        }
+        int at = pre - c;
+        for (unsigned mm = m; mm != 0U; mm &= mm - 1U) sh.touched[at++] = static_cast<unsigned short>(tid * 32 + __ffs(mm) - 1);
+        if (tid < kPix / 32) sh.mark[tid] = 0U;
+        if (tid == 31) sh.n_touched = pre;
+        if (tid == 0) sh.n_act = 0;
+      }
+      __syncthreads();
+      const int nt = sh.n_touched;
+      for (int j = tid; j < nt; j += kCThreads) {
+        const int i = sh.touched[j];
+        const long long e = sh.ex[i] + static_cast<long long>(sh.in[i]);
+        sh.in[i] = 0ULL;
+        sh.ex[i] = e;
+        const int me = pad_slot(i % kTileW, i / kTileW);
+        int hm = sh.h[me];
+        if (e > 0 && hm < kInf) {
+          int m = kInf;
+#pragma unroll
+          for (int k = 0; k < 8; ++k) {
+            if (sh.res[k][i] != 0U) m = min_int(m, sh.h[me + dir_dy(k) * kPadW + dir_dx(k)]);
+          }
+          if (m >= hm) hm = m >= kInf - 1 ? kInf : m + 1;
+        }
+        sh.hnew[j] = hm;
+      }
+      __syncthreads();
+      for (int j = tid; j < nt; j += kCThreads) {
+        const int i = sh.touched[j];
+        const int hm = sh.hnew[j];
+        sh.h[pad_slot(i % kTileW, i / kTileW)] = hm;
+        if (sh.ex[i] > 0 && hm < kInf) sh.act[atomicAdd(&sh.n_act, 1)] = static_cast<unsigned short>(i);
+      }
+      __syncthreads();
+      rounds = round + 1;
+      if (!kForce && sh.n_act == 0) break;
+    }
+  }
+  for (int i = tid; i < kPix; i += kCThreads) {
+    a.out_excess[t * kPix + i] = sh.ex[i];
+    a.out_height[t * kPix + i] = sh.h[pad_slot(i % kTileW, i / kTileW)];
+#pragma unroll
+    for (int k = 0; k < 8; ++k) a.out_res[(t * 8 + k) * kPix + i] = sh.res[k][i];
+  }
+  for (int i = tid; i < kPad; i += kCThreads) {
+    if (!in_tile(i % kPadW - 1, i / kPadW - 1)) a.out_inbox[t * kPad + i] = sh.halo[i];
+  }
+  if (tid == 0) a.out_rounds[t] = rounds;
+}
+
 struct DeviceWarp {
   __device__ __forceinline__ int lane() const { return static_cast<int>(threadIdx.x) & 31; }
   template <typename T>
@@ -1678,11 +1831,12 @@ struct Options {
   bool relax = false;
   int drop_arcs = 0;
   int keep_sinks = 100;
+  int advance = 0;  // rounds the reference runs on every tile before the measured ones
 };
 
 int usage() {
   std::fprintf(stderr, "usage: bench_tile_round [--host-only] [--relax [--drop-arcs P] [--keep-sinks P]]\n"
-               "                        [--heights global|tile] [--size N] [--seed S] [--runs N] [--emulate N]\n");
+               "                        [--heights global|tile] [--size N] [--seed S] [--runs N] [--emulate N] [--advance N]\n");
   return 2;
 }
 
@@ -1786,6 +1940,8 @@ int run(int argc, char** argv) {
       o.seed = static_cast<unsigned>(std::strtoul(argv[++i], nullptr, 10));
     } else if (arg == "--emulate" && has_value) {
       o.emulate = std::max(0, std::atoi(argv[++i]));
+    } else if (arg == "--advance" && has_value) {
+      o.advance = std::max(0, std::atoi(argv[++i]));
     } else if (arg == "--runs" && has_value) {
       o.runs = std::max(1, std::atoi(argv[++i]));
     } else {
@@ -1798,7 +1954,22 @@ int run(int argc, char** argv) {
   }
   const HostGraph g =
       grabcut::testing::grabcut_graph(o.size, o.size, o.seed, {grabcut::testing::GrabCutScene::kSmoothScoreFloat});
-  const TileSet tiles = make_tiles(g, o.region_heights);
+  TileSet tiles = make_tiles(g, o.region_heights);
+  if (o.advance > 0) {
+    // A visit's later state: the tiles after --advance rounds of the reference (what
+    // went into the halo is gone; the halo's heights stay frozen), where fewer pixels
+    // are active than at a cold start.
+    const TileResult later = reference(tiles, o.advance, false);
+    tiles.excess = later.excess;
+    tiles.res = later.res;
+    for (int t = 0; t < tiles.count; ++t) {
+      for (int i = 0; i < kPix; ++i) {
+        tiles.height[static_cast<std::size_t>(t) * kPad + static_cast<std::size_t>(pad_slot(i % kTileW, i / kTileW))] =
+            later.height[static_cast<std::size_t>(t) * kPix + static_cast<std::size_t>(i)];
+      }
+    }
+    std::printf("tiles advanced by %d reference rounds\n", o.advance);
+  }
   long long active = 0;
   long long finite = 0;
   for (int t = 0; t < tiles.count; ++t) {
@@ -1879,6 +2050,8 @@ int run(int argc, char** argv) {
   kernels.push_back({"A block", block_round_kernel<false>, block_round_kernel<true>, kThreads, 1, 0});
   kernels.push_back(warp_variant<4, true>("B.reg warp"));
   kernels.push_back(warp_variant<4, false>("B.smem warp"));
+  kernels.push_back({"C128 sparse", sparse_round_kernel<128, false>, sparse_round_kernel<128, true>, 128, 1, 0});
+  kernels.push_back({"C256 sparse", sparse_round_kernel<256, false>, sparse_round_kernel<256, true>, 256, 1, 0});
 
   DeviceTiles all(tiles);
   std::vector<std::unique_ptr<DeviceTiles>> sets;
