@@ -9,6 +9,7 @@
 //   python bench/mincut_bench.py --dump /tmp/seg --images 6 --size 1024
 //   ./build-ab/bench_mincut_ab [--reps 7] [--grabcut] /tmp/seg/*.tgcg
 //   ./build-ab/bench_mincut_ab --random 1000
+//   ./build-ab/bench_mincut_ab --reps 3 --synthetic 1024 1024 1
 //
 // Graph files (tests/common/graph_file.h) are solved as the mincut op solves them (pair
 // form, no flow kept, serial strips, one thread, the 4-neighbour path where the diagonals
@@ -26,6 +27,7 @@
 #include <vector>
 
 #include "bench/mincut_ab_base.h"
+#include "common/grabcut_graph.h"
 #include "common/graph_file.h"
 #include "common/grid_graph.h"
 #include "core/maxflow.h"
@@ -135,12 +137,63 @@ int check_random(int count) {
   return differing == 0 ? 0 : 1;
 }
 
+// Best of `reps` for each of the three ways, base and new alternating; also each way's
+// time against the one-piece solve of the same revision.
+int time_synthetic(int h, int w, std::uint64_t seed, int reps) {
+  const Graph graph(grabcut::testing::grabcut_graph(h, w, seed));
+  struct Way {
+    const char* name;
+    int threads;
+    bool serial_strips;
+  };
+  const Way ways[] = {{"1 thread, one piece", 1, false}, {"automatic threads", 0, false}, {"1 thread, serial strips", 1, true}};
+  grabcut::GridMaxflowSolver solver;
+  bool all_same = true;
+  double one_piece[2] = {0, 0};
+  for (const Way& way : ways) {
+    SolveArgs a = graph.args(false);
+    a.keep_flow = true;
+    a.serial_strips = way.serial_strips;
+    a.threads = way.threads;
+    std::vector<std::uint8_t> base_side(graph.g.size());
+    std::vector<std::uint8_t> new_side(graph.g.size());
+    std::int64_t flows[2] = {0, 0};
+    double best[2] = {1e30, 1e30};
+    for (int r = 0; r < reps; ++r) {
+      for (int k = 0; k < 2; ++k) {
+        const bool base = (k == 0) == (r % 2 == 0);
+        const auto t0 = std::chrono::steady_clock::now();
+        if (base) {
+          flows[0] = mincut_ab::base_solve(a, base_side.data());
+        } else {
+          flows[1] = new_solve(solver, a, new_side.data());
+        }
+        double& b = best[base ? 0 : 1];
+        b = std::min(b, seconds_since(t0));
+      }
+    }
+    const bool same = flows[0] == flows[1] && base_side == new_side;
+    all_same = all_same && same;
+    if (way.threads == 1 && !way.serial_strips) {
+      one_piece[0] = best[0];
+      one_piece[1] = best[1];
+    }
+    std::printf("grabcut_graph(%d, %d, %llu) %-24s flow %lld %s  base %8.1f ms (%.2fx one piece)  new %8.1f ms "
+                "(%.2fx one piece)  base/new %.2fx\n",
+                h, w, static_cast<unsigned long long>(seed), way.name, static_cast<long long>(flows[1]),
+                same ? "same" : "DIFFERENT", best[0] * 1e3, best[0] / one_piece[0], best[1] * 1e3,
+                best[1] / one_piece[1], best[0] / best[1]);
+  }
+  return all_same ? 0 : 1;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   int reps = 7;
   int random = 0;
   bool grabcut_form = false;
+  int synthetic[3] = {0, 0, 0};
   std::vector<std::string> files;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
@@ -148,6 +201,8 @@ int main(int argc, char** argv) {
       reps = std::stoi(argv[++i]);
     } else if (arg == "--random" && i + 1 < argc) {
       random = std::stoi(argv[++i]);
+    } else if (arg == "--synthetic" && i + 3 < argc) {
+      for (int& v : synthetic) v = std::stoi(argv[++i]);
     } else if (arg == "--grabcut") {
       grabcut_form = true;
     } else {
@@ -155,6 +210,7 @@ int main(int argc, char** argv) {
     }
   }
   if (random > 0) return check_random(random);
+  if (synthetic[0] > 0) return time_synthetic(synthetic[0], synthetic[1], static_cast<std::uint64_t>(synthetic[2]), reps);
 
   grabcut::GridMaxflowSolver solver;
   std::vector<double> ratios[2];  // 4-, 8-connected
