@@ -14,7 +14,8 @@
 // Graph files (tests/common/graph_file.h) are solved as the mincut op solves them (pair
 // form, no flow kept, serial strips, one thread, the 4-neighbour path where the diagonals
 // are zero), or with --grabcut as GrabCut's first solve (net form, flow kept, in one
-// piece). --random N checks N random graphs, each solved cold and warm, in the net and
+// piece); --threads N (set_num_threads, 0 automatic) and --serial-strips 0|1 override
+// the threads and the strips. --random N checks N random graphs, each solved cold and warm, in the net and
 // the pair form, in one piece, in serial strips and on 2 threads; it times nothing. The
 // exit status is 1 if any flow or cut differs.
 #include <algorithm>
@@ -194,6 +195,8 @@ int main(int argc, char** argv) {
   int random = 0;
   bool grabcut_form = false;
   int synthetic[3] = {0, 0, 0};
+  int threads = 1;
+  int serial_strips = -1;  // the form's default
   std::vector<std::string> files;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
@@ -203,6 +206,10 @@ int main(int argc, char** argv) {
       random = std::stoi(argv[++i]);
     } else if (arg == "--synthetic" && i + 3 < argc) {
       for (int& v : synthetic) v = std::stoi(argv[++i]);
+    } else if (arg == "--threads" && i + 1 < argc) {
+      threads = std::stoi(argv[++i]);
+    } else if (arg == "--serial-strips" && i + 1 < argc) {
+      serial_strips = std::stoi(argv[++i]);
     } else if (arg == "--grabcut") {
       grabcut_form = true;
     } else {
@@ -219,7 +226,8 @@ int main(int argc, char** argv) {
     const Graph graph(grabcut::testing::read_graph_file(file));
     SolveArgs a = graph.args(!grabcut_form);
     a.keep_flow = grabcut_form;
-    a.serial_strips = !grabcut_form;
+    a.serial_strips = serial_strips < 0 ? !grabcut_form : serial_strips != 0;
+    a.threads = threads;
     std::vector<std::uint8_t> base_side(graph.g.size());
     std::vector<std::uint8_t> new_side(graph.g.size());
     std::int64_t base_flow = 0;

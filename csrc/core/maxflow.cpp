@@ -519,29 +519,59 @@ struct GridCore {
   std::vector<PathArc> source_path;
   std::vector<PathArc> sink_path;
 
-  // The levels of the search, per tree (index tree - 1: 0 S, 1 T). A tree's labels
-  // are at most top + 1. to_scan[t] holds, from scan_pos[t] on, the nodes of labels up to
-  // top[t] still to scan in the pass under way or the tree's next one; next_level[t] those
-  // of label top[t] + 1. Node::active says which tree's lists hold a node's current
-  // entry (a node that changed trees since keeps a stale entry, skipped when popped).
-  // A node of a tree that has no entry there has no residual arc in its tree's
-  // direction (S: from it, T: into it) to a node outside the tree.
+  // The levels of the search, per tree (index tree - 1: 0 S, 1 T). to_scan[t] holds,
+  // from scan_pos[t] on, the nodes of labels up to top[t] still to scan in the pass
+  // under way or the tree's next one; next_level[t] those of label top[t] + 1; later[t][L]
+  // those of a label L above that, which only the search that joins a solve's strips
+  // has (see solve_in_strips): the strips' trees reach labels far above the levels it
+  // starts from, and each of their nodes waits for its level, so that the levels are
+  // still grown in breadth-first order. Node::active says which tree's lists hold a
+  // node's current entry (a node that changed trees since keeps a stale entry, skipped
+  // when popped). A node of a tree that has no entry there has no residual arc in its
+  // tree's direction (S: from it, T: into it) to a node outside the tree.
   std::vector<int> to_scan[2];
   std::size_t scan_pos[2] = {0, 0};
   std::vector<int> next_level[2];
+  std::vector<std::vector<int>> later[2];
+  std::size_t later_count[2] = {0, 0};  // entries in later[t]
   int top[2] = {1, 1};
   int last_grown = 1;  // the tree of the last turn: S and T take turns
   void push_level(int p, const Node& n) {
     const int t = n.tree - 1;
     if (n.distance <= top[t]) {
       to_scan[t].push_back(p);
-    } else {
+    } else if (n.distance == top[t] + 1) {
       next_level[t].push_back(p);
+    } else {
+      push_later(t, p, n.distance);
     }
+  }
+  // Out of line: only the search that joins strips comes here, and inlined into every
+  // push of the growth and adoption loops it cost the strips' own searches 2-4% (1 MP
+  // 4-connected segmentation graphs).
+  [[gnu::cold, gnu::noinline]] void push_later(int t, int p, int distance) {
+    std::vector<std::vector<int>>& lists = later[t];
+    const auto at = static_cast<std::size_t>(distance);
+    if (lists.size() <= at) lists.resize(at + 1);
+    lists[at].push_back(p);
+    ++later_count[t];
   }
   std::size_t left_to_scan(int t) const {
     const std::size_t left = to_scan[t].size() - scan_pos[t];
-    return left != 0 ? left : next_level[t].size();
+    if (left != 0) return left;
+    return next_level[t].empty() ? later_count[t] : next_level[t].size();
+  }
+  // Tree t's next level: its nodes of label top + 1 are scanned, those of top + 2 wait.
+  void next_level_of(int t) {
+    ++top[t];
+    to_scan[t].swap(next_level[t]);
+    next_level[t].clear();
+    scan_pos[t] = 0;
+    const auto waiting = static_cast<std::size_t>(top[t]) + 1;
+    if (later_count[t] != 0 && waiting < later[t].size()) {
+      next_level[t].swap(later[t][waiting]);
+      later_count[t] -= next_level[t].size();
+    }
   }
 
   // Warm start state: after a completed solve, residual and nodes[].terminal hold
@@ -636,6 +666,8 @@ struct GridCore {
     for (int t = 0; t < 2; ++t) {
       to_scan[t].clear();
       next_level[t].clear();
+      for (std::vector<int>& list : later[t]) list.clear();
+      later_count[t] = 0;
       scan_pos[t] = 0;
       top[t] = 1;
     }
@@ -1030,7 +1062,6 @@ void GridCore<K>::solve_in_strips(int num_threads, int num_strips, int push_pass
   }
 
   while (static_cast<int>(strips.size()) < leaves) strips.push_back(std::make_unique<GridCore>());
-  std::vector<int> tops(static_cast<std::size_t>(leaves), 1);
   std::vector<std::uint8_t> augmented(static_cast<std::size_t>(leaves), 0);
   std::vector<std::exception_ptr> errors(static_cast<std::size_t>(leaves));
   const bool nested = omp_in_parallel() != 0;
@@ -1052,7 +1083,6 @@ void GridCore<K>::solve_in_strips(int num_threads, int num_strips, int push_pass
         strip.start_trees(push_passes);
       }
       strip.run_search();
-      tops[static_cast<std::size_t>(s)] = std::max(strip.top[0], strip.top[1]);
       augmented[static_cast<std::size_t>(s)] = strip.augmented_only ? 1 : 0;
     } catch (...) {
       errors[static_cast<std::size_t>(s)] = std::current_exception();
@@ -1064,11 +1094,14 @@ void GridCore<K>::solve_in_strips(int num_threads, int num_strips, int push_pass
 
   // The separators join: their arcs open, their nodes roots, and every tree node on
   // them or beside them scanned again (it may have an arc to a free node or the other
-  // tree now). Every label is at most the largest strip's top + 1, the level both
-  // trees start from, so labels still rise from every node to its parent.
+  // tree now). Both trees start from level 1 and take each listed node at its own
+  // label's level (push_level), so labels still rise from every node to its parent and
+  // the levels still grow in breadth-first order. (Starting both at the largest strip's
+  // top + 1 instead scans every listed node in one pass, in list order, and on graphs
+  // with deep trees the search then costs several times the strips: bench/RESULTS.md,
+  // issue 36, session 44.)
   clear_levels();
   orphans.clear();
-  top[0] = top[1] = *std::max_element(tops.begin(), tops.end()) + 1;
   augmented_only = graph != nullptr && std::find(augmented.begin(), augmented.end(), 0) == augmented.end();
   paired_flow = separators_paired;
   short_flow = augmented_flow = 0;
@@ -1544,10 +1577,7 @@ void GridCore<K>::run_search() {
     const int t = s_left == 0 ? 1 : 1 - last_grown;
     last_grown = t;
     if (scan_pos[t] == to_scan[t].size()) {
-      ++top[t];
-      to_scan[t].swap(next_level[t]);
-      next_level[t].clear();
-      scan_pos[t] = 0;
+      next_level_of(t);
     } else if (t == 0) {
       run_pass<true>();
     } else {
@@ -1736,6 +1766,10 @@ void GridCore<K>::adopt_orphan(int p) {
       best = d;
     }
   }
+  // The bound holds for the labels a join of strips carries too: an orphan of theirs
+  // above top + 1 leaves its tree instead. (Relabels up to the deepest carried label
+  // instead took 3x the join's time on grabcut_graph(1024, 1024, 1): orphans kept
+  // raising each other; unbounded, the labels ran away.)
   if (best >= 0 && best_label + 1 <= top[kT] + 1) {
     // Relabelled: a parent among its descendants is fine, since the children on the
     // chain down to it (labels below its new one) are orphaned here.

@@ -1153,6 +1153,75 @@ TEST(MaxflowSearch, SinkTreeClosesFirst) {
   }
 }
 
+// Strips of very different depths: rows that form one corridor winding back and
+// forth (each row open to the next at alternate ends), so that the trees of the strips
+// that cut it are hundreds of labels deep and the paths that cross its separators are
+// left to the search that joins the strips. That search takes the strips' nodes level
+// by level up to the deepest strip's labels (GridCore::later), with levels in between
+// where a tree has nothing else to scan; on 2 and 3 threads it must still find the
+// reference's flow and canonical cut. Either the whole grid is the corridor, with
+// sources in its first quarter and one sink at its end, its n-links strong in its
+// second half (T, one chain hundreds of labels deep from the sink up past the middle,
+// has no node beside a separator near its root, and the search must carry it across
+// the separators), or the corridor's rows are followed by shallow random ones (then
+// also with the terminals' signs swapped, S the deep tree).
+TestGraph winding_graph(int h, int w, int corridor_rows, bool eight, std::uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  TestGraph g(h, w);
+  const bool one_sink = corridor_rows == h;
+  set_nlinks(g, eight, [&](int y, int x, int d) {
+    const auto strength = static_cast<std::int32_t>(one_sink && 2 * y >= h ? 100 + rng() % 100 : 1 + rng() % 60);
+    if (y >= corridor_rows) return strength;
+    if (d == grabcut::kRight) return strength;
+    // The only way down from a corridor row is at its end: the right for even rows, the
+    // left for odd ones (the last corridor row opens into the random rows everywhere).
+    const bool end = y % 2 == 0 ? x == w - 1 : x == 0;
+    return d == grabcut::kDown && (end || y + 1 == corridor_rows) ? strength : 0;
+  });
+  for (int y = 0; y < h; ++y) {
+    for (int x = 0; x < w; ++x) {
+      std::int32_t& t = g.terminal[static_cast<std::size_t>(y) * static_cast<std::size_t>(w) + static_cast<std::size_t>(x)];
+      const auto r = rng() % 100;
+      if (y >= corridor_rows) {
+        t = r < 30 ? static_cast<std::int32_t>(rng() % 301) - 150 : 0;
+      } else if (one_sink) {
+        t = r < 10 && 4 * y < h ? static_cast<std::int32_t>(1 + rng() % 30) : 0;
+      } else {
+        // Sources all along the corridor, sinks few and weak: the flow runs far along it.
+        t = r < 8 ? static_cast<std::int32_t>(20 + rng() % 200) : (r < 10 ? -static_cast<std::int32_t>(1 + rng() % 40) : 0);
+      }
+    }
+  }
+  // The corridor's end: the left of an odd row, the right of an even one.
+  const int end_x = (corridor_rows - 1) % 2 == 1 ? 0 : w - 1;
+  g.terminal[static_cast<std::size_t>(corridor_rows - 1) * static_cast<std::size_t>(w) + static_cast<std::size_t>(end_x)] =
+      -5000;
+  return g;
+}
+
+TEST(MaxflowSearch, StripsOfVeryDifferentDepthsMatchReference) {
+  std::uint64_t seed = 1300;
+  for (auto [h, w, rows] : {std::tuple{64, 50, 64}, std::tuple{45, 31, 45}, std::tuple{90, 60, 48}, std::tuple{61, 37, 40}}) {
+    for (bool eight : {false, true}) {
+      const TestGraph g = winding_graph(h, w, rows, eight, seed++);
+      if (rows == h) {
+        expect_reference_on_threads(g, eight, [](GridMaxflowSolver&) {});
+        continue;
+      }
+      TestGraph flipped = g;
+      for (auto& t : flipped.terminal) t = -t;
+      ReferenceMaxflow flipped_ref(flipped);
+      const std::int64_t flipped_flow = flipped_ref.max_flow();
+      const std::vector<std::uint8_t> flipped_side = flipped_ref.canonical_cut();
+      expect_reference_on_threads(g, eight, [&](GridMaxflowSolver& solver) {
+        const SolveResult f = solve_with(solver, flipped);
+        EXPECT_EQ(f.flow, flipped_flow);
+        EXPECT_TRUE(f.side == flipped_side) << first_difference(f.side, flipped_side, flipped.width);
+      });
+    }
+  }
+}
+
 // Graphs too large for the reference: check that the cut is a minimum cut (its
 // capacity equals the flow) and that it is the same for a reused solver solving
 // twice and for a fresh solver.
