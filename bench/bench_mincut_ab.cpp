@@ -147,7 +147,8 @@ int time_synthetic(int h, int w, std::uint64_t seed, int reps) {
     int threads;
     bool serial_strips;
   };
-  const Way ways[] = {{"1 thread, one piece", 1, false}, {"automatic threads", 0, false}, {"1 thread, serial strips", 1, true}};
+  const Way ways[] = {
+      {"1 thread, one piece", 1, false}, {"automatic threads", 0, false}, {"1 thread, serial strips", 1, true}};
   grabcut::GridMaxflowSolver solver;
   bool all_same = true;
   double one_piece[2] = {0, 0};
@@ -217,7 +218,9 @@ int main(int argc, char** argv) {
     }
   }
   if (random > 0) return check_random(random);
-  if (synthetic[0] > 0) return time_synthetic(synthetic[0], synthetic[1], static_cast<std::uint64_t>(synthetic[2]), reps);
+  if (synthetic[0] > 0) {
+    return time_synthetic(synthetic[0], synthetic[1], static_cast<std::uint64_t>(synthetic[2]), reps);
+  }
 
   grabcut::GridMaxflowSolver solver;
   std::vector<double> ratios[2];  // 4-, 8-connected

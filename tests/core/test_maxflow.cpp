@@ -1178,9 +1178,12 @@ TestGraph winding_graph(int h, int w, int corridor_rows, bool eight, std::uint64
     const bool end = y % 2 == 0 ? x == w - 1 : x == 0;
     return d == grabcut::kDown && (end || y + 1 == corridor_rows) ? strength : 0;
   });
+  const auto at = [w](int y, int x) {
+    return static_cast<std::size_t>(y) * static_cast<std::size_t>(w) + static_cast<std::size_t>(x);
+  };
   for (int y = 0; y < h; ++y) {
     for (int x = 0; x < w; ++x) {
-      std::int32_t& t = g.terminal[static_cast<std::size_t>(y) * static_cast<std::size_t>(w) + static_cast<std::size_t>(x)];
+      std::int32_t& t = g.terminal[at(y, x)];
       const auto r = rng() % 100;
       if (y >= corridor_rows) {
         t = r < 30 ? static_cast<std::int32_t>(rng() % 301) - 150 : 0;
@@ -1188,20 +1191,22 @@ TestGraph winding_graph(int h, int w, int corridor_rows, bool eight, std::uint64
         t = r < 10 && 4 * y < h ? static_cast<std::int32_t>(1 + rng() % 30) : 0;
       } else {
         // Sources all along the corridor, sinks few and weak: the flow runs far along it.
-        t = r < 8 ? static_cast<std::int32_t>(20 + rng() % 200) : (r < 10 ? -static_cast<std::int32_t>(1 + rng() % 40) : 0);
+        const auto source = static_cast<std::int32_t>(20 + rng() % 200);
+        const auto sink = -static_cast<std::int32_t>(1 + rng() % 40);
+        t = r < 8 ? source : (r < 10 ? sink : 0);
       }
     }
   }
   // The corridor's end: the left of an odd row, the right of an even one.
   const int end_x = (corridor_rows - 1) % 2 == 1 ? 0 : w - 1;
-  g.terminal[static_cast<std::size_t>(corridor_rows - 1) * static_cast<std::size_t>(w) + static_cast<std::size_t>(end_x)] =
-      -5000;
+  g.terminal[at(corridor_rows - 1, end_x)] = -5000;
   return g;
 }
 
 TEST(MaxflowSearch, StripsOfVeryDifferentDepthsMatchReference) {
   std::uint64_t seed = 1300;
-  for (auto [h, w, rows] : {std::tuple{64, 50, 64}, std::tuple{45, 31, 45}, std::tuple{90, 60, 48}, std::tuple{61, 37, 40}}) {
+  for (auto [h, w, rows] :
+       {std::tuple{64, 50, 64}, std::tuple{45, 31, 45}, std::tuple{90, 60, 48}, std::tuple{61, 37, 40}}) {
     for (bool eight : {false, true}) {
       const TestGraph g = winding_graph(h, w, rows, eight, seed++);
       if (rows == h) {
