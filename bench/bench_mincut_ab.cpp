@@ -138,6 +138,29 @@ int check_random(int count) {
   return differing == 0 ? 0 : 1;
 }
 
+// Base and new alternating, `reps` times each, on the same arguments: each side's best
+// time (seconds), flow and cut, and whether both sides agree.
+struct AbTiming {
+  double best[2] = {1e30, 1e30};  // base, new
+  std::int64_t flow[2] = {0, 0};
+  bool same = false;
+};
+
+AbTiming time_ab(grabcut::GridMaxflowSolver& solver, const SolveArgs& a, std::size_t pixels, int reps) {
+  AbTiming t;
+  std::vector<std::uint8_t> side[2] = {std::vector<std::uint8_t>(pixels), std::vector<std::uint8_t>(pixels)};
+  for (int r = 0; r < reps; ++r) {
+    for (int k = 0; k < 2; ++k) {
+      const int which = (k == 0) == (r % 2 == 0) ? 0 : 1;
+      const auto t0 = std::chrono::steady_clock::now();
+      t.flow[which] = which == 0 ? mincut_ab::base_solve(a, side[0].data()) : new_solve(solver, a, side[1].data());
+      t.best[which] = std::min(t.best[which], seconds_since(t0));
+    }
+  }
+  t.same = t.flow[0] == t.flow[1] && side[0] == side[1];
+  return t;
+}
+
 // Best of `reps` for each of the three ways, base and new alternating; also each way's
 // time against the one-piece solve of the same revision.
 int time_synthetic(int h, int w, std::uint64_t seed, int reps) {
@@ -157,24 +180,9 @@ int time_synthetic(int h, int w, std::uint64_t seed, int reps) {
     a.keep_flow = true;
     a.serial_strips = way.serial_strips;
     a.threads = way.threads;
-    std::vector<std::uint8_t> base_side(graph.g.size());
-    std::vector<std::uint8_t> new_side(graph.g.size());
-    std::int64_t flows[2] = {0, 0};
-    double best[2] = {1e30, 1e30};
-    for (int r = 0; r < reps; ++r) {
-      for (int k = 0; k < 2; ++k) {
-        const bool base = (k == 0) == (r % 2 == 0);
-        const auto t0 = std::chrono::steady_clock::now();
-        if (base) {
-          flows[0] = mincut_ab::base_solve(a, base_side.data());
-        } else {
-          flows[1] = new_solve(solver, a, new_side.data());
-        }
-        double& b = best[base ? 0 : 1];
-        b = std::min(b, seconds_since(t0));
-      }
-    }
-    const bool same = flows[0] == flows[1] && base_side == new_side;
+    const AbTiming t = time_ab(solver, a, graph.g.size(), reps);
+    const double* best = t.best;
+    const bool same = t.same;
     all_same = all_same && same;
     if (way.threads == 1 && !way.serial_strips) {
       one_piece[0] = best[0];
@@ -182,7 +190,7 @@ int time_synthetic(int h, int w, std::uint64_t seed, int reps) {
     }
     std::printf("grabcut_graph(%d, %d, %llu) %-24s flow %lld %s  base %8.1f ms (%.2fx one piece)  new %8.1f ms "
                 "(%.2fx one piece)  base/new %.2fx\n",
-                h, w, static_cast<unsigned long long>(seed), way.name, static_cast<long long>(flows[1]),
+                h, w, static_cast<unsigned long long>(seed), way.name, static_cast<long long>(t.flow[1]),
                 same ? "same" : "DIFFERENT", best[0] * 1e3, best[0] / one_piece[0], best[1] * 1e3,
                 best[1] / one_piece[1], best[0] / best[1]);
   }
@@ -231,28 +239,12 @@ int main(int argc, char** argv) {
     a.keep_flow = grabcut_form;
     a.serial_strips = serial_strips < 0 ? !grabcut_form : serial_strips != 0;
     a.threads = threads;
-    std::vector<std::uint8_t> base_side(graph.g.size());
-    std::vector<std::uint8_t> new_side(graph.g.size());
-    std::int64_t base_flow = 0;
-    std::int64_t new_flow = 0;
-    double best[2] = {1e30, 1e30};
-    for (int r = 0; r < reps; ++r) {
-      for (int k = 0; k < 2; ++k) {
-        const bool base = (k == 0) == (r % 2 == 0);
-        const auto t0 = std::chrono::steady_clock::now();
-        if (base) {
-          base_flow = mincut_ab::base_solve(a, base_side.data());
-        } else {
-          new_flow = new_solve(solver, a, new_side.data());
-        }
-        double& b = best[base ? 0 : 1];
-        b = std::min(b, seconds_since(t0));
-      }
-    }
-    const bool same = base_flow == new_flow && base_side == new_side;
+    const AbTiming t = time_ab(solver, a, graph.g.size(), reps);
+    const double* best = t.best;
+    const bool same = t.same;
     all_same = all_same && same;
     std::printf("%-32s %d-conn flow %lld %s  base %8.2f ms  new %8.2f ms  base/new %.2fx\n", file.c_str(),
-                graph.four_connected ? 4 : 8, static_cast<long long>(base_flow), same ? "same" : "DIFFERENT",
+                graph.four_connected ? 4 : 8, static_cast<long long>(t.flow[0]), same ? "same" : "DIFFERENT",
                 best[0] * 1e3, best[1] * 1e3, best[0] / best[1]);
     ratios[graph.four_connected ? 0 : 1].push_back(best[0] / best[1]);
   }

@@ -1115,6 +1115,21 @@ void expect_reference_on_threads(const TestGraph& g, bool eight, Also also) {
   }
 }
 
+// The same for g, and then for g with its terminals' signs swapped on the same solver
+// (a warm solve whose other tree closes first).
+void expect_reference_then_flipped_on_threads(const TestGraph& g, bool eight) {
+  TestGraph flipped = g;
+  for (auto& t : flipped.terminal) t = -t;
+  ReferenceMaxflow flipped_ref(flipped);
+  const std::int64_t flipped_flow = flipped_ref.max_flow();
+  const std::vector<std::uint8_t> flipped_side = flipped_ref.canonical_cut();
+  expect_reference_on_threads(g, eight, [&](GridMaxflowSolver& solver) {
+    const SolveResult f = solve_with(solver, flipped);
+    EXPECT_EQ(f.flow, flipped_flow);
+    EXPECT_TRUE(f.side == flipped_side) << first_difference(f.side, flipped_side, flipped.width);
+  });
+}
+
 TEST(MaxflowSearch, DeepTreesMatchReference) {
   std::uint64_t seed = 500;
   for (auto [h, w] : {std::pair{9, 70}, std::pair{40, 64}, std::pair{96, 100}}) {
@@ -1139,16 +1154,7 @@ TEST(MaxflowSearch, SinkTreeClosesFirst) {
       }
       // Then the same graph with the terminals' signs swapped, on the same solver: the
       // source tree closes first.
-      TestGraph flipped = g;
-      for (auto& t : flipped.terminal) t = -t;
-      ReferenceMaxflow flipped_ref(flipped);
-      const std::int64_t flipped_flow = flipped_ref.max_flow();
-      const std::vector<std::uint8_t> flipped_side = flipped_ref.canonical_cut();
-      expect_reference_on_threads(g, eight, [&](GridMaxflowSolver& solver) {
-        const SolveResult f = solve_with(solver, flipped);
-        EXPECT_EQ(f.flow, flipped_flow);
-        EXPECT_TRUE(f.side == flipped_side) << first_difference(f.side, flipped_side, flipped.width);
-      });
+      expect_reference_then_flipped_on_threads(g, eight);
     }
   }
 }
@@ -1213,16 +1219,7 @@ TEST(MaxflowSearch, StripsOfVeryDifferentDepthsMatchReference) {
         expect_reference_on_threads(g, eight, [](GridMaxflowSolver&) {});
         continue;
       }
-      TestGraph flipped = g;
-      for (auto& t : flipped.terminal) t = -t;
-      ReferenceMaxflow flipped_ref(flipped);
-      const std::int64_t flipped_flow = flipped_ref.max_flow();
-      const std::vector<std::uint8_t> flipped_side = flipped_ref.canonical_cut();
-      expect_reference_on_threads(g, eight, [&](GridMaxflowSolver& solver) {
-        const SolveResult f = solve_with(solver, flipped);
-        EXPECT_EQ(f.flow, flipped_flow);
-        EXPECT_TRUE(f.side == flipped_side) << first_difference(f.side, flipped_side, flipped.width);
-      });
+      expect_reference_then_flipped_on_threads(g, eight);
     }
   }
 }
