@@ -1345,7 +1345,6 @@ __global__ void __launch_bounds__(kThreads, 2) block_round_kernel(TileArgs a) {
 // (its head, lower, pushes nothing back in the same round), so residuals need no
 // atomics; the inflow of a pixel with several pushers does (integer sums: any order
 // gives the same state).
-template <int kCThreads>
 struct SharedC {
   unsigned res[8][kPix];
   long long ex[kPix];
@@ -1362,7 +1361,7 @@ struct SharedC {
 
 template <int kCThreads, bool kForce>
 __global__ void __launch_bounds__(kCThreads) sparse_round_kernel(TileArgs a) {
-  __shared__ SharedC<kCThreads> sh;
+  __shared__ SharedC sh;
   const long long t = blockIdx.x;
   const int tid = static_cast<int>(threadIdx.x);
   const int* hp = a.height + t * kPad;
