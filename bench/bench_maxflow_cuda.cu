@@ -193,6 +193,33 @@ float median_ms(int runs, const std::function<void()>& setup, const std::functio
   return t[t.size() / 2];
 }
 
+// The profiling build's split of the push visits in sparse sweeps (fewer tiles than
+// blocks: each visit's latency is the sweep's), in us a visit at the SM's peak clock.
+void print_sparse_visits(const char* what, const grabcut::cuda::detail::MaxflowStats& s) {
+  if (s.sparse_visits == 0) return;
+  int khz = 0;
+  GRABCUT_CUDA_CHECK(cudaDeviceGetAttribute(&khz, cudaDevAttrClockRate, 0));
+  const double n = static_cast<double>(s.sparse_visits);
+  const auto us = [&](unsigned long long cycles) { return static_cast<double>(cycles) / (n * khz * 1e-3); };
+  std::printf("  %-22s sparse push visits %llu, us a visit at %.2f GHz: load %.2f  first relax %.2f  rounds %.2f"
+              "  write-back %.2f  tail %.2f  (%.1f rounds, %.2f relaxations between rounds a visit)\n",
+              what, s.sparse_visits, khz * 1e-6, us(s.sparse_load_cycles), us(s.sparse_relax_cycles),
+              us(s.sparse_rounds_cycles), us(s.sparse_write_cycles), us(s.sparse_tail_cycles),
+              static_cast<double>(s.sparse_rounds) / n, static_cast<double>(s.sparse_mid_relaxes) / n);
+}
+
+// Sums the sparse visits' profile of b into a (to report a set of graphs).
+void add_sparse_visits(grabcut::cuda::detail::MaxflowStats& a, const grabcut::cuda::detail::MaxflowStats& b) {
+  a.sparse_visits += b.sparse_visits;
+  a.sparse_load_cycles += b.sparse_load_cycles;
+  a.sparse_relax_cycles += b.sparse_relax_cycles;
+  a.sparse_rounds_cycles += b.sparse_rounds_cycles;
+  a.sparse_write_cycles += b.sparse_write_cycles;
+  a.sparse_tail_cycles += b.sparse_tail_cycles;
+  a.sparse_rounds += b.sparse_rounds;
+  a.sparse_mid_relaxes += b.sparse_mid_relaxes;
+}
+
 void print_stats(const char* what, const grabcut::cuda::detail::MaxflowStats& s) {
   std::printf("  %-22s relabels %llu (%llu capped)  bfs sweeps %llu  push sweeps %llu  bfs tiles %llu  push tiles %llu"
               "  blocks %llu\n",
@@ -208,6 +235,7 @@ void print_stats(const char* what, const grabcut::cuda::detail::MaxflowStats& s)
                 s.push_visits_run, s.push_visits_capped,
                 static_cast<double>(s.push_rounds) / static_cast<double>(s.push_visits_run + 1));
   }
+  print_sparse_visits(what, s);
 }
 
 // The sweep trace of a profiling build: each kind's sweeps and grid time, bucketed by the
@@ -308,7 +336,7 @@ int run_graph_files(int argc, char** argv) {
   std::printf("\n");
   bool ok = true;
   std::vector<std::vector<double>> times(variants.size()), barriers(variants.size());
-  std::vector<grabcut::cuda::detail::MaxflowStats> stats(variants.size());
+  std::vector<grabcut::cuda::detail::MaxflowStats> stats(variants.size()), all_stats(variants.size());
   std::vector<std::vector<grabcut::cuda::detail::SweepRecord>> sweeps(variants.size()), all_sweeps(variants.size());
   for (int i = 2; i < argc; ++i) {
     Batch batch({grabcut::testing::read_graph_file(argv[i])});
@@ -325,6 +353,7 @@ int run_graph_files(int argc, char** argv) {
       times[v].push_back(ms);
       barriers[v].push_back(static_cast<double>(swp));
       stats[v] = st;
+      add_sparse_visits(all_stats[v], st);
       sweeps[v] = grabcut::cuda::detail::maxflow_read_sweeps(nullptr);
       all_sweeps[v].insert(all_sweeps[v].end(), sweeps[v].begin(), sweeps[v].end());
     }
@@ -348,6 +377,7 @@ int run_graph_files(int argc, char** argv) {
     for (std::size_t v = 0; v < variants.size(); ++v) {
       const std::string what = std::string("all: ") + variants[v].key;
       print_sweep_profile(what.c_str(), all_sweeps[v], stats[v].grid_blocks);
+      print_sparse_visits(what.c_str(), all_stats[v]);
     }
   }
   std::printf("swp: BFS and push sweeps plus one check a relabel (the grid-wide barriers); rel: relabels\n");

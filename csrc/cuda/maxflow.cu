@@ -132,7 +132,7 @@ struct Header {
   unsigned int list_count[4];  // tiles on the list of a sweep (slot sweep % 3)
   unsigned int list_next[4];   // how many of them blocks have taken
   unsigned int pad[4];
-  unsigned long long stats[16];
+  unsigned long long stats[24];
 };
 static_assert(sizeof(Header) <= 256, "header fits its slot");
 
@@ -324,7 +324,20 @@ enum StatSlot {
   kPushRounds = 12,
   kPushVisitsRun = 13,
   kPushVisitsCapped = 14,
-  kCappedRelabels = 15
+  kCappedRelabels = 15,
+  // The push visits of sweeps with fewer tiles than blocks (the latency-bound ones),
+  // split by phase in SM cycles: loading the tile, the first in-tile relaxation, the
+  // rounds (with the relaxations between them), the pixels' write-back, and the tail
+  // (the halo's inflow and the sweep lists).
+  kSparseVisits = 16,
+  kSparseLoadCycles = 17,
+  kSparseRelaxCycles = 18,
+  kSparseRoundsCycles = 19,
+  kSparseWriteCycles = 20,
+  kSparseTailCycles = 21,
+  kSparseRounds = 22,
+  kSparseMidRelaxes = 23,
+  kStatSlots = 24
 };
 #ifdef GRABCUT_MAXFLOW_PHASE_CLOCK
 __device__ __forceinline__ unsigned long long global_ns() {
@@ -332,9 +345,28 @@ __device__ __forceinline__ unsigned long long global_ns() {
   asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
   return t;
 }
+constexpr bool kPhaseClock = true;
 __device__ __forceinline__ void profile_add(Header* h, StatSlot slot, unsigned long long v) {
   if (threadIdx.x == 0) atomicAdd(&h->stats[slot], v);
 }
+// A push visit's phases in a sparse sweep (kSparse*): thread 0 reads the SM's clock
+// after each phase's closing barrier.
+struct VisitClock {
+  bool on;
+  long long last = 0;
+  __device__ explicit VisitClock(bool sparse) : on(sparse) {
+    if (on) last = clock64();
+  }
+  __device__ void lap(Header* h, StatSlot slot) {
+    if (!on) return;
+    const long long now = clock64();
+    profile_add(h, slot, static_cast<unsigned long long>(now - last));
+    last = now;
+  }
+  __device__ void count(Header* h, StatSlot slot, unsigned long long v) const {
+    if (on) profile_add(h, slot, v);
+  }
+};
 struct PhaseClock {
   unsigned long long last = 0;
   __device__ void start() { last = global_ns(); }
@@ -380,7 +412,13 @@ __device__ __forceinline__ void trace_sweep(int sweep, detail::SweepKind kind, u
   if (threadIdx.x == 0) g_sweep_count = static_cast<unsigned int>(sweep + 1);
 }
 #else
+constexpr bool kPhaseClock = false;
 __device__ __forceinline__ void profile_add(Header* /*h*/, StatSlot /*slot*/, unsigned long long /*v*/) {}
+struct VisitClock {
+  __device__ explicit VisitClock(bool /*sparse*/) {}
+  __device__ void lap(Header* /*h*/, StatSlot /*slot*/) {}
+  __device__ void count(Header* /*h*/, StatSlot /*slot*/, unsigned long long /*v*/) const {}
+};
 struct PhaseClock {
   __device__ void start() {}
   __device__ unsigned long long lap(Header* /*h*/, StatSlot /*slot*/) { return 0ULL; }
@@ -427,7 +465,7 @@ __device__ void init_phase(const SolverArgs& a) {
     a.header->list_count[threadIdx.x] = 0U;
     a.header->list_next[threadIdx.x] = 0U;
   }
-  if (blockIdx.x == 0 && threadIdx.x < 16) a.header->stats[threadIdx.x] = 0ULL;
+  if (blockIdx.x == 0 && threadIdx.x < kStatSlots) a.header->stats[threadIdx.x] = 0ULL;
   trace_reset();
 }
 
@@ -569,10 +607,12 @@ __device__ void keep_unfinished_graphs_live(const SolverArgs& a, int sweep, int 
   }
 }
 
-// Runs push-relabel on tile t, which is on this sweep's list.
+// Runs push-relabel on tile t, which is on this sweep's list. sparse: the sweep's list
+// holds fewer tiles than the grid has blocks (profiled by phase in a profiling build).
 template <bool kRegion>
-__device__ void push_tile(const SolverArgs& a, int t, int sweep, int rounds, Shared& sh) {
+__device__ void push_tile(const SolverArgs& a, int t, int sweep, int rounds, bool sparse, Shared& sh) {
   const int tid = static_cast<int>(threadIdx.x);
+  VisitClock clock(sparse);
   const TileCtx c = tile_ctx(a, t);
   const int lx = tid % kTileW;
   const int ly = tid / kTileW;
@@ -602,10 +642,17 @@ __device__ void push_tile(const SolverArgs& a, int t, int sweep, int rounds, Sha
     sh.res0[k][tid] = res[k];  // in shared memory: the registers are the rounds' (res)
   }
   __syncthreads();
+  clock.lap(a.header, kSparseLoadCycles);
   long long ex = e0;
   // Region heights: the visit starts from the exact heights inside the tile.
   int hm = kRegion ? relax_in_tile(sh, valid, tid, ex, residual_mask(res)) : h0;
-  const int round = push_sync_rounds<kRegion>(sh, rounds, valid, tid, ex, hm, res);
+  clock.lap(a.header, kSparseRelaxCycles);
+  int mid_relaxes = 0;
+  const int round = push_sync_rounds<kRegion>(sh, rounds, valid, tid, ex, hm, res, &mid_relaxes);
+  clock.lap(a.header, kSparseRoundsCycles);
+  clock.count(a.header, kSparseVisits, 1ULL);
+  clock.count(a.header, kSparseRounds, static_cast<unsigned long long>(min(round + 1, rounds)));
+  clock.count(a.header, kSparseMidRelaxes, static_cast<unsigned long long>(mid_relaxes));
   profile_add(a.header, kPushRounds, static_cast<unsigned long long>(min(round + 1, rounds)));
   profile_add(a.header, kPushVisitsRun, 1ULL);
   profile_add(a.header, kPushVisitsCapped, round == rounds ? 1ULL : 0ULL);
@@ -637,6 +684,7 @@ __device__ void push_tile(const SolverArgs& a, int t, int sweep, int rounds, Sha
     remain = ex > 0 && hm < kInf;
   }
   const bool again = __syncthreads_or(remain);  // (and the halo's inflow is complete)
+  clock.lap(a.header, kSparseWriteCycles);
   bool sent = false;
   for_each_halo_slot(c, [&](int i, int gx, int gy) {
     const long long v = sh.e[i];
@@ -652,6 +700,7 @@ __device__ void push_tile(const SolverArgs& a, int t, int sweep, int rounds, Sha
     if (again) list_for_next_sweep(a, a.pmark, t, sweep);
     atomicAdd(&a.header->counter[sweep % 3], 1U);
   }
+  clock.lap(a.header, kSparseTailCycles);
 }
 
 // MaxflowSchedule::checkerboard: a tile's colour (its graph's tiles in a checkerboard);
@@ -878,14 +927,14 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm) maxflow_kernel(Solv
       // and its branch cost the default kernel spill loads.)
       const int colour = static_cast<int>(push_sweeps & 1U);
       // (Every block reads the same count: the list was complete at the last barrier.)
-      const int rounds = a.sparse_rounds > 0 && __ldcg(&a.header->list_count[sweep % 3]) < gridDim.x
-                             ? a.sparse_rounds
-                             : a.local_rounds;
+      const bool sparse =
+          (kPhaseClock || a.sparse_rounds > 0) && __ldcg(&a.header->list_count[sweep % 3]) < gridDim.x;
+      const int rounds = a.sparse_rounds > 0 && sparse ? a.sparse_rounds : a.local_rounds;
       const int pushed = pull_tiles(a, sh, sweep, [&](int t) {
         if (kRegion && a.checkerboard != 0 && tile_colour(a, t) != colour) {
           defer_tile(a, t, sweep);
         } else {
-          push_tile<kRegion>(a, t, sweep, rounds, sh);
+          push_tile<kRegion>(a, t, sweep, rounds, sparse, sh);
         }
       });
       push_tiles += static_cast<unsigned int>(pushed);
@@ -1090,6 +1139,14 @@ MaxflowStats maxflow_read_stats(const void* workspace, cudaStream_t stream) {
   s.push_visits_run = h.stats[kPushVisitsRun];
   s.push_visits_capped = h.stats[kPushVisitsCapped];
   s.capped_relabels = h.stats[kCappedRelabels];
+  s.sparse_visits = h.stats[kSparseVisits];
+  s.sparse_load_cycles = h.stats[kSparseLoadCycles];
+  s.sparse_relax_cycles = h.stats[kSparseRelaxCycles];
+  s.sparse_rounds_cycles = h.stats[kSparseRoundsCycles];
+  s.sparse_write_cycles = h.stats[kSparseWriteCycles];
+  s.sparse_tail_cycles = h.stats[kSparseTailCycles];
+  s.sparse_rounds = h.stats[kSparseRounds];
+  s.sparse_mid_relaxes = h.stats[kSparseMidRelaxes];
   return s;
 }
 

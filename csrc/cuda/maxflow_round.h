@@ -81,10 +81,11 @@ __device__ __forceinline__ int relax_in_tile(TileShared& sh, bool valid, int tid
 // it off the residuals at the end (res0 - res). The neighbours' heights come from label
 // buffer `par` and a new height goes to the other buffer (so a round needs two
 // barriers). kForce (for bench/bench_tile_round's latency rows) ends every round at a
-// plain barrier, so that exactly local_rounds rounds run.
+// plain barrier, so that exactly local_rounds rounds run. mid_relaxes (may be null)
+// counts the relaxations between rounds (region heights; for profiles).
 template <bool kRegion, bool kForce = false, class TileShared>
 __device__ __forceinline__ int push_sync_rounds(TileShared& sh, int local_rounds, bool valid, int tid, long long& ex,
-                                                int& hm, unsigned int (&res)[8]) {
+                                                int& hm, unsigned int (&res)[8], int* mid_relaxes = nullptr) {
   const int lx = tid % kTileW;
   const int ly = tid / kTileW;
   const int me = (ly + 1) * kPadW + lx + 1;
@@ -158,6 +159,7 @@ __device__ __forceinline__ int push_sync_rounds(TileShared& sh, int local_rounds
     // Region heights: a round that moved nothing ends on exact heights again (the
     // relabels of a stalled round only climb one step at a time towards them).
     if (kRegion && !any_pushed) {
+      if (mid_relaxes != nullptr) ++*mid_relaxes;
       hm = relax_in_tile(sh, valid, tid, ex, residual_mask(res));
       if (!__syncthreads_or(valid && ex > 0 && hm < kInf)) break;
     }
