@@ -298,6 +298,7 @@ struct __align__(16) Shared {
   int list[kThreads];  // tiles of this block that need work in the current sweep
   int warp_count[kThreads / 32];
   int pulled[2];  // the tile a block took from a sweep list (alternating, see pull_tiles)
+  unsigned int sent;  // push_tile: bit (dy + 1) * 3 + dx + 1 for each neighbour tile the visit sent excess to
 };
 
 // ---------------------------------------------------------------- statistics
@@ -345,7 +346,6 @@ __device__ __forceinline__ unsigned long long global_ns() {
   asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
   return t;
 }
-constexpr bool kPhaseClock = true;
 __device__ __forceinline__ void profile_add(Header* h, StatSlot slot, unsigned long long v) {
   if (threadIdx.x == 0) atomicAdd(&h->stats[slot], v);
 }
@@ -412,7 +412,6 @@ __device__ __forceinline__ void trace_sweep(int sweep, detail::SweepKind kind, u
   if (threadIdx.x == 0) g_sweep_count = static_cast<unsigned int>(sweep + 1);
 }
 #else
-constexpr bool kPhaseClock = false;
 __device__ __forceinline__ void profile_add(Header* /*h*/, StatSlot /*slot*/, unsigned long long /*v*/) {}
 struct VisitClock {
   __device__ explicit VisitClock(bool /*sparse*/) {}
@@ -621,26 +620,29 @@ __device__ void push_tile(const SolverArgs& a, int t, int sweep, int rounds, boo
   const bool valid = in_grid(c, x, y);
   const long long p = valid ? pix(c, x, y) : 0;
   const int me = (ly + 1) * kPadW + lx + 1;
+  // Every load of the visit is issued before the first barrier, so the visit waits for
+  // memory once (a listed tile is almost always active; an idle one wastes its loads).
+  // The previous visit's last reads of sh ended at its last barrier.
   long long e0 = 0;
   int h0 = kInf;
+  unsigned int res[8];
   if (valid) {
     e0 = __ldcg(a.excess + p);
     h0 = __ldcg(a.height + p);
   }
-  if (!__syncthreads_or(valid && e0 > 0 && h0 < kInf)) return;
-  sh.h[0][me] = h0;
+#pragma unroll
+  for (int k = 0; k < 8; ++k) res[k] = valid ? load_residual(a, c, x, y, p, k) : 0U;
   for_each_halo_slot(c, [&](int i, int gx, int gy) {
     const int hv = in_grid(c, gx, gy) ? halo_height<kRegion>(__ldcg(a.height + pix(c, gx, gy))) : kInf;
     sh.h[0][i] = hv;
     sh.h[1][i] = hv;
     sh.e[i] = 0;
   });
-  unsigned int res[8];
+  if (tid == 0) sh.sent = 0U;
+  if (!__syncthreads_or(valid && e0 > 0 && h0 < kInf)) return;
+  sh.h[0][me] = h0;
 #pragma unroll
-  for (int k = 0; k < 8; ++k) {
-    res[k] = valid ? load_residual(a, c, x, y, p, k) : 0U;
-    sh.res0[k][tid] = res[k];  // in shared memory: the registers are the rounds' (res)
-  }
+  for (int k = 0; k < 8; ++k) sh.res0[k][tid] = res[k];  // in shared memory: the registers are the rounds' (res)
   __syncthreads();
   clock.lap(a.header, kSparseLoadCycles);
   long long ex = e0;
@@ -685,21 +687,23 @@ __device__ void push_tile(const SolverArgs& a, int t, int sweep, int rounds, boo
   }
   const bool again = __syncthreads_or(remain);  // (and the halo's inflow is complete)
   clock.lap(a.header, kSparseWriteCycles);
-  bool sent = false;
   for_each_halo_slot(c, [&](int i, int gx, int gy) {
     const long long v = sh.e[i];
     if (v == 0) return;
     atomicAdd(reinterpret_cast<unsigned long long*>(a.excess + pix(c, gx, gy)), static_cast<unsigned long long>(v));
-    const int ntx = c.tx + (gx < c.x0 ? -1 : (gx >= c.x0 + kTileW ? 1 : 0));
-    const int nty = c.ty + (gy < c.y0 ? -1 : (gy >= c.y0 + kTileH ? 1 : 0));
-    list_for_next_sweep(a, a.pmark, c.tile_start + nty * c.tiles_x + ntx, sweep);
-    sent = true;
+    const int dx = gx < c.x0 ? -1 : (gx >= c.x0 + kTileW ? 1 : 0);
+    const int dy = gy < c.y0 ? -1 : (gy >= c.y0 + kTileH ? 1 : 0);
+    atomicOr(&sh.sent, 1U << ((dy + 1) * 3 + dx + 1));
   });
-  const bool any_sent = __syncthreads_or(sent);
-  if (tid == 0 && (again || any_sent)) {
-    if (again) list_for_next_sweep(a, a.pmark, t, sweep);
-    atomicAdd(&a.header->counter[sweep % 3], 1U);
+  __syncthreads();
+  // The tiles that take part in the next sweep: the neighbours the visit sent excess to
+  // and this tile if it kept some, listed side by side by threads 0..8 (each list_for_next_sweep
+  // waits for two atomics), counted once.
+  const unsigned int next = sh.sent | (again ? 1U << 4 : 0U);
+  if (tid < 9 && (next & (1U << tid)) != 0U) {
+    list_for_next_sweep(a, a.pmark, c.tile_start + (c.ty + tid / 3 - 1) * c.tiles_x + c.tx + tid % 3 - 1, sweep);
   }
+  if (tid == 0 && next != 0U) atomicAdd(&a.header->counter[sweep % 3], 1U);
   clock.lap(a.header, kSparseTailCycles);
 }
 
@@ -793,15 +797,24 @@ __device__ int sweep_tiles(const SolverArgs& a, Shared& sh, Need need, Work work
   return worked;
 }
 
-// Runs `work(t)` on tiles of this sweep's list, taken one at a time by the block's
-// thread 0, until the list is exhausted; returns how many this block ran. The taken
-// tile goes through shared memory in alternating slots, so thread 0 can take the next
-// one while others still read the last (work has a barrier in between).
+// The number of tiles on sweep `sweep`'s list (complete since the last grid barrier;
+// every block reads the same).
+__device__ __forceinline__ unsigned int list_size(const SolverArgs& a, int sweep) {
+  return __ldcg(&a.header->list_count[sweep % 3]);
+}
+
+// Runs `work(t)` on tiles of this sweep's list (count tiles, list_size), taken one at a
+// time by the block's thread 0, until the list is exhausted; returns how many this block
+// ran. The taken tile goes through shared memory in alternating slots, so thread 0 can
+// take the next one while others still read the last (work has a barrier in between).
+// A list no longer than the grid is emptied by the blocks' first takes (each block takes
+// once before it can take again), so then a block takes once: a visit's block does not
+// wait for a second take that must come back empty.
 template <class Work>
-__device__ int pull_tiles(const SolverArgs& a, Shared& sh, int sweep, Work work) {
+__device__ int pull_tiles(const SolverArgs& a, Shared& sh, int sweep, unsigned int count, Work work) {
   const int slot = sweep % 3;
-  const unsigned int count = __ldcg(&a.header->list_count[slot]);
   const int* list = a.lists + static_cast<long long>(slot) * a.num_tiles;
+  const bool once = count <= gridDim.x;
   int worked = 0;
   for (int parity = 0;; parity ^= 1) {
     if (threadIdx.x == 0) {
@@ -813,6 +826,7 @@ __device__ int pull_tiles(const SolverArgs& a, Shared& sh, int sweep, Work work)
     if (t < 0) break;
     work(t);
     ++worked;
+    if (once) break;
   }
   return worked;
 }
@@ -872,7 +886,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm) maxflow_kernel(Solv
       busy_clock.start();
       const auto relax = [&](int t) { bfs_tile<kRegion>(a, t, sweep, first, sh); };
       const auto live = [&](int t) { return graph_live(a, __ldg(a.tile_graph + t), relabel); };
-      const int relaxed = first ? sweep_tiles(a, sh, live, relax) : pull_tiles(a, sh, sweep, relax);
+      const int relaxed = first ? sweep_tiles(a, sh, live, relax) : pull_tiles(a, sh, sweep, list_size(a, sweep), relax);
       bfs_tiles += static_cast<unsigned int>(relaxed);
       busy_clock.lap(a.header, kBfsBusyNs);
       trace_tiles(sweep, relaxed);
@@ -927,10 +941,10 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm) maxflow_kernel(Solv
       // and its branch cost the default kernel spill loads.)
       const int colour = static_cast<int>(push_sweeps & 1U);
       // (Every block reads the same count: the list was complete at the last barrier.)
-      const bool sparse =
-          (kPhaseClock || a.sparse_rounds > 0) && __ldcg(&a.header->list_count[sweep % 3]) < gridDim.x;
+      const unsigned int listed = list_size(a, sweep);
+      const bool sparse = listed < gridDim.x;
       const int rounds = a.sparse_rounds > 0 && sparse ? a.sparse_rounds : a.local_rounds;
-      const int pushed = pull_tiles(a, sh, sweep, [&](int t) {
+      const int pushed = pull_tiles(a, sh, sweep, listed, [&](int t) {
         if (kRegion && a.checkerboard != 0 && tile_colour(a, t) != colour) {
           defer_tile(a, t, sweep);
         } else {
