@@ -272,6 +272,24 @@ void print_sweep_profile(const char* what, const std::vector<grabcut::cuda::deta
   }
 }
 
+// GRABCUT_BENCH_TRACE=1 with the profiling build: the last solve's sweeps in order, one
+// token each (b: BFS, c: check, p: push; then the tiles worked and the us it took), a
+// relabel's cycle a line, to see how a solve's phases end (its sparse tails).
+void print_sweep_trace(const char* what, const std::vector<grabcut::cuda::detail::SweepRecord>& sweeps) {
+  using grabcut::cuda::detail::SweepKind;
+  const char* on = std::getenv("GRABCUT_BENCH_TRACE");
+  if (on == nullptr || std::strcmp(on, "1") != 0 || sweeps.empty()) return;
+  std::printf("  %-22s sweep trace (kind tiles/us):", what);
+  SweepKind last = SweepKind::kNone;
+  for (const auto& r : sweeps) {
+    if (r.kind == SweepKind::kBfs && last != SweepKind::kBfs) std::printf("\n   ");
+    const char k = r.kind == SweepKind::kBfs ? 'b' : (r.kind == SweepKind::kCheck ? 'c' : 'p');
+    std::printf(" %c%u/%.0f", k, r.tiles, static_cast<double>(r.ns) * 1e-3);
+    last = r.kind;
+  }
+  std::printf("\n");
+}
+
 // The counters of the last solve and, in the profiling build, its sweep profile.
 void print_last_solve(const char* what, const grabcut::cuda::detail::MaxflowStats& s) {
   print_stats(what, s);
@@ -363,6 +381,7 @@ int run_graph_files(int argc, char** argv) {
       if (stats[v].bfs_ns + stats[v].push_ns == 0) continue;
       print_stats(variants[v].key, stats[v]);
       print_sweep_profile(variants[v].key, sweeps[v], stats[v].grid_blocks);
+      print_sweep_trace(variants[v].key, sweeps[v]);
     }
   }
   if (argc > 3) {
