@@ -23,8 +23,7 @@ struct NamedSchedule {
 // relabels capped at N sweeps; "rN", N push rounds a visit (else 24); "g", the cap
 // doubled when too short (MaxflowSchedule::grow_cap); "R", region heights
 // (MaxflowSchedule::region, 16 push sweeps between relabels unless "vN" says N); "C",
-// the checkerboard; "sN", N rounds a visit in sweeps with fewer tiles than blocks
-// (MaxflowSchedule::sparse_rounds).
+// the checkerboard.
 inline const std::vector<NamedSchedule>& all_schedules() {
   static const std::vector<NamedSchedule> all = {
       // MaxflowSchedule: push visits, local rounds, BFS cap, grow the cap[, region, checkerboard]
@@ -50,10 +49,6 @@ inline const std::vector<NamedSchedule>& all_schedules() {
       {"q0c12r16gRv32", "region heights, 16 rounds, 32 push sweeps", {32, 16, 12, true, true, false}},
       {"q0c6r16gR", "region heights, 16 rounds, BFS cap 6", {16, 16, 6, true, true, false}},
       {"q0c24r16gR", "region heights, 16 rounds, BFS cap 24", {16, 16, 24, true, true, false}},
-      {"q0c12r16gRs48", "region heights, 16 rounds, 48 in sparse sweeps", {16, 16, 12, true, true, false, 48}},
-      {"q0c12r16gRs128", "region heights, 16 rounds, 128 in sparse sweeps", {16, 16, 12, true, true, false, 128}},
-      {"q0c12r16gRCs48", "region heights, 16 rounds, checkerboard, 48 in sparse sweeps",
-       {16, 16, 12, true, true, true, 48}},
   };
   return all;
 }

@@ -210,7 +210,6 @@ struct SolverArgs {
   int warm;
   int push_sweep_limit;  // MaxflowSchedule::push_visits: most push sweeps between global relabels
   int local_rounds;
-  int sparse_rounds;  // MaxflowSchedule::sparse_rounds (0: local_rounds)
   int bfs_cap;       // MaxflowSchedule::bfs_cap (0: none)
   int grow_cap;      // MaxflowSchedule::grow_cap
   int checkerboard;  // MaxflowSchedule::checkerboard
@@ -943,12 +942,11 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm) maxflow_kernel(Solv
       // (Every block reads the same count: the list was complete at the last barrier.)
       const unsigned int listed = list_size(a, sweep);
       const bool sparse = listed < gridDim.x;
-      const int rounds = a.sparse_rounds > 0 && sparse ? a.sparse_rounds : a.local_rounds;
       const int pushed = pull_tiles(a, sh, sweep, listed, [&](int t) {
         if (kRegion && a.checkerboard != 0 && tile_colour(a, t) != colour) {
           defer_tile(a, t, sweep);
         } else {
-          push_tile<kRegion>(a, t, sweep, rounds, sparse, sh);
+          push_tile<kRegion>(a, t, sweep, a.local_rounds, sparse, sh);
         }
       });
       push_tiles += static_cast<unsigned int>(pushed);
@@ -1010,11 +1008,10 @@ std::size_t maxflow_workspace_bytes(const std::vector<GridDesc>& desc) { return 
 void maxflow_cuda(const BatchedGridGraph& graph, std::uint8_t* source_side, std::int64_t* flows, void* workspace,
                   std::size_t workspace_bytes, bool warm_start, cudaStream_t stream,
                   const MaxflowSchedule& schedule) {
-  if (schedule.push_visits < 1 || schedule.local_rounds < 1 || schedule.bfs_cap < 0 || schedule.sparse_rounds < 0) {
+  if (schedule.push_visits < 1 || schedule.local_rounds < 1 || schedule.bfs_cap < 0) {
     throw std::invalid_argument("maxflow_cuda: bad schedule (push_visits " + std::to_string(schedule.push_visits) +
                                 ", local_rounds " + std::to_string(schedule.local_rounds) + ", bfs_cap " +
-                                std::to_string(schedule.bfs_cap) + ", sparse_rounds " +
-                                std::to_string(schedule.sparse_rounds) + ")");
+                                std::to_string(schedule.bfs_cap) + ")");
   }
   const Layout l = make_layout(graph.desc);
   if (graph.desc.empty()) return;
@@ -1093,7 +1090,6 @@ void maxflow_cuda(const BatchedGridGraph& graph, std::uint8_t* source_side, std:
   a.warm = warm_start ? 1 : 0;
   a.push_sweep_limit = schedule.push_visits;
   a.local_rounds = schedule.local_rounds;
-  a.sparse_rounds = schedule.sparse_rounds;
   a.bfs_cap = schedule.bfs_cap;
   a.grow_cap = schedule.grow_cap ? 1 : 0;
   // Region heights are exact while every exact height, D * kRegionStep + the steps in

@@ -62,12 +62,6 @@ struct MaxflowSchedule {
   // (a tile then takes what its neighbours sent in the sweep before instead of pushing
   // back at a stale label). Ignored without region heights.
   bool checkerboard = false;
-  // A push sweep whose list holds fewer tiles than the solver has blocks leaves blocks
-  // idle and lasts as long as its slowest visit; there, visits may run up to this many
-  // rounds instead of local_rounds (0: local_rounds everywhere), so excess that would
-  // wait for the next sweep keeps moving while the grid would only wait. Off: on a
-  // 1 MP graph, 48 saved a third of the barriers and no time (bench/RESULTS.md).
-  int sparse_rounds = 0;
 };
 
 // Region heights with 16 rounds a visit and 16 push sweeps between relabels, with or

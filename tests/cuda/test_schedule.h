@@ -6,7 +6,6 @@
 //   GRABCUT_TEST_VISITS=N      MaxflowSchedule::push_visits (N >= 1)
 //   GRABCUT_TEST_REGION=0/1    MaxflowSchedule::region
 //   GRABCUT_TEST_CHECKERBOARD=0/1  MaxflowSchedule::checkerboard
-//   GRABCUT_TEST_SPARSE_ROUNDS=N   MaxflowSchedule::sparse_rounds (N >= 0)
 #pragma once
 
 #include <cstdlib>
@@ -29,8 +28,6 @@ inline grabcut::cuda::MaxflowSchedule schedule_from_environment() {
   if (region != nullptr) schedule.region = std::atoi(region) != 0;
   const char* checkerboard = std::getenv("GRABCUT_TEST_CHECKERBOARD");
   if (checkerboard != nullptr) schedule.checkerboard = std::atoi(checkerboard) != 0;
-  const char* sparse = std::getenv("GRABCUT_TEST_SPARSE_ROUNDS");
-  if (sparse != nullptr && std::atoi(sparse) >= 0) schedule.sparse_rounds = std::atoi(sparse);
   return schedule;
 }
 
