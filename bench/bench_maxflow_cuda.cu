@@ -201,11 +201,12 @@ void print_sparse_visits(const char* what, const grabcut::cuda::detail::MaxflowS
   GRABCUT_CUDA_CHECK(cudaDeviceGetAttribute(&khz, cudaDevAttrClockRate, 0));
   const double n = static_cast<double>(s.sparse_visits);
   const auto us = [&](unsigned long long cycles) { return static_cast<double>(cycles) / (n * khz * 1e-3); };
-  std::printf("  %-22s sparse push visits %llu, us a visit at %.2f GHz: load %.2f  first relax %.2f  rounds %.2f"
-              "  write-back %.2f  tail %.2f  (%.1f rounds, %.2f relaxations between rounds a visit)\n",
+  std::printf("  %-22s sparse push visits %llu, us a visit at %.2f GHz: load %.2f  first relax %.2f (%.1f steps)"
+              "  rounds %.2f (%.1f)  write-back %.2f; %.1f%% started from exact heights\n",
               what, s.sparse_visits, khz * 1e-6, us(s.sparse_load_cycles), us(s.sparse_relax_cycles),
-              us(s.sparse_rounds_cycles), us(s.sparse_write_cycles), us(s.sparse_tail_cycles),
-              static_cast<double>(s.sparse_rounds) / n, static_cast<double>(s.sparse_mid_relaxes) / n);
+              static_cast<double>(s.sparse_relax_steps) / n, us(s.sparse_rounds_cycles),
+              static_cast<double>(s.sparse_rounds) / n, us(s.sparse_write_cycles),
+              100.0 * static_cast<double>(s.sparse_exact_starts) / n);
 }
 
 // Sums the sparse visits' profile of b into a (to report a set of graphs).
@@ -215,9 +216,9 @@ void add_sparse_visits(grabcut::cuda::detail::MaxflowStats& a, const grabcut::cu
   a.sparse_relax_cycles += b.sparse_relax_cycles;
   a.sparse_rounds_cycles += b.sparse_rounds_cycles;
   a.sparse_write_cycles += b.sparse_write_cycles;
-  a.sparse_tail_cycles += b.sparse_tail_cycles;
   a.sparse_rounds += b.sparse_rounds;
-  a.sparse_mid_relaxes += b.sparse_mid_relaxes;
+  a.sparse_relax_steps += b.sparse_relax_steps;
+  a.sparse_exact_starts += b.sparse_exact_starts;
 }
 
 void print_stats(const char* what, const grabcut::cuda::detail::MaxflowStats& s) {

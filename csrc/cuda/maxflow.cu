@@ -327,16 +327,17 @@ enum StatSlot {
   kCappedRelabels = 15,
   // The push visits of sweeps with fewer tiles than blocks (the latency-bound ones),
   // split by phase in SM cycles: loading the tile, the first in-tile relaxation, the
-  // rounds (with the relaxations between them), the pixels' write-back, and the tail
-  // (the halo's inflow and the sweep lists).
+  // rounds (with the relaxations between them), the write-back (the pixels' deltas,
+  // the halo's inflow and the sweep lists); their rounds, the steps of their first
+  // relaxation, and how many started from heights that were exact already.
   kSparseVisits = 16,
   kSparseLoadCycles = 17,
   kSparseRelaxCycles = 18,
   kSparseRoundsCycles = 19,
   kSparseWriteCycles = 20,
-  kSparseTailCycles = 21,
-  kSparseRounds = 22,
-  kSparseMidRelaxes = 23,
+  kSparseRounds = 21,
+  kSparseRelaxSteps = 22,
+  kSparseExactStarts = 23,
   kStatSlots = 24
 };
 #ifdef GRABCUT_MAXFLOW_PHASE_CLOCK
@@ -364,6 +365,9 @@ struct VisitClock {
   }
   __device__ void count(Header* h, StatSlot slot, unsigned long long v) const {
     if (on) profile_add(h, slot, v);
+  }
+  __device__ void restart() {
+    if (on) last = clock64();
   }
 };
 struct PhaseClock {
@@ -644,16 +648,35 @@ __device__ void push_tile(const SolverArgs& a, int t, int sweep, int rounds, boo
   for (int k = 0; k < 8; ++k) sh.res0[k][tid] = res[k];  // in shared memory: the registers are the rounds' (res)
   __syncthreads();
   clock.lap(a.header, kSparseLoadCycles);
+#ifdef GRABCUT_MAXFLOW_PHASE_CLOCK
+  if (kRegion && sparse) {
+    // Would one relaxation step from the stored heights change any of them? If not, they
+    // are the exact in-tile heights already (the relaxation's fixpoint is unique), and
+    // the relaxation from scratch below was not needed.
+    bool off = false;
+    if (valid) {
+      const unsigned int mask = residual_mask(res);
+      int d = e0 < 0 ? 0 : kInf;
+#pragma unroll
+      for (int k = 0; k < 8; ++k) {
+        if (e0 >= 0 && (mask & (1U << k)) != 0U) d = min(d, sh.h[0][me + dir_dy(k) * kPadW + dir_dx(k)] + 1);
+      }
+      off = d != h0;
+    }
+    clock.count(a.header, kSparseExactStarts, __syncthreads_or(off) ? 0ULL : 1ULL);
+    clock.restart();  // (the check's own time counts in no phase)
+  }
+#endif
   long long ex = e0;
   // Region heights: the visit starts from the exact heights inside the tile.
-  int hm = kRegion ? relax_in_tile(sh, valid, tid, ex, residual_mask(res)) : h0;
+  int relax_steps = 0;
+  int hm = kRegion ? relax_in_tile(sh, valid, tid, ex, residual_mask(res), &relax_steps) : h0;
   clock.lap(a.header, kSparseRelaxCycles);
-  int mid_relaxes = 0;
-  const int round = push_sync_rounds<kRegion>(sh, rounds, valid, tid, ex, hm, res, &mid_relaxes);
+  const int round = push_sync_rounds<kRegion>(sh, rounds, valid, tid, ex, hm, res);
   clock.lap(a.header, kSparseRoundsCycles);
   clock.count(a.header, kSparseVisits, 1ULL);
   clock.count(a.header, kSparseRounds, static_cast<unsigned long long>(min(round + 1, rounds)));
-  clock.count(a.header, kSparseMidRelaxes, static_cast<unsigned long long>(mid_relaxes));
+  clock.count(a.header, kSparseRelaxSteps, static_cast<unsigned long long>(relax_steps));
   profile_add(a.header, kPushRounds, static_cast<unsigned long long>(min(round + 1, rounds)));
   profile_add(a.header, kPushVisitsRun, 1ULL);
   profile_add(a.header, kPushVisitsCapped, round == rounds ? 1ULL : 0ULL);
@@ -685,7 +708,6 @@ __device__ void push_tile(const SolverArgs& a, int t, int sweep, int rounds, boo
     remain = ex > 0 && hm < kInf;
   }
   const bool again = __syncthreads_or(remain);  // (and the halo's inflow is complete)
-  clock.lap(a.header, kSparseWriteCycles);
   for_each_halo_slot(c, [&](int i, int gx, int gy) {
     const long long v = sh.e[i];
     if (v == 0) return;
@@ -703,7 +725,7 @@ __device__ void push_tile(const SolverArgs& a, int t, int sweep, int rounds, boo
     list_for_next_sweep(a, a.pmark, c.tile_start + (c.ty + tid / 3 - 1) * c.tiles_x + c.tx + tid % 3 - 1, sweep);
   }
   if (tid == 0 && next != 0U) atomicAdd(&a.header->counter[sweep % 3], 1U);
-  clock.lap(a.header, kSparseTailCycles);
+  clock.lap(a.header, kSparseWriteCycles);
 }
 
 // MaxflowSchedule::checkerboard: a tile's colour (its graph's tiles in a checkerboard);
@@ -1154,9 +1176,9 @@ MaxflowStats maxflow_read_stats(const void* workspace, cudaStream_t stream) {
   s.sparse_relax_cycles = h.stats[kSparseRelaxCycles];
   s.sparse_rounds_cycles = h.stats[kSparseRoundsCycles];
   s.sparse_write_cycles = h.stats[kSparseWriteCycles];
-  s.sparse_tail_cycles = h.stats[kSparseTailCycles];
   s.sparse_rounds = h.stats[kSparseRounds];
-  s.sparse_mid_relaxes = h.stats[kSparseMidRelaxes];
+  s.sparse_relax_steps = h.stats[kSparseRelaxSteps];
+  s.sparse_exact_starts = h.stats[kSparseExactStarts];
   return s;
 }
 

@@ -19,10 +19,13 @@ namespace grabcut::cuda::tile {
 // own label lives in a register (d, updated). `relaxes`: this pixel may move. On
 // return both buffers hold the fixpoint (the last step changed nothing). Returns
 // whether this pixel's label fell. Block-uniform: every thread of the block calls it.
+// steps (may be null; for profiles) counts the steps.
 template <class TileShared>
-__device__ __forceinline__ bool relax_to_fixpoint(TileShared& sh, int me, bool relaxes, unsigned int mask, int& d) {
+__device__ __forceinline__ bool relax_to_fixpoint(TileShared& sh, int me, bool relaxes, unsigned int mask, int& d,
+                                                  int* steps = nullptr) {
   bool changed = false;
   for (int par = 0;; par ^= 1) {
+    if (steps != nullptr) ++*steps;
     bool ch = false;
     if (relaxes) {
       int nd = d;
@@ -54,16 +57,17 @@ __device__ __forceinline__ unsigned int residual_mask(const unsigned int (&res)[
 // a sink pixel of the tile (excess < 0) or out through its frozen halo, over the arcs
 // in `mask` (this pixel's arcs with residual capacity; relax_to_fixpoint, bfs_tile's
 // relaxation). ex is this thread's pixel's excess; returns its height. On return both
-// buffers hold the same heights, so a round may read either.
+// buffers hold the same heights, so a round may read either. steps: as relax_to_fixpoint's.
 template <class TileShared>
-__device__ __forceinline__ int relax_in_tile(TileShared& sh, bool valid, int tid, long long ex, unsigned int mask) {
+__device__ __forceinline__ int relax_in_tile(TileShared& sh, bool valid, int tid, long long ex, unsigned int mask,
+                                             int* steps = nullptr) {
   const int me = (tid / kTileW + 1) * kPadW + tid % kTileW + 1;
   int d = valid && ex < 0 ? 0 : kInf;
   __syncthreads();  // every thread is done reading the heights of the round before
   sh.h[0][me] = d;
   sh.h[1][me] = d;
   __syncthreads();
-  relax_to_fixpoint(sh, me, valid && d != 0 && mask != 0U, mask, d);
+  relax_to_fixpoint(sh, me, valid && d != 0 && mask != 0U, mask, d, steps);
   return d;
 }
 
@@ -81,11 +85,10 @@ __device__ __forceinline__ int relax_in_tile(TileShared& sh, bool valid, int tid
 // it off the residuals at the end (res0 - res). The neighbours' heights come from label
 // buffer `par` and a new height goes to the other buffer (so a round needs two
 // barriers). kForce (for bench/bench_tile_round's latency rows) ends every round at a
-// plain barrier, so that exactly local_rounds rounds run. mid_relaxes (may be null)
-// counts the relaxations between rounds (region heights; for profiles).
+// plain barrier, so that exactly local_rounds rounds run.
 template <bool kRegion, bool kForce = false, class TileShared>
 __device__ __forceinline__ int push_sync_rounds(TileShared& sh, int local_rounds, bool valid, int tid, long long& ex,
-                                                int& hm, unsigned int (&res)[8], int* mid_relaxes = nullptr) {
+                                                int& hm, unsigned int (&res)[8]) {
   const int lx = tid % kTileW;
   const int ly = tid / kTileW;
   const int me = (ly + 1) * kPadW + lx + 1;
@@ -159,7 +162,6 @@ __device__ __forceinline__ int push_sync_rounds(TileShared& sh, int local_rounds
     // Region heights: a round that moved nothing ends on exact heights again (the
     // relabels of a stalled round only climb one step at a time towards them).
     if (kRegion && !any_pushed) {
-      if (mid_relaxes != nullptr) ++*mid_relaxes;
       hm = relax_in_tile(sh, valid, tid, ex, residual_mask(res));
       if (!__syncthreads_or(valid && ex > 0 && hm < kInf)) break;
     }

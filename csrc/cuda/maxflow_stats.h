@@ -31,16 +31,18 @@ struct MaxflowStats {
   unsigned long long push_visits_capped = 0;  // visits that stopped at the round limit
   // The push visits of sweeps with fewer tiles than blocks (profiling build): how many,
   // their SM cycles by phase (load, first in-tile relaxation, rounds with the
-  // relaxations between them, the pixels' write-back, the tail: halo inflow and sweep
-  // lists), their rounds and relaxations between rounds.
+  // relaxations between them, write-back: the pixels' deltas, halo inflow and sweep
+  // lists), their rounds, the steps of their first relaxation, and how many started
+  // from heights that one relaxation step leaves unchanged (exact already; region
+  // heights).
   unsigned long long sparse_visits = 0;
   unsigned long long sparse_load_cycles = 0;
   unsigned long long sparse_relax_cycles = 0;
   unsigned long long sparse_rounds_cycles = 0;
   unsigned long long sparse_write_cycles = 0;
-  unsigned long long sparse_tail_cycles = 0;
   unsigned long long sparse_rounds = 0;
-  unsigned long long sparse_mid_relaxes = 0;
+  unsigned long long sparse_relax_steps = 0;
+  unsigned long long sparse_exact_starts = 0;
 };
 
 // Copies the counters of the last solve on `stream` (synchronises that stream).
