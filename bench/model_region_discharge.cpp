@@ -82,7 +82,8 @@
 //                        bench/grabcut50_ppm.py, every iteration of a 5-iteration GrabCut
 //   model_region_discharge graphs FILE...            graph files (tests/common/graph_file.h,
 //                        bench/mincut_bench.py --dump), each solved cold
-//   options: --tile WxH (32x32)  --round-cap N (0: none)  --init-labels zero|bfs (zero)
+//   options: --tile WxH (32x32)  --round-cap N (0: none)  --sparse-round-cap N (--parallel 1:
+//            the cap in phases of fewer tiles than --blocks; 0: --round-cap)  --init-labels zero|bfs (zero)
 //            --relax-every R (16: exact heights every R rounds as well as when stalled)
 //            --gap 0|1 (1: the gap heuristic on region labels after every phase)
 //            --warm-labels zero|bfs (bfs)  --global-every S (0: never; an exact
@@ -132,6 +133,7 @@ constexpr int kDx[8] = {1, 1, 0, -1, -1, -1, 0, 1};
 struct Options {
   int tile_w = 32, tile_h = 32;
   int round_cap = 0;
+  int sparse_round_cap = 0;  // --parallel 1: the round cap in phases of fewer tiles than blocks (0: round_cap)
   int relax_every = 16;  // exact heights again every so many rounds (0: only when stalled)
   bool init_bfs = false;
   bool warm_bfs = true;
@@ -384,6 +386,10 @@ class RegionDischarge {
           if (o_.colours == 1 || ((t % tiles_x_) + (t / tiles_x_)) % 2 == colour) phase_tiles.push_back(t);
         }
         if (phase_tiles.empty()) continue;
+        // --sparse-round-cap: a phase of fewer tiles than blocks waits for its slowest
+        // discharge, which that cap bounds.
+        const bool sparse_phase =
+            o_.sparse_round_cap > 0 && phase_tiles.size() < static_cast<std::size_t>(o_.blocks);
         std::vector<Tile> loaded;
         loaded.reserve(phase_tiles.size());
         for (const int t : phase_tiles) loaded.push_back(load(t));
@@ -392,7 +398,7 @@ class RegionDischarge {
         long long deepest = 0;
         for (Tile& s : loaded) {
           const long long before = c.rounds;
-          cost.push_back(discharge_loaded(s, c));
+          cost.push_back(discharge_loaded(s, c, sparse_phase ? o_.sparse_round_cap : o_.round_cap));
           deepest = std::max(deepest, c.rounds - before);
         }
         c.critical_rounds += deepest;
@@ -539,14 +545,15 @@ class RegionDischarge {
   // Discharges tile t and writes it back; returns its cost (us).
   double discharge(int t, Counts& c) {
     Tile s = load(t);
-    const double cost = discharge_loaded(s, c);
+    const double cost = discharge_loaded(s, c, o_.round_cap);
     store_own(s, c);
     store_halo(s);
     return cost;
   }
 
-  // Discharges a loaded tile in its frame; returns its cost (us).
-  double discharge_loaded(Tile& s, Counts& c) const {
+  // Discharges a loaded tile in its frame, at most round_cap rounds (0: no cap); returns
+  // its cost (us).
+  double discharge_loaded(Tile& s, Counts& c, int round_cap) const {
     if (o_.inner_levels) return discharge_levels(s, c);
     int steps = o_.inner_gs ? relax_lines(s) : relax(s);
     int runs = 1;
@@ -555,7 +562,7 @@ class RegionDischarge {
       bool any = false;
       for (std::size_t i = 0; i < s.height.size() && !any; ++i) any = active(s, i);
       if (!any) break;
-      if (o_.round_cap > 0 && rounds == o_.round_cap) {
+      if (round_cap > 0 && rounds == round_cap) {
         ++c.capped;
         break;
       }
@@ -1065,6 +1072,8 @@ bool parse_option(const std::string& a, const char* value, Options& o) {
     if (o.tile_w < 2 || o.tile_h < 2) throw std::invalid_argument("--tile: sides of at least 2");
   } else if (a == "--relax-every") {
     o.relax_every = std::stoi(v);
+  } else if (a == "--sparse-round-cap") {
+    o.sparse_round_cap = std::stoi(v);
   } else if (a == "--round-cap") {
     o.round_cap = std::stoi(v);
   } else if (a == "--init-labels") {
