@@ -23,7 +23,7 @@ struct NamedSchedule {
 // relabels capped at N sweeps; "rN", N push rounds a visit (else 24); "g", the cap
 // doubled when too short (MaxflowSchedule::grow_cap); "R", region heights
 // (MaxflowSchedule::region, 16 push sweeps between relabels unless "vN" says N); "C",
-// the checkerboard.
+// the checkerboard; "E", exact starts reused (MaxflowSchedule::exact_start).
 inline const std::vector<NamedSchedule>& all_schedules() {
   static const std::vector<NamedSchedule> all = {
       // MaxflowSchedule: push visits, local rounds, BFS cap, grow the cap[, region, checkerboard]
@@ -49,6 +49,11 @@ inline const std::vector<NamedSchedule>& all_schedules() {
       {"q0c12r16gRv32", "region heights, 16 rounds, 32 push sweeps", {32, 16, 12, true, true, false}},
       {"q0c6r16gR", "region heights, 16 rounds, BFS cap 6", {16, 16, 6, true, true, false}},
       {"q0c24r16gR", "region heights, 16 rounds, BFS cap 24", {16, 16, 24, true, true, false}},
+      {"q0c12r16gRE", "region heights, 16 rounds, exact starts reused", {16, 16, 12, true, true, false, true}},
+      {"q0c12r16gRv32E", "region heights, 16 rounds, 32 push sweeps, exact starts reused",
+       {32, 16, 12, true, true, false, true}},
+      {"q0c12r16gRCE", "region heights, 16 rounds, checkerboard, exact starts reused",
+       {16, 16, 12, true, true, true, true}},
   };
   return all;
 }

@@ -63,8 +63,9 @@
 // path to the sink crosses and s the steps inside the last tile. A tile sees its halo
 // at (D + 1) * kRegionStep (halo_height), so the global relabel computes exactly these
 // lexicographic distances with the same sweeps, and a push visit first relaxes the
-// tile's own heights to the exact distances against that frozen halo (relax_in_tile),
-// then runs its rounds, relaxing again whenever a round moves nothing: excess drains
+// tile's own heights to the exact distances against that frozen halo (relax_in_tile;
+// with MaxflowSchedule::exact_start it keeps its stored heights where one relaxation
+// step shows they are those distances already), then runs its rounds, relaxing again whenever a round moves nothing: excess drains
 // to the tile's own sinks first, then out through its lowest boundary, and a visit may
 // carry it across the whole tile. Exactness rests, as above, on the preflow and on the
 // last relabel, which runs to the end: a lexicographic distance is infinite exactly
@@ -213,6 +214,7 @@ struct SolverArgs {
   int bfs_cap;       // MaxflowSchedule::bfs_cap (0: none)
   int grow_cap;      // MaxflowSchedule::grow_cap
   int checkerboard;  // MaxflowSchedule::checkerboard
+  int exact_start;   // MaxflowSchedule::exact_start
 };
 
 struct TileCtx {
@@ -369,6 +371,7 @@ struct VisitClock {
   __device__ void restart() {
     if (on) last = clock64();
   }
+  __device__ bool active() const { return on; }
 };
 struct PhaseClock {
   unsigned long long last = 0;
@@ -420,6 +423,8 @@ struct VisitClock {
   __device__ explicit VisitClock(bool /*sparse*/) {}
   __device__ void lap(Header* /*h*/, StatSlot /*slot*/) {}
   __device__ void count(Header* /*h*/, StatSlot /*slot*/, unsigned long long /*v*/) const {}
+  __device__ void restart() {}
+  __device__ static constexpr bool active() { return false; }
 };
 struct PhaseClock {
   __device__ void start() {}
@@ -609,6 +614,19 @@ __device__ void keep_unfinished_graphs_live(const SolverArgs& a, int sweep, int 
   }
 }
 
+// The height one step of relax_in_tile's relaxation gives the pixel at slot me (excess
+// ex, residual arcs mask) from the heights in sh.h[0]: 0 at a sink, else one above its
+// lowest residual neighbour (kInf if it has none).
+__device__ __forceinline__ int relaxed_height(const Shared& sh, int me, long long ex, unsigned int mask) {
+  if (ex < 0) return 0;
+  int d = kInf;
+#pragma unroll
+  for (int k = 0; k < 8; ++k) {
+    if ((mask & (1U << k)) != 0U) d = min(d, sh.h[0][me + dir_dy(k) * kPadW + dir_dx(k)] + 1);
+  }
+  return d;
+}
+
 // Runs push-relabel on tile t, which is on this sweep's list. sparse: the sweep's list
 // holds fewer tiles than the grid has blocks (profiled by phase in a profiling build).
 template <bool kRegion>
@@ -648,29 +666,23 @@ __device__ void push_tile(const SolverArgs& a, int t, int sweep, int rounds, boo
   for (int k = 0; k < 8; ++k) sh.res0[k][tid] = res[k];  // in shared memory: the registers are the rounds' (res)
   __syncthreads();
   clock.lap(a.header, kSparseLoadCycles);
-#ifdef GRABCUT_MAXFLOW_PHASE_CLOCK
-  if (kRegion && sparse) {
-    // Would one relaxation step from the stored heights change any of them? If not, they
-    // are the exact in-tile heights already (the relaxation's fixpoint is unique), and
-    // the relaxation from scratch below was not needed.
-    bool off = false;
-    if (valid) {
-      const unsigned int mask = residual_mask(res);
-      int d = e0 < 0 ? 0 : kInf;
-#pragma unroll
-      for (int k = 0; k < 8; ++k) {
-        if (e0 >= 0 && (mask & (1U << k)) != 0U) d = min(d, sh.h[0][me + dir_dy(k) * kPadW + dir_dx(k)] + 1);
-      }
-      off = d != h0;
-    }
-    clock.count(a.header, kSparseExactStarts, __syncthreads_or(off) ? 0ULL : 1ULL);
-    clock.restart();  // (the check's own time counts in no phase)
-  }
-#endif
   long long ex = e0;
   // Region heights: the visit starts from the exact heights inside the tile.
   int relax_steps = 0;
-  int hm = kRegion ? relax_in_tile(sh, valid, tid, ex, residual_mask(res), &relax_steps) : h0;
+  int hm = h0;
+  if (kRegion) {
+    const unsigned int mask = residual_mask(res);
+    // Would one relaxation step from the stored heights change any of them? If not, they
+    // are the exact in-tile heights already (MaxflowSchedule::exact_start; the profiling
+    // build counts such visits either way).
+    bool exact = false;
+    if (a.exact_start != 0 || clock.active()) {
+      exact = !__syncthreads_or(valid && relaxed_height(sh, me, e0, mask) != h0);
+      clock.count(a.header, kSparseExactStarts, exact ? 1ULL : 0ULL);
+      if (a.exact_start == 0) clock.restart();  // (a check the solve does not use counts in no phase)
+    }
+    if (a.exact_start == 0 || !exact) hm = relax_in_tile(sh, valid, tid, ex, mask, &relax_steps);
+  }
   clock.lap(a.header, kSparseRelaxCycles);
   const int round = push_sync_rounds<kRegion>(sh, rounds, valid, tid, ex, hm, res);
   clock.lap(a.header, kSparseRoundsCycles);
@@ -1123,6 +1135,7 @@ void maxflow_cuda(const BatchedGridGraph& graph, std::uint8_t* source_side, std:
   constexpr long long kRimPixels = 2 * kTileW + 2 * (kTileH - 2);
   const bool region = schedule.region && (most_tiles * kRimPixels + 2) * kRegionStep < kInf;
   a.checkerboard = region && schedule.checkerboard ? 1 : 0;
+  a.exact_start = region && schedule.exact_start ? 1 : 0;
 
   int device = 0;
   GRABCUT_CUDA_CHECK(cudaGetDevice(&device));

@@ -62,6 +62,12 @@ struct MaxflowSchedule {
   // (a tile then takes what its neighbours sent in the sweep before instead of pushing
   // back at a stale label). Ignored without region heights.
   bool checkerboard = false;
+  // With region heights: a push visit first checks, with one relaxation step, whether
+  // its tile's stored heights are the exact ones already (the relaxation's fixpoint is
+  // unique), and then starts from them instead of relaxing from scratch (~29% of a
+  // latency-bound visit on GrabCut's graphs, bench/RESULTS.md). Costs one step a visit
+  // where they are not. Off until measured.
+  bool exact_start = false;
 };
 
 // Region heights with 16 rounds a visit and 16 push sweeps between relabels, with or

@@ -6,6 +6,7 @@
 //   GRABCUT_TEST_VISITS=N      MaxflowSchedule::push_visits (N >= 1)
 //   GRABCUT_TEST_REGION=0/1    MaxflowSchedule::region
 //   GRABCUT_TEST_CHECKERBOARD=0/1  MaxflowSchedule::checkerboard
+//   GRABCUT_TEST_EXACT_START=0/1   MaxflowSchedule::exact_start
 #pragma once
 
 #include <cstdlib>
@@ -28,6 +29,8 @@ inline grabcut::cuda::MaxflowSchedule schedule_from_environment() {
   if (region != nullptr) schedule.region = std::atoi(region) != 0;
   const char* checkerboard = std::getenv("GRABCUT_TEST_CHECKERBOARD");
   if (checkerboard != nullptr) schedule.checkerboard = std::atoi(checkerboard) != 0;
+  const char* exact = std::getenv("GRABCUT_TEST_EXACT_START");
+  if (exact != nullptr) schedule.exact_start = std::atoi(exact) != 0;
   return schedule;
 }
 
