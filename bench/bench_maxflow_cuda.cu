@@ -18,6 +18,9 @@
 //                                 ms, its sweeps and relabels (the grid-wide barriers),
 //                                 checked as above; with several files, the median, p90
 //                                 and most of both over the files
+//   bench_maxflow_cuda batch N FILE...  instead, the files cycled to N graphs as one batch,
+//                                 solved cold under each picked schedule: median of 10 ms,
+//                                 graphs a second, barriers, checked as above
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -405,6 +408,46 @@ int run_graph_files(int argc, char** argv) {
   return ok ? 0 : 1;
 }
 
+// bench_maxflow_cuda batch N FILE...: the graph files cycled to N graphs, solved cold as
+// one batch under each picked schedule (issue 36's batches of small graphs: a throughput
+// figure, graphs a second), checked as above; the profiling build adds each schedule's
+// counts, phases and sweep profile.
+int run_batch_files(int argc, char** argv) {
+  const int count = argc > 3 ? std::atoi(argv[2]) : 0;
+  if (count < 1) {
+    std::fprintf(stderr, "usage: bench_maxflow_cuda batch N FILE...\n");
+    return 2;
+  }
+  std::vector<grabcut::bench::NamedSchedule> variants;
+  try {
+    variants = grabcut::bench::picked_schedules();
+  } catch (const std::invalid_argument& e) {
+    std::fprintf(stderr, "%s\n", e.what());
+    return 2;
+  }
+  std::vector<HostGraph> files;
+  for (int i = 3; i < argc; ++i) files.push_back(grabcut::testing::read_graph_file(argv[i]));
+  std::vector<HostGraph> graphs;
+  for (int i = 0; i < count; ++i) graphs.push_back(files[static_cast<std::size_t>(i) % files.size()]);
+  files.clear();
+  Batch batch(graphs);
+  graphs.clear();
+  std::printf("a batch of %d graphs from %d files, %zu pixels, cold\n", count, argc - 3, batch.pixels());
+  bool ok = true;
+  for (const auto& v : variants) {
+    batch.schedule = v.schedule;
+    const float ms = median_ms(10, [] {}, [&] { batch.solve(false, nullptr); });
+    const bool good = batch.verify();
+    ok = ok && good;
+    const auto st = batch.stats();
+    std::printf("  %-14s %9.3f ms%s  %8.0f graphs/s  barriers %llu  relabels %llu\n", v.key, ms, good ? "" : " !!",
+                count / (ms * 1e-3), st.bfs_sweeps + st.push_sweeps + st.global_relabels, st.global_relabels);
+    print_last_solve(v.key, st);
+  }
+  std::printf("cuts == CPU solver's, capacity == flow: %s\n", ok ? "yes" : "NO (BUG)");
+  return ok ? 0 : 1;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -417,6 +460,7 @@ int main(int argc, char** argv) {
   GRABCUT_CUDA_CHECK(cudaGetDeviceProperties(&prop, 0));
   std::printf("device: %s, %d SMs, L2 %d MB\n", prop.name, prop.multiProcessorCount, prop.l2CacheSize >> 20);
   if (argc > 1 && std::strcmp(argv[1], "graphs") == 0) return run_graph_files(argc, argv);
+  if (argc > 1 && std::strcmp(argv[1], "batch") == 0) return run_batch_files(argc, argv);
 
   std::vector<HostGraph> g1{grabcut_graph(1024, 1024, 1)};
   const std::vector<std::int32_t> t0 = g1[0].terminal;
