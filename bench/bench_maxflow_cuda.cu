@@ -344,15 +344,20 @@ Results run_all(Batch& one, const std::vector<std::int32_t>& t0, const std::vect
   return r;
 }
 
-// `graphs` mode: every file's graph cold under each picked schedule, side by side.
-int run_graph_files(int argc, char** argv) {
-  std::vector<grabcut::bench::NamedSchedule> variants;
+// The schedules GRABCUT_BENCH_SCHEDULES picks, or none (after saying why) if it names none.
+std::vector<grabcut::bench::NamedSchedule> schedules_or_report() {
   try {
-    variants = grabcut::bench::picked_schedules();
+    return grabcut::bench::picked_schedules();
   } catch (const std::invalid_argument& e) {
     std::fprintf(stderr, "%s\n", e.what());
-    return 2;
+    return {};
   }
+}
+
+// `graphs` mode: every file's graph cold under each picked schedule, side by side.
+int run_graph_files(int argc, char** argv) {
+  const std::vector<grabcut::bench::NamedSchedule> variants = schedules_or_report();
+  if (variants.empty()) return 2;
   std::printf("%-18s", "graph (cold, ms)");
   for (const auto& v : variants) std::printf(" | %-12s %5s %5s", v.key, "swp", "rel");
   std::printf("\n");
@@ -418,13 +423,8 @@ int run_batch_files(int argc, char** argv) {
     std::fprintf(stderr, "usage: bench_maxflow_cuda batch N FILE...\n");
     return 2;
   }
-  std::vector<grabcut::bench::NamedSchedule> variants;
-  try {
-    variants = grabcut::bench::picked_schedules();
-  } catch (const std::invalid_argument& e) {
-    std::fprintf(stderr, "%s\n", e.what());
-    return 2;
-  }
+  const std::vector<grabcut::bench::NamedSchedule> variants = schedules_or_report();
+  if (variants.empty()) return 2;
   std::vector<HostGraph> files;
   for (int i = 3; i < argc; ++i) files.push_back(grabcut::testing::read_graph_file(argv[i]));
   std::vector<HostGraph> graphs;
@@ -527,13 +527,8 @@ int main(int argc, char** argv) {
   // The variants in the same run, each one's table after its statistics; the first is
   // the baseline (see bench_schedules.h).
   using Variant = grabcut::bench::NamedSchedule;
-  std::vector<Variant> variants;
-  try {
-    variants = grabcut::bench::picked_schedules();
-  } catch (const std::invalid_argument& e) {
-    std::fprintf(stderr, "%s\n", e.what());
-    return 2;
-  }
+  const std::vector<Variant> variants = schedules_or_report();
+  if (variants.empty()) return 2;
   const int num_variants = static_cast<int>(variants.size());
   std::vector<Results> by_variant(variants.size());
   bool ok = true;
