@@ -65,11 +65,12 @@
 // lexicographic distances with the same sweeps, and a push visit first relaxes the
 // tile's own heights to the exact distances against that frozen halo (relax_in_tile;
 // with MaxflowSchedule::exact_start it keeps its stored heights where one relaxation
-// step shows they are those distances already), then runs its rounds, relaxing again whenever a round moves nothing: excess drains
-// to the tile's own sinks first, then out through its lowest boundary, and a visit may
-// carry it across the whole tile. Exactness rests, as above, on the preflow and on the
-// last relabel, which runs to the end: a lexicographic distance is infinite exactly
-// where a pixel distance is, so the check and the cut are unchanged.
+// step shows they are those distances already), then runs its rounds, relaxing again
+// whenever a round moves nothing: excess drains to the tile's own sinks first, then
+// out through its lowest boundary, and a visit may carry it across the whole tile.
+// Exactness rests, as above, on the preflow and on the last relabel, which runs to the
+// end: a lexicographic distance is infinite exactly where a pixel distance is, so the
+// check and the cut are unchanged.
 // MaxflowSchedule::checkerboard (with region heights) makes the solve's push sweep i
 // visit only the tiles of colour i % 2 (the rest wait one sweep), so that tiles sharing
 // an edge never push at each other's stale heights in one sweep.
@@ -919,7 +920,8 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm) maxflow_kernel(Solv
       busy_clock.start();
       const auto relax = [&](int t) { bfs_tile<kRegion>(a, t, sweep, first, sh); };
       const auto live = [&](int t) { return graph_live(a, __ldg(a.tile_graph + t), relabel); };
-      const int relaxed = first ? sweep_tiles(a, sh, live, relax) : pull_tiles(a, sh, sweep, list_size(a, sweep), relax);
+      const int relaxed =
+          first ? sweep_tiles(a, sh, live, relax) : pull_tiles(a, sh, sweep, list_size(a, sweep), relax);
       bfs_tiles += static_cast<unsigned int>(relaxed);
       busy_clock.lap(a.header, kBfsBusyNs);
       trace_tiles(sweep, relaxed);
