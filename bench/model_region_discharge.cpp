@@ -83,7 +83,9 @@
 //   model_region_discharge graphs FILE...            graph files (tests/common/graph_file.h,
 //                        bench/mincut_bench.py --dump), each solved cold
 //   options: --tile WxH (32x32)  --round-cap N (0: none)  --sparse-round-cap N (--parallel 1:
-//            the cap in phases of fewer tiles than --blocks; 0: --round-cap)  --init-labels zero|bfs (zero)
+//            the cap in phases of fewer tiles than --blocks; 0: --round-cap)  --stall-rounds P (a
+//            discharge ends after P rounds in a row that moved no excess into a sink or the
+//            halo; 0: never)  --init-labels zero|bfs (zero)
 //            --relax-every R (16: exact heights every R rounds as well as when stalled)
 //            --gap 0|1 (1: the gap heuristic on region labels after every phase)
 //            --warm-labels zero|bfs (bfs)  --global-every S (0: never; an exact
@@ -134,6 +136,7 @@ struct Options {
   int tile_w = 32, tile_h = 32;
   int round_cap = 0;
   int sparse_round_cap = 0;  // --parallel 1: the round cap in phases of fewer tiles than blocks (0: round_cap)
+  int stall_rounds = 0;  // a discharge ends after this many rounds in a row that delivered nothing (0: never)
   int relax_every = 16;  // exact heights again every so many rounds (0: only when stalled)
   bool init_bfs = false;
   bool warm_bfs = true;
@@ -190,6 +193,7 @@ struct Options {
 struct Counts {
   long long sweeps = 0, barriers = 0, discharges = 0, rounds = 0, bfs_runs = 0, bfs_steps = 0;
   long long relabel_sweeps = 0, cut_sweeps = 0, capped = 0, label_drops = 0, gapped = 0;
+  long long stalled = 0;  // discharges ended by --stall-rounds
   long long level_steps = 0, relabels = 0, truncated = 0;
   long long critical_rounds = 0;  // over the phases, the most rounds (passes) of a tile
   double time_us = 0;
@@ -211,6 +215,7 @@ struct Counts {
     relabel_sweeps += o.relabel_sweeps;
     cut_sweeps += o.cut_sweeps;
     capped += o.capped;
+    stalled += o.stalled;
     label_drops += o.label_drops;
     gapped += o.gapped;
     time_us += o.time_us;
@@ -558,6 +563,7 @@ class RegionDischarge {
     int steps = o_.inner_gs ? relax_lines(s) : relax(s);
     int runs = 1;
     int rounds = 0;
+    int idle = 0;  // rounds in a row in which no excess reached a sink or the halo
     for (;;) {
       bool any = false;
       for (std::size_t i = 0; i < s.height.size() && !any; ++i) any = active(s, i);
@@ -566,8 +572,14 @@ class RegionDischarge {
         ++c.capped;
         break;
       }
+      if (o_.stall_rounds > 0 && idle == o_.stall_rounds) {
+        ++c.stalled;
+        break;
+      }
       ++rounds;
+      const std::int64_t out_before = delivered(s);
       const bool pushed = o_.inner_gs ? round_lines(s) : round(s);
+      idle = delivered(s) > out_before ? 0 : idle + 1;
       if (!pushed || (o_.relax_every > 0 && rounds % o_.relax_every == 0)) {
         steps += o_.inner_gs ? relax_lines(s) : relax(s);
         ++runs;
@@ -580,6 +592,21 @@ class RegionDischarge {
     c.max_rounds = std::max(c.max_rounds, rounds);
     if (o_.inner_gs) return o_.cost_load + o_.cost_pass * (8.0 * rounds + steps) + o_.cost_step * rounds;
     return o_.cost_load + o_.cost_round * rounds + o_.cost_step * steps;
+  }
+
+  // What the tile's excess has delivered so far: the inflow its halo holds plus the sink
+  // capacity its own pixels have used (a sink's excess is negative and rises as it
+  // absorbs). It grows exactly when a round moves excess into the halo or into a sink.
+  static std::int64_t delivered(const Tile& s) {
+    std::int64_t sum = 0;
+    for (std::size_t i = 0; i < s.height.size(); ++i) {
+      if (s.inside[i] == 0U) {
+        sum += s.excess[i];
+      } else if (s.excess[i] < 0) {
+        sum += s.excess[i];
+      }
+    }
+    return sum;
   }
 
   // --inner levels: passes of levels, exact heights before each. Returns the cost (us).
@@ -1072,6 +1099,8 @@ bool parse_option(const std::string& a, const char* value, Options& o) {
     if (o.tile_w < 2 || o.tile_h < 2) throw std::invalid_argument("--tile: sides of at least 2");
   } else if (a == "--relax-every") {
     o.relax_every = std::stoi(v);
+  } else if (a == "--stall-rounds") {
+    o.stall_rounds = std::stoi(v);
   } else if (a == "--sparse-round-cap") {
     o.sparse_round_cap = std::stoi(v);
   } else if (a == "--round-cap") {
@@ -1223,10 +1252,12 @@ int run(int argc, char** argv) {
     if (seq->graphs.size() > 1) warm_ratio.push_back(warm / static_cast<double>(seq->graphs.size() - 1) / (cold_ms.back() * 1000.0));
   }
   {
-    std::printf("\nall solves: %lld discharges, %lld passes or rounds (%lld on the critical path: the sum over phases of "
+    std::printf("\nall solves: %lld discharges (%lld at the round cap, %lld stalled), %lld passes or rounds (%lld on the "
+                "critical path: the sum over phases of "
                 "a phase's most), %lld level steps, %lld in-tile BFS steps, %lld global relabels (%lld truncated), "
                 "%lld relabel sweeps; model time %.1f ms: global relabels %.1f, cut %.1f, discharges and barriers %.1f\n",
-                sum.discharges, sum.rounds, sum.critical_rounds, sum.level_steps, sum.bfs_steps, sum.relabels, sum.truncated, sum.relabel_sweeps,
+                sum.discharges, sum.capped, sum.stalled, sum.rounds, sum.critical_rounds, sum.level_steps, sum.bfs_steps,
+                sum.relabels, sum.truncated, sum.relabel_sweeps,
                 sum.time_us / 1000.0, sum.relabel_us / 1000.0, sum.cut_us / 1000.0,
                 (sum.time_us - sum.relabel_us - sum.cut_us) / 1000.0);
   }
