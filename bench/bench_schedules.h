@@ -23,7 +23,8 @@ struct NamedSchedule {
 // relabels capped at N sweeps; "rN", N push rounds a visit (else 24); "g", the cap
 // doubled when too short (MaxflowSchedule::grow_cap); "R", region heights
 // (MaxflowSchedule::region, 16 push sweeps between relabels unless "vN" says N); "C",
-// the checkerboard; "E", exact starts reused (MaxflowSchedule::exact_start).
+// the checkerboard; "E", exact starts reused (MaxflowSchedule::exact_start); "B", bit-parallel
+// relaxations (MaxflowSchedule::bit_relax).
 inline const std::vector<NamedSchedule>& all_schedules() {
   static const std::vector<NamedSchedule> all = {
       // MaxflowSchedule: push visits, local rounds, BFS cap, grow the cap[, region, checkerboard]
@@ -54,6 +55,13 @@ inline const std::vector<NamedSchedule>& all_schedules() {
        {32, 16, 12, true, true, false, true}},
       {"q0c12r16gRCE", "region heights, 16 rounds, checkerboard, exact starts reused",
        {16, 16, 12, true, true, true, true}},
+      {"q0c12r16gRB", "region heights, 16 rounds, bit-parallel relaxations", {16, 16, 12, true, true, false, false, true}},
+      {"q0c12r16gRCB", "region heights, 16 rounds, checkerboard, bit-parallel relaxations",
+       {16, 16, 12, true, true, true, false, true}},
+      {"q0c12r16gRv32B", "region heights, 16 rounds, 32 push sweeps, bit-parallel relaxations",
+       {32, 16, 12, true, true, false, false, true}},
+      {"q0c12r16gRBE", "region heights, 16 rounds, bit-parallel relaxations, exact starts reused",
+       {16, 16, 12, true, true, false, true, true}},
   };
   return all;
 }

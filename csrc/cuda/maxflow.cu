@@ -133,8 +133,7 @@ struct Header {
   unsigned int counter[4];
   unsigned int list_count[4];  // tiles on the list of a sweep (slot sweep % 3)
   unsigned int list_next[4];   // how many of them blocks have taken
-  unsigned int pad[4];
-  unsigned long long stats[24];
+  unsigned long long stats[26];
 };
 static_assert(sizeof(Header) <= 256, "header fits its slot");
 
@@ -216,6 +215,7 @@ struct SolverArgs {
   int grow_cap;      // MaxflowSchedule::grow_cap
   int checkerboard;  // MaxflowSchedule::checkerboard
   int exact_start;   // MaxflowSchedule::exact_start
+  int bit_relax;     // MaxflowSchedule::bit_relax
 };
 
 struct TileCtx {
@@ -301,6 +301,11 @@ struct __align__(16) Shared {
   int warp_count[kThreads / 32];
   int pulled[2];  // the tile a block took from a sweep list (alternating, see pull_tiles)
   unsigned int sent;  // push_tile: bit (dy + 1) * 3 + dx + 1 for each neighbour tile the visit sent excess to
+  // relax_in_tile_bits: per row of the tile, bit x for pixel x: its residual arcs by
+  // direction, its sinks; and each pixel's lowest exit into the halo.
+  unsigned int row_arcs[8][kTileH];
+  unsigned int row_sinks[kTileH];
+  int exit_height[kThreads];
 };
 
 // ---------------------------------------------------------------- statistics
@@ -341,7 +346,11 @@ enum StatSlot {
   kSparseRounds = 21,
   kSparseRelaxSteps = 22,
   kSparseExactStarts = 23,
-  kStatSlots = 24
+  // With MaxflowSchedule::bit_relax, the profiling build relaxes every visit's tile both
+  // ways and counts the pixels whose heights differ (must stay 0).
+  kBitRelaxChecked = 24,
+  kBitRelaxMismatches = 25,
+  kStatSlots = 26
 };
 #ifdef GRABCUT_MAXFLOW_PHASE_CLOCK
 __device__ __forceinline__ unsigned long long global_ns() {
@@ -628,6 +637,104 @@ __device__ __forceinline__ int relaxed_height(const Shared& sh, int me, long lon
   return d;
 }
 
+// relax_in_tile's result (the exact in-tile region heights against the frozen halo, in
+// both label buffers on return; this thread's returned) by a breadth-first search in one
+// warp over bit rows (MaxflowSchedule::bit_relax). The heights are the least over a
+// pixel's residual paths of (the value where the path leaves: 0 at a sink, one above the
+// halo pixel it steps into) + the steps before it. Values differ by multiples of
+// kRegionStep between exits (halo heights are (D + 1) * kRegionStep, halo_height) and a
+// path inside the tile has fewer than kThreads < kRegionStep steps, so the least value
+// wins whatever the steps: a search from the sinks first, then from the exits of the
+// lowest value left, and so on, each claiming only pixels not yet reached, gives every
+// pixel its exact height. A level of the search is, for each row r (lane r of warp 0),
+// the pixels of r with a residual arc in some direction k into the last level's pixels
+// (row r + dy_k, shifted by dx_k) that no level reached before. Not inlined: inlined, its
+// registers add spills to the push visit's path (ptxas: 276 against 248 bytes stored).
+__device__ __noinline__ int relax_in_tile_bits(Shared& sh, bool valid, int tid, long long ex, unsigned int mask) {
+  const int lx = tid % kTileW;
+  const int ly = tid / kTileW;
+  const int me = (ly + 1) * kPadW + lx + 1;
+  const bool sink = valid && ex < 0;
+  int exit_h = kInf;  // one above this pixel's lowest halo neighbour over a residual arc
+  if (valid && !sink) {
+#pragma unroll
+    for (int k = 0; k < 8; ++k) {
+      const int nlx = lx + dir_dx(k);
+      const int nly = ly + dir_dy(k);
+      const bool inner = nlx >= 0 && nlx < kTileW && nly >= 0 && nly < kTileH;
+      if (!inner && (mask & (1U << k)) != 0U) exit_h = min(exit_h, sh.h[0][me + dir_dy(k) * kPadW + dir_dx(k)] + 1);
+    }
+    exit_h = min(exit_h, kInf);
+  }
+  __syncthreads();  // every thread is done reading the heights of the round before
+  sh.h[0][me] = kInf;  // (pixels no search reaches)
+  sh.exit_height[tid] = exit_h;
+#pragma unroll
+  for (int k = 0; k < 8; ++k) {
+    const unsigned int row = __ballot_sync(0xffffffffU, valid && (mask & (1U << k)) != 0U);
+    if (lx == 0) sh.row_arcs[k][ly] = row;
+  }
+  const unsigned int sinks = __ballot_sync(0xffffffffU, sink);
+  if (lx == 0) sh.row_sinks[ly] = sinks;
+  __syncthreads();
+  if (tid < 32) {
+    const int r = tid;  // this lane's row; lanes kTileH.. hold empty rows (the search's padding)
+    const bool row = r < kTileH;
+    unsigned int arcs[8];
+#pragma unroll
+    for (int k = 0; k < 8; ++k) arcs[k] = row ? sh.row_arcs[k][r] : 0U;
+    unsigned int reached = 0U;
+    unsigned int front = row ? sh.row_sinks[r] : 0U;
+    int value = 0;  // the value of the exits the search starts from (sinks: 0)
+    for (;;) {
+      front &= ~reached;
+      for (int level = 0; __any_sync(0xffffffffU, front != 0U); ++level) {
+        reached |= front;
+        for (unsigned int bits = front; bits != 0U; bits &= bits - 1U) {
+          sh.h[0][(r + 1) * kPadW + __ffs(static_cast<int>(bits)) - 1 + 1] = value + level;
+        }
+        // (lane r - 1 of lane 0 is lane 31 and lane r + 1 of lane kTileH - 1 is lane
+        // kTileH: both empty rows, so rows off the tile read as empty.)
+        const unsigned int above = __shfl_sync(0xffffffffU, front, (r + 31) & 31);
+        const unsigned int below = __shfl_sync(0xffffffffU, front, (r + 1) & 31);
+        unsigned int next = 0U;
+#pragma unroll
+        for (int k = 0; k < 8; ++k) {
+          const unsigned int from = dir_dy(k) == 0 ? front : (dir_dy(k) > 0 ? below : above);
+          next |= arcs[k] & (dir_dx(k) > 0 ? from >> 1 : (dir_dx(k) < 0 ? from << 1 : from));
+        }
+        front = next & ~reached;
+      }
+      // The next search: from the exits of the lowest value among the pixels not reached
+      // (only rim pixels have exits).
+      int lowest = kInf;
+      unsigned int at = 0U;
+      if (row) {
+        const bool full = r == 0 || r == kTileH - 1;
+        for (int x = 0; x < kTileW; x = full || x == kTileW - 1 ? x + 1 : kTileW - 1) {
+          if ((reached >> x) & 1U) continue;
+          const int e = sh.exit_height[r * kTileW + x];
+          if (e < lowest) {
+            lowest = e;
+            at = 0U;
+          }
+          if (e == lowest && e < kInf) at |= 1U << x;
+        }
+      }
+      value = lowest;
+#pragma unroll
+      for (int o = 16; o > 0; o >>= 1) value = min(value, __shfl_xor_sync(0xffffffffU, value, o));
+      if (value >= kInf) break;
+      front = lowest == value ? at : 0U;
+    }
+  }
+  __syncthreads();
+  const int d = sh.h[0][me];
+  sh.h[1][me] = d;
+  __syncthreads();
+  return d;
+}
+
 // Runs push-relabel on tile t, which is on this sweep's list. sparse: the sweep's list
 // holds fewer tiles than the grid has blocks (profiled by phase in a profiling build).
 template <bool kRegion>
@@ -682,7 +789,20 @@ __device__ void push_tile(const SolverArgs& a, int t, int sweep, int rounds, boo
       clock.count(a.header, kSparseExactStarts, exact ? 1ULL : 0ULL);
       if (a.exact_start == 0) clock.restart();  // (a check the solve does not use counts in no phase)
     }
-    if (a.exact_start == 0 || !exact) hm = relax_in_tile(sh, valid, tid, ex, mask, &relax_steps);
+    if (a.exact_start == 0 || !exact) {
+      hm = a.bit_relax != 0 ? relax_in_tile_bits(sh, valid, tid, ex, mask)
+                            : relax_in_tile(sh, valid, tid, ex, mask, &relax_steps);
+#ifdef GRABCUT_MAXFLOW_PHASE_CLOCK
+      if (a.bit_relax != 0) {
+        // The profile's check of the bit-parallel search: the Jacobi relaxation's heights.
+        const int jacobi = relax_in_tile(sh, valid, tid, ex, mask);
+        const int differ = __syncthreads_count(valid && jacobi != hm);
+        profile_add(a.header, kBitRelaxChecked, 1ULL);
+        profile_add(a.header, kBitRelaxMismatches, static_cast<unsigned long long>(differ));
+        clock.restart();
+      }
+#endif
+    }
   }
   clock.lap(a.header, kSparseRelaxCycles);
   const int round = push_sync_rounds<kRegion>(sh, rounds, valid, tid, ex, hm, res);
@@ -1138,6 +1258,7 @@ void maxflow_cuda(const BatchedGridGraph& graph, std::uint8_t* source_side, std:
   const bool region = schedule.region && (most_tiles * kRimPixels + 2) * kRegionStep < kInf;
   a.checkerboard = region && schedule.checkerboard ? 1 : 0;
   a.exact_start = region && schedule.exact_start ? 1 : 0;
+  a.bit_relax = region && schedule.bit_relax ? 1 : 0;
 
   int device = 0;
   GRABCUT_CUDA_CHECK(cudaGetDevice(&device));
@@ -1194,6 +1315,8 @@ MaxflowStats maxflow_read_stats(const void* workspace, cudaStream_t stream) {
   s.sparse_rounds = h.stats[kSparseRounds];
   s.sparse_relax_steps = h.stats[kSparseRelaxSteps];
   s.sparse_exact_starts = h.stats[kSparseExactStarts];
+  s.bit_relax_checked = h.stats[kBitRelaxChecked];
+  s.bit_relax_mismatches = h.stats[kBitRelaxMismatches];
   return s;
 }
 

@@ -68,6 +68,11 @@ struct MaxflowSchedule {
   // latency-bound visit on GrabCut's graphs, bench/RESULTS.md). Costs one step a visit
   // where they are not. Off until measured.
   bool exact_start = false;
+  // With region heights: a push visit computes its tile's exact heights by a bit-parallel
+  // breadth-first search in one warp (a row of the tile a 32-bit word, a level a few
+  // word operations) instead of Jacobi steps of the whole block (~0.3 us each, ~20 a
+  // relaxation on GrabCut's graphs). Off until measured.
+  bool bit_relax = false;
 };
 
 // Region heights with 16 rounds a visit and 16 push sweeps between relabels, with or

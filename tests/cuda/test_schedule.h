@@ -7,6 +7,7 @@
 //   GRABCUT_TEST_REGION=0/1    MaxflowSchedule::region
 //   GRABCUT_TEST_CHECKERBOARD=0/1  MaxflowSchedule::checkerboard
 //   GRABCUT_TEST_EXACT_START=0/1   MaxflowSchedule::exact_start
+//   GRABCUT_TEST_BIT_RELAX=0/1     MaxflowSchedule::bit_relax
 #pragma once
 
 #include <cstdlib>
@@ -31,6 +32,8 @@ inline grabcut::cuda::MaxflowSchedule schedule_from_environment() {
   if (checkerboard != nullptr) schedule.checkerboard = std::atoi(checkerboard) != 0;
   const char* exact = std::getenv("GRABCUT_TEST_EXACT_START");
   if (exact != nullptr) schedule.exact_start = std::atoi(exact) != 0;
+  const char* bits = std::getenv("GRABCUT_TEST_BIT_RELAX");
+  if (bits != nullptr) schedule.bit_relax = std::atoi(bits) != 0;
   return schedule;
 }
 
