@@ -1535,11 +1535,7 @@ __global__ void __launch_bounds__(kThreads, 2) block_relax_kernel(RelaxArgs a) {
     ++steps;
     bool ch = false;
     if (relaxes) {
-      int nd = d;
-#pragma unroll
-      for (int k = 0; k < 8; ++k) {
-        if (mask & (1U << k)) nd = min(nd, h[par][me + dir_dy(k) * kPadW + dir_dx(k)] + 1);
-      }
+      const int nd = grabcut::cuda::tile::relaxed_label(h[par], me, mask, d);
       ch = nd < d;
       d = nd;
     }

@@ -624,19 +624,6 @@ __device__ void keep_unfinished_graphs_live(const SolverArgs& a, int sweep, int 
   }
 }
 
-// The height one step of relax_in_tile's relaxation gives the pixel at slot me (excess
-// ex, residual arcs mask) from the heights in sh.h[0]: 0 at a sink, else one above its
-// lowest residual neighbour (kInf if it has none).
-__device__ __forceinline__ int relaxed_height(const Shared& sh, int me, long long ex, unsigned int mask) {
-  if (ex < 0) return 0;
-  int d = kInf;
-#pragma unroll
-  for (int k = 0; k < 8; ++k) {
-    if ((mask & (1U << k)) != 0U) d = min(d, sh.h[0][me + dir_dy(k) * kPadW + dir_dx(k)] + 1);
-  }
-  return d;
-}
-
 // relax_in_tile's result (the exact in-tile region heights against the frozen halo, in
 // both label buffers on return; this thread's returned) by a breadth-first search in one
 // warp over bit rows (MaxflowSchedule::bit_relax). The heights are the least over a
@@ -655,17 +642,8 @@ __device__ __noinline__ int relax_in_tile_bits(Shared& sh, bool valid, int tid, 
   const int ly = tid / kTileW;
   const int me = (ly + 1) * kPadW + lx + 1;
   const bool sink = valid && ex < 0;
-  int exit_h = kInf;  // one above this pixel's lowest halo neighbour over a residual arc
-  if (valid && !sink) {
-#pragma unroll
-    for (int k = 0; k < 8; ++k) {
-      const int nlx = lx + dir_dx(k);
-      const int nly = ly + dir_dy(k);
-      const bool inner = nlx >= 0 && nlx < kTileW && nly >= 0 && nly < kTileH;
-      if (!inner && (mask & (1U << k)) != 0U) exit_h = min(exit_h, sh.h[0][me + dir_dy(k) * kPadW + dir_dx(k)] + 1);
-    }
-    exit_h = min(exit_h, kInf);
-  }
+  // One above this pixel's lowest halo neighbour over a residual arc.
+  const int exit_h = valid && !sink ? relaxed_label(sh.h[0], me, mask & ~inner_directions(lx, ly), kInf) : kInf;
   __syncthreads();  // every thread is done reading the heights of the round before
   sh.h[0][me] = kInf;  // (pixels no search reaches)
   sh.exit_height[tid] = exit_h;
@@ -780,12 +758,13 @@ __device__ void push_tile(const SolverArgs& a, int t, int sweep, int rounds, boo
   int hm = h0;
   if (kRegion) {
     const unsigned int mask = residual_mask(res);
-    // Would one relaxation step from the stored heights change any of them? If not, they
-    // are the exact in-tile heights already (MaxflowSchedule::exact_start; the profiling
-    // build counts such visits either way).
+    // Would one of relax_in_tile's steps (0 at a sink) from the stored heights change any
+    // of them? If not, they are the exact in-tile heights already
+    // (MaxflowSchedule::exact_start; the profiling build counts such visits either way).
     bool exact = false;
     if (a.exact_start != 0 || clock.active()) {
-      exact = !__syncthreads_or(valid && relaxed_height(sh, me, e0, mask) != h0);
+      const int relaxed = e0 < 0 ? 0 : relaxed_label(sh.h[0], me, mask, kInf);
+      exact = !__syncthreads_or(valid && relaxed != h0);
       clock.count(a.header, kSparseExactStarts, exact ? 1ULL : 0ULL);
       if (a.exact_start == 0) clock.restart();  // (a check the solve does not use counts in no phase)
     }

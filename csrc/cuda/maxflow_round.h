@@ -11,6 +11,16 @@
 
 namespace grabcut::cuda::tile {
 
+// One relaxation step at the padded slot me: the least of d and one above the label,
+// in `labels` (a padded label buffer), of each neighbour over the arcs in mask.
+__device__ __forceinline__ int relaxed_label(const int* labels, int me, unsigned int mask, int d) {
+#pragma unroll
+  for (int k = 0; k < 8; ++k) {
+    if (mask & (1U << k)) d = min(d, labels[me + dir_dy(k) * kPadW + dir_dx(k)] + 1);
+  }
+  return d;
+}
+
 // Jacobi relaxation of the tile's labels to their fixpoint, label = min over the
 // arcs in `mask` of 1 + the label at the other end, from sh.h[0] (this thread's pixel
 // at slot `me` holds d, the halo its frozen labels, in both buffers): every thread
@@ -28,11 +38,7 @@ __device__ __forceinline__ bool relax_to_fixpoint(TileShared& sh, int me, bool r
     if (steps != nullptr) ++*steps;
     bool ch = false;
     if (relaxes) {
-      int nd = d;
-#pragma unroll
-      for (int k = 0; k < 8; ++k) {
-        if (mask & (1U << k)) nd = min(nd, sh.h[par][me + dir_dy(k) * kPadW + dir_dx(k)] + 1);
-      }
+      const int nd = relaxed_label(sh.h[par], me, mask, d);
       ch = nd < d;
       d = nd;
     }
@@ -93,13 +99,7 @@ __device__ __forceinline__ int push_sync_rounds(TileShared& sh, int local_rounds
   const int ly = tid / kTileW;
   const int me = (ly + 1) * kPadW + lx + 1;
   // The directions whose neighbour is a pixel of this tile (its outbox is read).
-  unsigned int inner = 0;
-#pragma unroll
-  for (int k = 0; k < 8; ++k) {
-    const int nlx = lx + dir_dx(k);
-    const int nly = ly + dir_dy(k);
-    if (nlx >= 0 && nlx < kTileW && nly >= 0 && nly < kTileH) inner |= 1U << k;
-  }
+  const unsigned int inner = inner_directions(lx, ly);
   bool dirty = true;  // the outbox may hold something other than zeros
   int round = 0;
   for (int par = 0; round < local_rounds; ++round, par ^= 1) {

@@ -24,4 +24,16 @@ __host__ __device__ __forceinline__ constexpr int dir_dx(int k) {
   return (k == 0 || k == 1 || k == 7) ? 1 : ((k == 2 || k == 6) ? 0 : -1);
 }
 
+// The directions whose neighbour of the tile's pixel (lx, ly) is a pixel of the tile
+// too (bit k: direction k); the others lead into the halo.
+__host__ __device__ __forceinline__ constexpr unsigned int inner_directions(int lx, int ly) {
+  unsigned int inner = 0;
+  for (int k = 0; k < 8; ++k) {
+    const int nlx = lx + dir_dx(k);
+    const int nly = ly + dir_dy(k);
+    if (nlx >= 0 && nlx < kTileW && nly >= 0 && nly < kTileH) inner |= 1U << k;
+  }
+  return inner;
+}
+
 }  // namespace grabcut::cuda::tile
