@@ -24,10 +24,12 @@ struct NamedSchedule {
 // doubled when too short (MaxflowSchedule::grow_cap); "R", region heights
 // (MaxflowSchedule::region, 16 push sweeps between relabels unless "vN" says N); "C",
 // the checkerboard; "E", exact starts reused (MaxflowSchedule::exact_start); "B", bit-parallel
-// relaxations (MaxflowSchedule::bit_relax).
+// relaxations (MaxflowSchedule::bit_relax); a number after "B" or "R", relaxations also every N
+// rounds (MaxflowSchedule::relax_every).
 inline const std::vector<NamedSchedule>& all_schedules() {
   static const std::vector<NamedSchedule> all = {
-      // MaxflowSchedule: push visits, local rounds, BFS cap, grow the cap[, region, checkerboard]
+      // MaxflowSchedule: push visits, local rounds, BFS cap, grow the cap[, region, checkerboard,
+      // exact start, bit relax, relax every]
       {"q0", "relabels uncapped, v0.7", {8, 24, 0, false}},
       {"q0c8", "BFS cap 8", {8, 24, 8, false}},
       {"q0c12", "BFS cap 12", {8, 24, 12, false}},
@@ -62,6 +64,16 @@ inline const std::vector<NamedSchedule>& all_schedules() {
        {32, 16, 12, true, true, false, false, true}},
       {"q0c12r16gRBE", "region heights, 16 rounds, bit-parallel relaxations, exact starts reused",
        {16, 16, 12, true, true, false, true, true}},
+      {"q0c12r16gRB4", "region heights, 16 rounds, bit-parallel relaxations, also every 4 rounds",
+       {16, 16, 12, true, true, false, false, true, 4}},
+      {"q0c12r16gRB8", "region heights, 16 rounds, bit-parallel relaxations, also every 8 rounds",
+       {16, 16, 12, true, true, false, false, true, 8}},
+      {"q0c12r16gR8", "region heights, 16 rounds, Jacobi relaxations also every 8 rounds",
+       {16, 16, 12, true, true, false, false, false, 8}},
+      {"q0c12r16gRv32B8", "region heights, 16 rounds, 32 push sweeps, bit-parallel relaxations, also every 8 rounds",
+       {32, 16, 12, true, true, false, false, true, 8}},
+      {"q0c12r16gRCB8", "region heights, 16 rounds, checkerboard, bit-parallel relaxations, also every 8 rounds",
+       {16, 16, 12, true, true, true, false, true, 8}},
   };
   return all;
 }

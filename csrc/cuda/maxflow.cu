@@ -216,6 +216,7 @@ struct SolverArgs {
   int checkerboard;  // MaxflowSchedule::checkerboard
   int exact_start;   // MaxflowSchedule::exact_start
   int bit_relax;     // MaxflowSchedule::bit_relax
+  int relax_every;   // MaxflowSchedule::relax_every (0 without region heights)
 };
 
 struct TileCtx {
@@ -784,7 +785,11 @@ __device__ void push_tile(const SolverArgs& a, int t, int sweep, int rounds, boo
     }
   }
   clock.lap(a.header, kSparseRelaxCycles);
-  const int round = push_sync_rounds<kRegion>(sh, rounds, valid, tid, ex, hm, res);
+  const int round = push_sync_rounds<kRegion>(sh, rounds, valid, tid, ex, hm, res, a.relax_every,
+                                              [&](long long e, unsigned int m) {
+                                                return a.bit_relax != 0 ? relax_in_tile_bits(sh, valid, tid, e, m)
+                                                                        : relax_in_tile(sh, valid, tid, e, m);
+                                              });
   clock.lap(a.header, kSparseRoundsCycles);
   clock.count(a.header, kSparseVisits, 1ULL);
   clock.count(a.header, kSparseRounds, static_cast<unsigned long long>(min(round + 1, rounds)));
@@ -1143,10 +1148,11 @@ std::size_t maxflow_workspace_bytes(const std::vector<GridDesc>& desc) { return 
 void maxflow_cuda(const BatchedGridGraph& graph, std::uint8_t* source_side, std::int64_t* flows, void* workspace,
                   std::size_t workspace_bytes, bool warm_start, cudaStream_t stream,
                   const MaxflowSchedule& schedule) {
-  if (schedule.push_visits < 1 || schedule.local_rounds < 1 || schedule.bfs_cap < 0) {
+  if (schedule.push_visits < 1 || schedule.local_rounds < 1 || schedule.bfs_cap < 0 || schedule.relax_every < 0) {
     throw std::invalid_argument("maxflow_cuda: bad schedule (push_visits " + std::to_string(schedule.push_visits) +
                                 ", local_rounds " + std::to_string(schedule.local_rounds) + ", bfs_cap " +
-                                std::to_string(schedule.bfs_cap) + ")");
+                                std::to_string(schedule.bfs_cap) + ", relax_every " +
+                                std::to_string(schedule.relax_every) + ")");
   }
   const Layout l = make_layout(graph.desc);
   if (graph.desc.empty()) return;
@@ -1238,6 +1244,7 @@ void maxflow_cuda(const BatchedGridGraph& graph, std::uint8_t* source_side, std:
   a.checkerboard = region && schedule.checkerboard ? 1 : 0;
   a.exact_start = region && schedule.exact_start ? 1 : 0;
   a.bit_relax = region && schedule.bit_relax ? 1 : 0;
+  a.relax_every = region ? schedule.relax_every : 0;
 
   int device = 0;
   GRABCUT_CUDA_CHECK(cudaGetDevice(&device));

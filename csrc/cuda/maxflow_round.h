@@ -92,9 +92,12 @@ __device__ __forceinline__ int relax_in_tile(TileShared& sh, bool valid, int tid
 // buffer `par` and a new height goes to the other buffer (so a round needs two
 // barriers). kForce (for bench/bench_tile_round's latency rows) ends every round at a
 // plain barrier, so that exactly local_rounds rounds run.
-template <bool kRegion, bool kForce = false, class TileShared>
+// Region heights: relax(ex, mask) gives this pixel's exact in-tile height (relax_in_tile's
+// contract, block-uniform); it runs after a round that moved nothing and, with
+// relax_every > 0, after every relax_every rounds (MaxflowSchedule::relax_every).
+template <bool kRegion, bool kForce = false, class TileShared, class Relax>
 __device__ __forceinline__ int push_sync_rounds(TileShared& sh, int local_rounds, bool valid, int tid, long long& ex,
-                                                int& hm, unsigned int (&res)[8]) {
+                                                int& hm, unsigned int (&res)[8], int relax_every, Relax&& relax) {
   const int lx = tid % kTileW;
   const int ly = tid / kTileW;
   const int me = (ly + 1) * kPadW + lx + 1;
@@ -160,13 +163,23 @@ __device__ __forceinline__ int push_sync_rounds(TileShared& sh, int local_rounds
       break;
     }
     // Region heights: a round that moved nothing ends on exact heights again (the
-    // relabels of a stalled round only climb one step at a time towards them).
-    if (kRegion && !any_pushed) {
-      hm = relax_in_tile(sh, valid, tid, ex, residual_mask(res));
+    // relabels of a stalled round only climb one step at a time towards them); so does
+    // every relax_every-th round (exact heights only rise above the rounds' labels,
+    // which are valid ones).
+    if (kRegion && (!any_pushed || (relax_every > 0 && (round + 1) % relax_every == 0))) {
+      hm = relax(ex, residual_mask(res));
       if (!__syncthreads_or(valid && ex > 0 && hm < kInf)) break;
     }
   }
   return round;
+}
+
+// push_sync_rounds with the block's Jacobi relaxation after rounds that moved nothing only.
+template <bool kRegion, bool kForce = false, class TileShared>
+__device__ __forceinline__ int push_sync_rounds(TileShared& sh, int local_rounds, bool valid, int tid, long long& ex,
+                                                int& hm, unsigned int (&res)[8]) {
+  return push_sync_rounds<kRegion, kForce>(sh, local_rounds, valid, tid, ex, hm, res, 0,
+                                           [&](long long e, unsigned int m) { return relax_in_tile(sh, valid, tid, e, m); });
 }
 
 }  // namespace grabcut::cuda::tile

@@ -534,11 +534,12 @@ TEST(MaxflowCuda, RejectsBadArguments) {
   bg.desc[0].width = 8;
   bg.total_pixels = 64;
   EXPECT_THROW(grabcut::cuda::maxflow_cuda(bg, nullptr, nullptr, nullptr, 0, false, nullptr), std::invalid_argument);
-  for (int field = 0; field < 3; ++field) {
+  for (int field = 0; field < 4; ++field) {
     grabcut::cuda::MaxflowSchedule bad;
     if (field == 0) bad.push_visits = 0;
     if (field == 1) bad.local_rounds = 0;
     if (field == 2) bad.bfs_cap = -1;
+    if (field == 3) bad.relax_every = -1;
     batch.schedule = bad;
     EXPECT_THROW(batch.solve(false), std::invalid_argument) << "schedule field " << field;
   }

@@ -8,6 +8,7 @@
 //   GRABCUT_TEST_CHECKERBOARD=0/1  MaxflowSchedule::checkerboard
 //   GRABCUT_TEST_EXACT_START=0/1   MaxflowSchedule::exact_start
 //   GRABCUT_TEST_BIT_RELAX=0/1     MaxflowSchedule::bit_relax
+//   GRABCUT_TEST_RELAX_EVERY=N     MaxflowSchedule::relax_every (N >= 0)
 #pragma once
 
 #include <cstdlib>
@@ -34,6 +35,8 @@ inline grabcut::cuda::MaxflowSchedule schedule_from_environment() {
   if (exact != nullptr) schedule.exact_start = std::atoi(exact) != 0;
   const char* bits = std::getenv("GRABCUT_TEST_BIT_RELAX");
   if (bits != nullptr) schedule.bit_relax = std::atoi(bits) != 0;
+  const char* every = std::getenv("GRABCUT_TEST_RELAX_EVERY");
+  if (every != nullptr && std::atoi(every) >= 0) schedule.relax_every = std::atoi(every);
   return schedule;
 }
 
