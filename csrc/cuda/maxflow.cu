@@ -217,6 +217,7 @@ struct SolverArgs {
   int exact_start;   // MaxflowSchedule::exact_start
   int bit_relax;     // MaxflowSchedule::bit_relax
   int relax_every;   // MaxflowSchedule::relax_every (0 without region heights)
+  int bit_bfs;       // MaxflowSchedule::bit_bfs
 };
 
 struct TileCtx {
@@ -347,8 +348,8 @@ enum StatSlot {
   kSparseRounds = 21,
   kSparseRelaxSteps = 22,
   kSparseExactStarts = 23,
-  // With MaxflowSchedule::bit_relax, the profiling build relaxes every visit's tile both
-  // ways and counts the pixels whose heights differ (must stay 0).
+  // With MaxflowSchedule::bit_relax (bit_bfs), the profiling build relaxes every visit's
+  // (relabel sweep's) tile both ways and counts the pixels whose heights differ (must stay 0).
   kBitRelaxChecked = 24,
   kBitRelaxMismatches = 25,
   kStatSlots = 26
@@ -552,82 +553,9 @@ __device__ __forceinline__ void list_changed_tile(const SolverArgs& a, const Til
   if (i == 0) atomicAdd(&a.header->counter[sweep % 3], 1U);
 }
 
-// The first sweep of a relabel visits every live tile; later ones the tiles next to
-// (or equal to) a tile that changed a label in the previous sweep, which are never
-// tiles of a retired graph.
-// Relaxes tile t until it is locally stable. Returns true (block-uniform) if the tile
-// changed a label.
-template <bool kRegion>
-__device__ bool bfs_tile(const SolverArgs& a, int t, int sweep, bool first, Shared& sh) {
-  const TileCtx c = tile_ctx(a, t);
-  const int tid = static_cast<int>(threadIdx.x);
-  const int lx = tid % kTileW;
-  const int ly = tid / kTileW;
-  const int x = c.x0 + lx;
-  const int y = c.y0 + ly;
-  const bool valid = in_grid(c, x, y);
-  const long long p = valid ? pix(c, x, y) : 0;
-  const int me = (ly + 1) * kPadW + lx + 1;
-  int d = kInf;
-  unsigned int mask = 0;
-  if (valid) {
-    d = sweep_label(a, p, first);
-    mask = sweep_arcs(a, c, x, y, p, first);
-  }
-  // The first sweep gives the sink pixels label 0, and every other label is >= 1.
-  const bool sink = d == 0;
-  for_each_halo_slot(c, [&](int i, int gx, int gy) {
-    const int hv = halo_height<kRegion>(sweep_label(a, c, gx, gy, first));
-    sh.h[0][i] = hv;
-    sh.h[1][i] = hv;
-  });
-  sh.h[0][me] = d;
-  __syncthreads();
-  const bool changed = relax_to_fixpoint(sh, me, valid && !sink && mask != 0U, mask, d);
-  if (valid && (first || changed)) __stcg(a.height + p, d);
-  const bool tile_changed = __syncthreads_or(changed);
-  if (tile_changed) list_changed_tile(a, c, tid, sweep);
-  return tile_changed;
-}
-
-// ---------------------------------------------------------------- check
-// Marks tile t, and its graph in graph_active's row `row`, if a pixel of it has excess
-// and a finite label.
-__device__ void check_tile(const SolverArgs& a, int t, int sweep, int row) {
-  const TileCtx c = tile_ctx(a, t);
-  const int tid = static_cast<int>(threadIdx.x);
-  const int x = c.x0 + tid % kTileW;
-  const int y = c.y0 + tid / kTileW;
-  bool act = false;
-  if (in_grid(c, x, y)) {
-    const long long p = pix(c, x, y);
-    act = __ldcg(a.excess + p) > 0 && __ldcg(a.height + p) < kInf;
-  }
-  const bool tile_active = __syncthreads_or(act);
-  if (tile_active && tid == 0) {
-    list_for_next_sweep(a, a.pmark, t, sweep);
-    atomicAdd(&a.header->counter[sweep % 3], 1U);
-    atomicOr(a.graph_active + row * a.num_graphs + c.b, 1);
-  }
-}
-
-// A relabel stopped at its cap after sweep `sweep`: the graphs whose labels were still
-// changing (those of the tiles listed for the next sweep) stay live whatever their
-// check finds, since pixels their wave did not reach may hold excess. A graph whose
-// wave had stopped has exact labels and may retire as usual.
-__device__ void keep_unfinished_graphs_live(const SolverArgs& a, int sweep, int row) {
-  const int slot = (sweep + 1) % 3;
-  const auto count = static_cast<long long>(__ldcg(&a.header->list_count[slot]));
-  const int* list = a.lists + static_cast<long long>(slot) * a.num_tiles;
-  const long long stride = static_cast<long long>(gridDim.x) * blockDim.x;
-  for (long long i = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x; i < count; i += stride) {
-    atomicOr(a.graph_active + row * a.num_graphs + __ldg(a.tile_graph + __ldcg(list + i)), 1);
-  }
-}
-
 // relax_in_tile's result (the exact in-tile region heights against the frozen halo, in
 // both label buffers on return; this thread's returned) by a breadth-first search in one
-// warp over bit rows (MaxflowSchedule::bit_relax). The heights are the least over a
+// warp over bit rows (MaxflowSchedule::bit_relax; bit_bfs in a relabel's sweeps). The heights are the least over a
 // pixel's residual paths of (the value where the path leaves: 0 at a sink, one above the
 // halo pixel it steps into) + the steps before it. Values differ by multiples of
 // kRegionStep between exits (halo heights are (D + 1) * kRegionStep, halo_height) and a
@@ -712,6 +640,100 @@ __device__ __noinline__ int relax_in_tile_bits(Shared& sh, bool valid, int tid, 
   sh.h[1][me] = d;
   __syncthreads();
   return d;
+}
+
+// The first sweep of a relabel visits every live tile; later ones the tiles next to
+// (or equal to) a tile that changed a label in the previous sweep, which are never
+// tiles of a retired graph.
+// Relaxes tile t until it is locally stable. Returns true (block-uniform) if the tile
+// changed a label.
+template <bool kRegion>
+__device__ bool bfs_tile(const SolverArgs& a, int t, int sweep, bool first, Shared& sh) {
+  const TileCtx c = tile_ctx(a, t);
+  const int tid = static_cast<int>(threadIdx.x);
+  const int lx = tid % kTileW;
+  const int ly = tid / kTileW;
+  const int x = c.x0 + lx;
+  const int y = c.y0 + ly;
+  const bool valid = in_grid(c, x, y);
+  const long long p = valid ? pix(c, x, y) : 0;
+  const int me = (ly + 1) * kPadW + lx + 1;
+  int d = kInf;
+  unsigned int mask = 0;
+  if (valid) {
+    d = sweep_label(a, p, first);
+    mask = sweep_arcs(a, c, x, y, p, first);
+  }
+  // The first sweep gives the sink pixels label 0, and every other label is >= 1.
+  const bool sink = d == 0;
+  for_each_halo_slot(c, [&](int i, int gx, int gy) {
+    const int hv = halo_height<kRegion>(sweep_label(a, c, gx, gy, first));
+    sh.h[0][i] = hv;
+    sh.h[1][i] = hv;
+  });
+  sh.h[0][me] = d;
+  bool changed = false;
+  if (kRegion && a.bit_bfs != 0) {
+    // The downward relaxation's fixpoint from the stored labels is the exact in-tile
+    // height against today's halo: the stored ones are exact against an earlier halo,
+    // whose labels were no lower (a relabel's labels only fall), so they never undercut
+    // it. The bit-parallel search computes that height from the sinks and exits alone.
+    const int d0 = d;
+    d = relax_in_tile_bits(sh, valid, tid, sink ? -1 : 0, mask);
+    changed = valid && d != d0;
+#ifdef GRABCUT_MAXFLOW_PHASE_CLOCK
+    // The profile's check of the search: the Jacobi relaxation from the stored labels.
+    sh.h[0][me] = d0;
+    __syncthreads();
+    int jacobi = d0;
+    relax_to_fixpoint(sh, me, valid && !sink && mask != 0U, mask, jacobi);
+    const int differ = __syncthreads_count(valid && jacobi != d);
+    profile_add(a.header, kBitRelaxChecked, 1ULL);
+    profile_add(a.header, kBitRelaxMismatches, static_cast<unsigned long long>(differ));
+#endif
+  } else {
+    __syncthreads();
+    changed = relax_to_fixpoint(sh, me, valid && !sink && mask != 0U, mask, d);
+  }
+  if (valid && (first || changed)) __stcg(a.height + p, d);
+  const bool tile_changed = __syncthreads_or(changed);
+  if (tile_changed) list_changed_tile(a, c, tid, sweep);
+  return tile_changed;
+}
+
+// ---------------------------------------------------------------- check
+// Marks tile t, and its graph in graph_active's row `row`, if a pixel of it has excess
+// and a finite label.
+__device__ void check_tile(const SolverArgs& a, int t, int sweep, int row) {
+  const TileCtx c = tile_ctx(a, t);
+  const int tid = static_cast<int>(threadIdx.x);
+  const int x = c.x0 + tid % kTileW;
+  const int y = c.y0 + tid / kTileW;
+  bool act = false;
+  if (in_grid(c, x, y)) {
+    const long long p = pix(c, x, y);
+    act = __ldcg(a.excess + p) > 0 && __ldcg(a.height + p) < kInf;
+  }
+  const bool tile_active = __syncthreads_or(act);
+  if (tile_active && tid == 0) {
+    list_for_next_sweep(a, a.pmark, t, sweep);
+    atomicAdd(&a.header->counter[sweep % 3], 1U);
+    atomicOr(a.graph_active + row * a.num_graphs + c.b, 1);
+  }
+}
+
+// A relabel stopped at its cap after sweep `sweep`: the graphs whose labels were still
+// changing (those of the tiles listed for the next sweep) stay live whatever their
+// check finds, since pixels their wave did not reach may hold excess. A graph whose
+// wave had stopped has exact labels and may retire as usual.
+__device__ void keep_unfinished_graphs_live(const SolverArgs& a, int sweep, int row) {
+  const int slot = (sweep + 1) % 3;
+  const auto count = static_cast<long long>(__ldcg(&a.header->list_count[slot]));
+  const int* list = a.lists + static_cast<long long>(slot) * a.num_tiles;
+  const long long stride = static_cast<long long>(gridDim.x) * blockDim.x;
+  for (long long i = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x; i < count; i += stride) {
+    atomicOr(a.graph_active + row * a.num_graphs + __ldg(a.tile_graph + __ldcg(list + i)), 1);
+  }
 }
 
 // Runs push-relabel on tile t, which is on this sweep's list. sparse: the sweep's list
@@ -1245,6 +1267,7 @@ void maxflow_cuda(const BatchedGridGraph& graph, std::uint8_t* source_side, std:
   a.exact_start = region && schedule.exact_start ? 1 : 0;
   a.bit_relax = region && schedule.bit_relax ? 1 : 0;
   a.relax_every = region ? schedule.relax_every : 0;
+  a.bit_bfs = region && schedule.bit_bfs ? 1 : 0;
 
   int device = 0;
   GRABCUT_CUDA_CHECK(cudaGetDevice(&device));

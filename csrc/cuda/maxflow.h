@@ -79,6 +79,10 @@ struct MaxflowSchedule {
   // (the model halves the rounds at 4 or 8; it pays where relaxations are cheap, with
   // bit_relax). Off until measured. >= 0.
   int relax_every = 0;
+  // With region heights: a global relabel's sweeps relax each tile by the same
+  // bit-parallel search (from its sinks and its halo's exits) instead of Jacobi steps
+  // of the block. Off until measured.
+  bool bit_bfs = false;
 };
 
 // Region heights with 16 rounds a visit and 16 push sweeps between relabels, with or

@@ -9,6 +9,7 @@
 //   GRABCUT_TEST_EXACT_START=0/1   MaxflowSchedule::exact_start
 //   GRABCUT_TEST_BIT_RELAX=0/1     MaxflowSchedule::bit_relax
 //   GRABCUT_TEST_RELAX_EVERY=N     MaxflowSchedule::relax_every (N >= 0)
+//   GRABCUT_TEST_BIT_BFS=0/1       MaxflowSchedule::bit_bfs
 #pragma once
 
 #include <cstdlib>
@@ -37,6 +38,8 @@ inline grabcut::cuda::MaxflowSchedule schedule_from_environment() {
   if (bits != nullptr) schedule.bit_relax = std::atoi(bits) != 0;
   const char* every = std::getenv("GRABCUT_TEST_RELAX_EVERY");
   if (every != nullptr && std::atoi(every) >= 0) schedule.relax_every = std::atoi(every);
+  const char* bfs = std::getenv("GRABCUT_TEST_BIT_BFS");
+  if (bfs != nullptr) schedule.bit_bfs = std::atoi(bfs) != 0;
   return schedule;
 }
 
