@@ -672,6 +672,7 @@ __device__ bool bfs_tile(const SolverArgs& a, int t, int sweep, bool first, Shar
     sh.h[1][i] = hv;
   });
   sh.h[0][me] = d;
+  __syncthreads();
   bool changed = false;
   if (kRegion && a.bit_bfs != 0) {
     // The downward relaxation's fixpoint from the stored labels is the exact in-tile
@@ -692,7 +693,6 @@ __device__ bool bfs_tile(const SolverArgs& a, int t, int sweep, bool first, Shar
     profile_add(a.header, kBitRelaxMismatches, static_cast<unsigned long long>(differ));
 #endif
   } else {
-    __syncthreads();
     changed = relax_to_fixpoint(sh, me, valid && !sink && mask != 0U, mask, d);
   }
   if (valid && (first || changed)) __stcg(a.height + p, d);
