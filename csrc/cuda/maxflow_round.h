@@ -164,9 +164,10 @@ __device__ __forceinline__ int push_sync_rounds(TileShared& sh, int local_rounds
     }
     // Region heights: a round that moved nothing ends on exact heights again (the
     // relabels of a stalled round only climb one step at a time towards them); so does
-    // every relax_every-th round (exact heights only rise above the rounds' labels,
-    // which are valid ones).
-    if (kRegion && (!any_pushed || (relax_every > 0 && (round + 1) % relax_every == 0))) {
+    // every relax_every-th round but the visit's last (exact heights only rise above the
+    // rounds' labels, which are valid ones).
+    const bool periodic = relax_every > 0 && (round + 1) % relax_every == 0 && round + 1 < local_rounds;
+    if (kRegion && (!any_pushed || periodic)) {
       hm = relax(ex, residual_mask(res));
       if (!__syncthreads_or(valid && ex > 0 && hm < kInf)) break;
     }
