@@ -181,6 +181,13 @@ struct Options {
   // their label (a valid lower bound; see the header). --relabel exact: the old one.
   bool relabel_capped = false;
   int relabel_cap = 12;
+  // --relabel-group G (with --relabel capped): a relabel sweep relaxes groups of G x G
+  // tiles, each group iterated to its own fixpoint between two grid barriers (the tiles
+  // of a group as the blocks of a thread-block cluster, exchanging their rims through
+  // distributed shared memory at a cluster barrier, --cost-cluster us each), so a wave
+  // crosses G tiles a sweep. 1: one tile a visit (the solver).
+  int relabel_group = 1;
+  double cost_cluster = 1.0;
   // --cut labels (with --parallel 1): the cut read from the labels of the relabel that
   // confirmed the end (exact, so kDInf marks the pixels that reach no sink), with no
   // pass of its own; --cut sweeps: a reachability pass over tiles, counted as before.
@@ -902,6 +909,118 @@ class RegionDischarge {
     return steps;
   }
 
+  // capped_labels with --relabel-group G > 1: the list holds groups of G x G tiles. A
+  // group's tiles read the labels of the sweep before outside the group and their
+  // group's latest inside it (label_ is written in place while the group iterates and
+  // restored after it, so later groups of the sweep see only the sweep before); a group
+  // iterates until no label inside it moved. Its cost: one load, then per iteration its
+  // slowest tile's steps and a cluster barrier.
+  bool capped_labels_grouped(Counts& c, int cap, std::vector<int>& height) {
+    const int g = o_.relabel_group;
+    const int groups_x = (tiles_x_ + g - 1) / g;
+    const int groups_y = (tiles_y_ + g - 1) / g;
+    const int b = 2 * o_.tile_w * o_.tile_h;
+    std::vector<int> list(static_cast<std::size_t>(groups_x * groups_y));
+    for (std::size_t i = 0; i < list.size(); ++i) list[i] = static_cast<int>(i);
+    std::vector<int> saved;
+    int sweeps = 0;
+    while (!list.empty()) {
+      if (cap > 0 && sweeps == cap) {
+        ++c.truncated;
+        for (int& d : label_) {
+          if (d >= kDInf) d = sweeps;
+        }
+        return true;
+      }
+      std::vector<int> next = label_;
+      std::vector<std::uint8_t> request(static_cast<std::size_t>(groups_x * groups_y), 0);
+      std::vector<double> cost;
+      for (const int grp : list) {
+        std::vector<int> members;
+        for (int ty = (grp / groups_x) * g; ty < std::min(tiles_y_, (grp / groups_x + 1) * g); ++ty) {
+          for (int tx = (grp % groups_x) * g; tx < std::min(tiles_x_, (grp % groups_x + 1) * g); ++tx) {
+            members.push_back(ty * tiles_x_ + tx);
+          }
+        }
+        std::vector<std::size_t> pixels;
+        for (const int t : members) {
+          const int x0 = (t % tiles_x_) * o_.tile_w;
+          const int y0 = (t / tiles_x_) * o_.tile_h;
+          for (int y = y0; y < std::min(h_, y0 + o_.tile_h); ++y) {
+            for (int x = x0; x < std::min(w_, x0 + o_.tile_w); ++x) pixels.push_back(pix(y, x));
+          }
+        }
+        saved.resize(pixels.size());
+        for (std::size_t i = 0; i < pixels.size(); ++i) saved[i] = label_[pixels[i]];
+        std::vector<std::uint8_t> tile_moved(members.size(), 0);
+        double group_cost = o_.cost_load;
+        for (bool first_iteration = true;; first_iteration = false) {
+          bool label_moved = false;
+          double slowest = 0;
+          for (std::size_t m = 0; m < members.size(); ++m) {
+            Tile s = load(members[m]);
+            bool changed = false;
+            int steps = 0;
+            if (sweeps == 0 && first_iteration) {
+              steps = relax(s);
+              changed = true;
+            } else {
+              for (int ly = 0; ly < o_.tile_h; ++ly) {
+                for (int lx = 0; lx < o_.tile_w; ++lx) {
+                  const auto i = static_cast<std::size_t>(s.at(ly, lx));
+                  if (s.inside[i] != 0U) s.height[i] = height[pix(s.y0 + ly, s.x0 + lx)];
+                }
+              }
+              steps = relax_from(s, changed);
+            }
+            slowest = std::max(slowest, o_.cost_step * steps);
+            if (!changed) continue;
+            for (int ly = 0; ly < o_.tile_h; ++ly) {
+              for (int lx = 0; lx < o_.tile_w; ++lx) {
+                const auto i = static_cast<std::size_t>(s.at(ly, lx));
+                if (s.inside[i] == 0U) continue;
+                const std::size_t p = pix(s.y0 + ly, s.x0 + lx);
+                height[p] = s.height[i];
+                const int d = s.height[i] >= kHInf ? kDInf : s.height[i] / b;
+                if (d != label_[p]) label_moved = true;
+                label_[p] = d;  // seen by the group's other tiles in its next iteration
+                next[p] = d;
+              }
+            }
+          }
+          group_cost += slowest + o_.cost_cluster;
+          if (!label_moved) break;
+        }
+        bool moved = false;
+        for (std::size_t i = 0; i < pixels.size(); ++i) {
+          if (label_[pixels[i]] != saved[i]) moved = true;
+          label_[pixels[i]] = saved[i];
+        }
+        cost.push_back(group_cost);
+        if (!moved) continue;
+        const int gx = grp % groups_x;
+        const int gy = grp / groups_x;
+        for (int dy = -1; dy <= 1; ++dy) {
+          for (int dx = -1; dx <= 1; ++dx) {
+            const int nx = gx + dx;
+            const int ny = gy + dy;
+            if (nx >= 0 && ny >= 0 && nx < groups_x && ny < groups_y) request[static_cast<std::size_t>(ny * groups_x + nx)] = 1;
+          }
+        }
+      }
+      label_ = std::move(next);
+      ++sweeps;
+      ++c.relabel_sweeps;
+      ++c.barriers;
+      c.time_us += phase_time(cost) + o_.cost_barrier;
+      list.clear();
+      for (std::size_t i = 0; i < request.size(); ++i) {
+        if (request[i] != 0U) list.push_back(static_cast<int>(i));
+      }
+    }
+    return false;
+  }
+
   // --relabel capped: the region labels by v0.13c's global relabel. The first sweep
   // relaxes every tile from its own sinks; each later sweep relaxes, from their current
   // heights, the tiles next to (or equal to) a tile whose heights moved in the sweep
@@ -921,6 +1040,7 @@ class RegionDischarge {
     for (std::size_t p = 0; p < label_.size(); ++p) {
       if (excess_[p] < 0) label_[p] = 0;
     }
+    if (o_.relabel_group > 1) return capped_labels_grouped(c, cap, height);
     std::vector<int> list(static_cast<std::size_t>(tiles));
     for (int t = 0; t < tiles; ++t) list[static_cast<std::size_t>(t)] = t;
     int sweeps = 0;
@@ -1142,6 +1262,11 @@ bool parse_option(const std::string& a, const char* value, Options& o) {
     o.relabel_capped = v == "capped";
   } else if (a == "--relabel-cap") {
     o.relabel_cap = std::stoi(v);
+  } else if (a == "--relabel-group") {
+    o.relabel_group = std::stoi(v);
+    if (o.relabel_group < 1) throw std::invalid_argument("--relabel-group: >= 1");
+  } else if (a == "--cost-cluster") {
+    o.cost_cluster = std::stod(v);
   } else if (a == "--cut") {
     if (v != "sweeps" && v != "labels") throw std::invalid_argument("--cut: sweeps or labels");
     o.cut_from_labels = v == "labels";
