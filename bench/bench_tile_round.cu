@@ -72,7 +72,7 @@
 // us per round = kernel time / R (the critical path of a grid-wide step). Each
 // kernel's registers and local (spill) bytes from cudaFuncGetAttributes.
 //
-//   bench_tile_round [--host-only] [--relax [--drop-arcs P] [--keep-sinks P]]
+//   bench_tile_round [--host-only] [--relax [--drop-arcs P] [--keep-sinks P] [--halo-classes N]]
 //                    [--heights global|tile] [--size N] [--seed S] [--runs N] [--emulate N]
 //                    [--advance N]
 // --advance N: the tiles as the reference leaves them after N rounds (the halo's heights
@@ -100,6 +100,12 @@
 //            down the column (Gauss-Seidel over the vertical arcs), then the horizontal
 //            and diagonal arcs from the neighbour columns' labels by shuffles; a warp vote
 //            ends it at the first step that changes nothing.
+//   C        the solver's bit-parallel search (relax_in_tile_bits): the tile's rows as 32-bit
+//            words in one warp, a level of the breadth-first search a few word operations,
+//            from the sinks, then from the halo's exits in increasing value. Exact where the
+//            halo's labels are region exits (multiples of kRegionStep): --heights tile, or
+//            --halo-classes N (every in-grid halo label drawn from N such values). Run only
+//            then; its latency rows take A's hardest tiles, ns/step divides by A's steps.
 // Each kernel's labels must equal the reference bit for bit, its step counts its schedule
 // run on the host (jacobi_model, column_model). Rows: every tile (throughput, ns per
 // tile), then the 1 x and 2 x SMs tiles with most steps under the kernel's own schedule
@@ -906,7 +912,10 @@ int thin_draw(unsigned seed, int t, int i, int what) {
 // cleared, each on its own) and keep_sinks (percent of sinks kept) thin the graph into
 // the winding residual paths of a solve's later relabels, a stress test of both
 // schedules and of their step counts. 0 and 100 leave the tile set's state as it is.
-RelaxSet make_relax(const TileSet& s, int drop_arcs = 0, int keep_sinks = 100, unsigned seed = 1) {
+// halo_classes N > 0: every in-grid halo pixel's label becomes (c + 1) * kRegionStep, c a
+// draw in 0..N-1: the exits of region heights, of N values (what relax_in_tile_bits needs).
+RelaxSet make_relax(const TileSet& s, int drop_arcs = 0, int keep_sinks = 100, unsigned seed = 1,
+                    int halo_classes = 0) {
   RelaxSet r;
   r.count = s.count;
   r.label.assign(static_cast<std::size_t>(s.count) * kPad, kInf);
@@ -921,6 +930,8 @@ RelaxSet make_relax(const TileSet& s, int drop_arcs = 0, int keep_sinks = 100, u
         const int i = y * kTileW + x;
         const bool sink = s.excess[tt * kPix + static_cast<std::size_t>(i)] < 0 && thin_draw(seed, t, i, 8) < keep_sinks;
         v = sink ? 0 : kInf;
+      } else if (halo_classes > 0 && v < kInf) {
+        v = (thin_draw(seed, t, slot, 9) % halo_classes + 1) * kRegionStep;
       }
       r.label[tt * kPad + static_cast<std::size_t>(slot)] = v;
     }
@@ -1555,6 +1566,38 @@ __global__ void __launch_bounds__(32 * kWarps) warp_relax_kernel(RelaxArgs a) {
   warp_relax(DeviceWarp{}, a, t);
 }
 
+// Kernel C of --relax: the solver's bit-parallel search (relax_in_tile_bits,
+// MaxflowSchedule::bit_relax and bit_bfs): a block of kThreads a tile, the search in its
+// first warp over the tile's rows as bit words. Exact only where the halo's finite labels
+// are multiples of kRegionStep (region heights' exits; --heights tile, --halo-classes).
+// Reports no steps.
+struct BitsShared {
+  int h[2][kPad];
+  unsigned int row_arcs[8][kTileH];
+  unsigned int row_sinks[kTileH];
+  int exit_height[kThreads];
+};
+
+__global__ void __launch_bounds__(kThreads, 2) bits_relax_kernel(RelaxArgs a) {
+  __shared__ BitsShared sh;
+  const long long t = blockIdx.x;
+  const int tid = static_cast<int>(threadIdx.x);
+  const int me = (tid / kTileW + 1) * kPadW + tid % kTileW + 1;
+  const int* lp = a.label + t * kPad;
+  const int d = lp[me];
+  const unsigned mask = a.mask[t * kPix + tid];
+  for (int i = tid; i < kPad; i += kThreads) {
+    const int py = i / kPadW;
+    const int px = i - py * kPadW;
+    if (py >= 1 && py <= kTileH && px >= 1 && px <= kTileW) continue;
+    sh.h[0][i] = lp[i];
+    sh.h[1][i] = lp[i];
+  }
+  const int got = grabcut::cuda::tile::relax_in_tile_bits(sh, true, tid, d == 0 ? -1LL : 0LL, mask);
+  a.out_label[t * kPix + tid] = got;
+  if (tid == 0) a.out_steps[t] = 0;
+}
+
 // ---------------------------------------------------------------- host side of the GPU runs
 template <typename T>
 class DeviceArray {
@@ -1737,6 +1780,7 @@ struct RelaxVariant {
   int threads;
   int tiles_per_block;
   RelaxResult (*model)(const RelaxSet&);  // its schedule on the host: the steps it must report
+  bool reports_steps = true;  // false: the model only picks the latency rows' tiles
 };
 
 void launch_relax(const RelaxVariant& v, const DeviceRelax& d) {
@@ -1748,18 +1792,21 @@ void launch_relax(const RelaxVariant& v, const DeviceRelax& d) {
 // The --relax table: every tile (throughput), then each kernel's own sms and 2 x sms
 // tiles with most steps (latency: each tile runs to its own fixpoint, so the kernel's
 // time is one relaxation's critical path).
-int relax_gpu(const RelaxSet& all_set, int runs) {
+int relax_gpu(const RelaxSet& all_set, int runs, bool region_exits) {
   int device = 0;
   GRABCUT_CUDA_CHECK(cudaGetDevice(&device));
   cudaDeviceProp prop{};
   GRABCUT_CUDA_CHECK(cudaGetDeviceProperties(&prop, device));
   const int sms = prop.multiProcessorCount;
   std::printf("device: %s, %d SMs\n", prop.name, sms);
-  const std::vector<RelaxVariant> kernels = {
+  std::vector<RelaxVariant> kernels = {
       {"A block", block_relax_kernel, kThreads, 1, jacobi_model},
       {"B warp x4", warp_relax_kernel<4>, 128, 4, column_model},
       {"B warp x1", warp_relax_kernel<1>, 32, 1, column_model},
   };
+  // C's latency rows take A's hardest tiles, and its ns/step divides by A's steps.
+  if (region_exits) kernels.push_back({"C bits", bits_relax_kernel, kThreads, 1, jacobi_model, false});
+  else std::printf("(kernel C left out: the halo's labels are not region exits; --heights tile or --halo-classes N)\n");
   long long mismatches = 0;
   std::printf("\n%-10s %-10s %5s %6s %4s %10s %9s %8s %8s %5s %6s %8s\n", "kernel", "rows", "tiles", "steps", "max",
               "median ms", "us/relax", "ns/tile", "ns/step", "regs", "local", "blocks/SM");
@@ -1781,7 +1828,7 @@ int relax_gpu(const RelaxSet& all_set, int runs) {
       launch_relax(v, dev);
       GRABCUT_CUDA_CHECK(cudaDeviceSynchronize());
       const std::string what = std::string(v.name) + (latency ? " latency " : " throughput ") + std::to_string(dev.count);
-      mismatches += compare_relax(what.c_str(), ref, &model, dev.download());
+      mismatches += compare_relax(what.c_str(), ref, v.reports_steps ? &model : nullptr, dev.download());
       const float ms = median_ms(runs, [&] { launch_relax(v, dev); });
       double mean = 0;
       int most = 0;
@@ -1811,7 +1858,8 @@ int relax_gpu(const RelaxSet& all_set, int runs) {
     std::printf("FAILED: %lld values differ from the host reference\n", mismatches);
     return 1;
   }
-  std::printf("all kernels' labels equal the host reference bit for bit, steps equal their host schedules\n");
+  std::printf("all kernels' labels equal the host reference bit for bit, steps equal their host schedules (C: A's "
+              "steps, not its own)\n");
   return 0;
 }
 #endif  // __CUDACC__
@@ -1826,20 +1874,21 @@ struct Options {
   bool relax = false;
   int drop_arcs = 0;
   int keep_sinks = 100;
+  int halo_classes = 0;
   int advance = 0;  // rounds the reference runs on every tile before the measured ones
 };
 
 int usage() {
-  std::fprintf(stderr, "usage: bench_tile_round [--host-only] [--relax [--drop-arcs P] [--keep-sinks P]]\n"
+  std::fprintf(stderr, "usage: bench_tile_round [--host-only] [--relax [--drop-arcs P] [--keep-sinks P] [--halo-classes N]]\n"
                "                        [--heights global|tile] [--size N] [--seed S] [--runs N] [--emulate N] [--advance N]\n");
   return 2;
 }
 
 // --relax: the in-tile relaxation's table (or, with --host-only, its host checks).
 int run_relax(const Options& o, const TileSet& tiles) {
-  const RelaxSet set = make_relax(tiles, o.drop_arcs, o.keep_sinks, o.seed);
+  const RelaxSet set = make_relax(tiles, o.drop_arcs, o.keep_sinks, o.seed, o.halo_classes);
   const RelaxResult ref = relax_reference(set);
-  const bool thinned = o.drop_arcs != 0 || o.keep_sinks != 100;
+  const bool thinned = o.drop_arcs != 0 || o.keep_sinks != 100 || o.halo_classes != 0;
   // The fixpoint is what make_tiles put in the interior: the global BFS distances
   // (global heights) or the in-tile distances with the halo at B (tile heights).
   RelaxResult built;
@@ -1862,7 +1911,11 @@ int run_relax(const Options& o, const TileSet& tiles) {
     sinks += ref.label[i] == 0 ? 1 : 0;
     reached += ref.label[i] < kInf ? 1 : 0;
   }
-  if (thinned) std::printf("thinned: %d%% of the arcs dropped, %d%% of the sinks kept\n", o.drop_arcs, o.keep_sinks);
+  if (thinned) {
+    std::printf("thinned: %d%% of the arcs dropped, %d%% of the sinks kept, halo labels in %d region classes (0: as "
+                "built)\n",
+                o.drop_arcs, o.keep_sinks, o.halo_classes);
+  }
   std::printf("in-tile relaxation: sinks %lld, pixels with a finite label %lld of %zu; host schedules equal the "
               "reference (Dijkstra)\n",
               sinks, reached, ref.label.size());
@@ -1905,7 +1958,14 @@ int run_relax(const Options& o, const TileSet& tiles) {
     return 0;
   }
 #ifdef __CUDACC__
-  return relax_gpu(set, o.runs);
+  // Kernel C needs region exits: every finite halo label a multiple of kRegionStep.
+  bool region_exits = true;
+  for (std::size_t i = 0; i < set.label.size(); ++i) {
+    const int slot = static_cast<int>(i % kPad);
+    const bool interior = in_tile(slot % kPadW - 1, slot / kPadW - 1);
+    if (!interior && set.label[i] < kInf && set.label[i] % kRegionStep != 0) region_exits = false;
+  }
+  return relax_gpu(set, o.runs, region_exits);
 #else
   std::fprintf(stderr, "bench_tile_round: built without CUDA, only --host-only runs\n");
   return 2;
@@ -1925,6 +1985,8 @@ int run(int argc, char** argv) {
       o.drop_arcs = std::clamp(std::atoi(argv[++i]), 0, 100);
     } else if (arg == "--keep-sinks" && has_value) {
       o.keep_sinks = std::clamp(std::atoi(argv[++i]), 0, 100);
+    } else if (arg == "--halo-classes" && has_value) {
+      o.halo_classes = std::clamp(std::atoi(argv[++i]), 0, 64);
     } else if (arg == "--heights" && has_value) {
       const std::string v = argv[++i];
       if (v != "global" && v != "tile") return usage();

@@ -262,8 +262,9 @@ if [[ " $STEPS " == *" roundbench "* ]]; then
       timeout 240 build-gpu/bench_tile_round --heights $heights 2>&1 | tee "$LOGS/roundbench_$heights.log"
       [[ ${PIPESTATUS[0]} -eq 0 ]] || status=1
     done
-    # The in-tile relaxation (bfs_tile's Jacobi steps against a warp's column passes), on
-    # the same tiles, then thinned into longer residual paths.
+    # The in-tile relaxation (bfs_tile's Jacobi steps against a warp's column passes and,
+    # where the halo holds region exits, the bit-parallel search), on the same tiles, then
+    # thinned into longer residual paths.
     for heights in global tile; do
       timeout 120 build-gpu/bench_tile_round --relax --heights $heights 2>&1 | tee "$LOGS/roundbench_relax_$heights.log"
       [[ ${PIPESTATUS[0]} -eq 0 ]] || status=1
@@ -273,6 +274,10 @@ if [[ " $STEPS " == *" roundbench "* ]]; then
         | tee "$LOGS/roundbench_relax_thin_$heights.log"
       [[ ${PIPESTATUS[0]} -eq 0 ]] || status=1
     done
+    # The bit-parallel search (kernel C) against exits of several region values.
+    timeout 120 build-gpu/bench_tile_round --relax --halo-classes 4 --drop-arcs 30 --keep-sinks 10 2>&1 \
+      | tee "$LOGS/roundbench_relax_classes.log"
+    [[ ${PIPESTATUS[0]} -eq 0 ]] || status=1
   fi
 fi
 
