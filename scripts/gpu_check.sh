@@ -16,6 +16,11 @@
 #                                 heights, every kernel checked against a host reference
 #                                 (then --relax: the in-tile BFS relaxation, block Jacobi
 #                                 steps against a warp's column passes)
+#   relaxcheck                    torch-free, built alone (issue 33): the bit-parallel in-tile
+#                                 search (MaxflowSchedule::bit_relax, bit_bfs) against the host's
+#                                 Dijkstra and timed against Jacobi steps (bench_tile_round
+#                                 --relax, kernel C), then the max-flow and driver tests under the
+#                                 experimental schedule bits (RELAX_MODES picks some)
 #   realimages                    torch-free, built alone: GrabCut-50 scaled to 1024x1024, each
 #                                 image under the MaxflowSchedules that GRABCUT_BENCH_SCHEDULES picks side by side
 #                                 (median, p90, slowest), then at native sizes as one batch,
@@ -30,7 +35,8 @@
 #                                 (bench/cpu_bench.py --dump), each solved cold under the
 #                                 schedules (default: v0.13c's, region heights with and
 #                                 without the checkerboard): ms and grid-wide barriers per
-#                                 image, median, p90, most (needs build); PHASES=1 with
+#                                 image, median, p90, most (builds a CPU-only extension for the
+#                                 graphs when the build step does not run); PHASES=1 with
 #                                 seggraphs and gcgraphs: each solve's phase profile too
 #   cpubatch                      the CPU backend on this machine's cores (issue 21): one list
 #                                 call of GrabCut-50 scaled to 1 MP, 1 thread against all; the
@@ -297,13 +303,41 @@ fi
 
 if [[ " $STEPS " == *" gcgraphs "* ]]; then
   step "GrabCut-50's first graphs at 1 MP, cold, under each max-flow schedule: time and grid-wide barriers per image (issue 33)"
+  # The graphs come from the CPU pipeline: without the build step, a CPU-only extension
+  # (minutes less than the CUDA one) built beside the benchmark.
+  ext_pid=
+  if [[ " $STEPS " != *" build "* ]]; then
+    TORCHGRABCUT_CUDA=0 TORCHGRABCUT_TEST_HOOKS=1 MAX_JOBS=4 python3 setup.py -q build_ext --inplace \
+      > "$LOGS/gcgraphs_ext.log" 2>&1 &
+    ext_pid=$!
+  fi
   build_gpu "$LOGS/gcgraphs_build.log" "$GRAPHS_BENCH"
-  # The graphs come from the Python bench (the extension must be built: STEPS="build gcgraphs").
+  if [[ -n $ext_pid ]]; then wait "$ext_pid" || { tail -20 "$LOGS/gcgraphs_ext.log"; status=1; }; fi
   python3 bench/cpu_bench.py --dump /tmp/gcgraphs --images "${GC_IMAGES:-50}" --sizes 1 --grabcut50 data/grabcut50 \
     > "$LOGS/gcgraphs_dump.log" 2>&1 || { tail -5 "$LOGS/gcgraphs_dump.log"; status=1; }
   GRABCUT_BENCH_SCHEDULES=${GRABCUT_BENCH_SCHEDULES:-q0c12r12g,q0c12r16gR,q0c12r16gRC} \
     timeout 400 "build-gpu/$GRAPHS_BENCH" graphs /tmp/gcgraphs/*.tgcg 2>&1 | tee "$LOGS/gcgraphs.log" | tail -20
   [[ ${PIPESTATUS[0]} -eq 0 ]] || status=1
+fi
+
+if [[ " $STEPS " == *" relaxcheck "* ]]; then
+  step "the bit-parallel in-tile search checked and timed; the max-flow tests under the schedule bits (issue 33)"
+  build_gpu "$LOGS/relaxcheck_build.log" bench_tile_round cuda_tests
+  for args in "--heights tile" "--halo-classes 4 --drop-arcs 30 --keep-sinks 10" "--heights tile --drop-arcs 40 --keep-sinks 2"; do
+    echo "bench_tile_round --relax $args:"
+    timeout 60 build-gpu/bench_tile_round --relax $args --runs 9 > "$LOGS/relaxcheck_${args// /_}.log" 2>&1 || status=1
+    grep -E "^(A|B|C) |FAIL|MISMATCH|equal|left out" "$LOGS/relaxcheck_${args// /_}.log" | head -14
+  done
+  # Each mode: region checkerboard exact_start bit_relax relax_every bit_bfs (GRABCUT_TEST_*).
+  for mode in ${RELAX_MODES:-1,0,0,1,0,1 1,1,0,1,3,1 1,0,1,0,4,0}; do
+    IFS=, read -r region cb exact bits every bfs <<< "$mode"
+    GRABCUT_TEST_REGION=$region GRABCUT_TEST_CHECKERBOARD=$cb GRABCUT_TEST_EXACT_START=$exact GRABCUT_TEST_BIT_RELAX=$bits \
+      GRABCUT_TEST_RELAX_EVERY=$every GRABCUT_TEST_BIT_BFS=$bfs timeout 120 build-gpu/cuda_tests --gtest_brief=1 \
+      --gtest_filter='MaxflowCuda.*:OddSizesMaxflow.*:Driver.*:-MaxflowCuda.EverySchedule:Driver.EveryScheduleMatchesCpu' \
+      > "$LOGS/relaxcheck_tests_${mode//,/}.log" 2>&1 || status=1
+    echo "region $region, checkerboard $cb, exact_start $exact, bit_relax $bits, relax_every $every, bit_bfs $bfs:"
+    grep -E "PASSED|FAILED" "$LOGS/relaxcheck_tests_${mode//,/}.log" | tail -6
+  done
 fi
 
 if [[ " $STEPS " == *" realimages "* ]]; then
