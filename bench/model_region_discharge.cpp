@@ -909,6 +909,52 @@ class RegionDischarge {
     return steps;
   }
 
+  // A relabel stopped at its cap after `sweeps` sweeps: the labels it did not reach take
+  // the number of sweeps (see capped_labels).
+  void stop_at_cap(Counts& c, int sweeps) {
+    ++c.truncated;
+    for (int& d : label_) {
+      if (d >= kDInf) d = sweeps;
+    }
+  }
+
+  // The tile's interior heights from the relabel's array (their values of the sweep before).
+  Tile& with_heights(Tile& s, const std::vector<int>& height) const {
+    for (int ly = 0; ly < o_.tile_h; ++ly) {
+      for (int lx = 0; lx < o_.tile_w; ++lx) {
+        const auto i = static_cast<std::size_t>(s.at(ly, lx));
+        if (s.inside[i] != 0U) s.height[i] = height[pix(s.y0 + ly, s.x0 + lx)];
+      }
+    }
+    return s;
+  }
+
+  // Block b of a blocks_x x blocks_y grid (tiles or groups) and its 8 neighbours go on the
+  // next sweep's list.
+  static void request_block_and_neighbours(std::vector<std::uint8_t>& request, int b, int blocks_x, int blocks_y) {
+    for (int dy = -1; dy <= 1; ++dy) {
+      for (int dx = -1; dx <= 1; ++dx) {
+        const int nx = b % blocks_x + dx;
+        const int ny = b / blocks_x + dy;
+        if (nx >= 0 && ny >= 0 && nx < blocks_x && ny < blocks_y) request[static_cast<std::size_t>(ny * blocks_x + nx)] = 1;
+      }
+    }
+  }
+
+  // A relabel sweep ends: its labels become current, it costs its slowest block and a
+  // grid barrier, and the requested blocks make the next sweep's list.
+  void end_relabel_sweep(Counts& c, const std::vector<double>& cost, std::vector<int>& next,
+                         const std::vector<std::uint8_t>& request, std::vector<int>& list) {
+    label_ = std::move(next);
+    ++c.relabel_sweeps;
+    ++c.barriers;
+    c.time_us += phase_time(cost) + o_.cost_barrier;
+    list.clear();
+    for (std::size_t i = 0; i < request.size(); ++i) {
+      if (request[i] != 0U) list.push_back(static_cast<int>(i));
+    }
+  }
+
   // capped_labels with --relabel-group G > 1: the list holds groups of G x G tiles. A
   // group's tiles read the labels of the sweep before outside the group and their
   // group's latest inside it (label_ is written in place while the group iterates and
@@ -926,10 +972,7 @@ class RegionDischarge {
     int sweeps = 0;
     while (!list.empty()) {
       if (cap > 0 && sweeps == cap) {
-        ++c.truncated;
-        for (int& d : label_) {
-          if (d >= kDInf) d = sweeps;
-        }
+        stop_at_cap(c, sweeps);
         return true;
       }
       std::vector<int> next = label_;
@@ -965,13 +1008,7 @@ class RegionDischarge {
               steps = relax(s);
               changed = true;
             } else {
-              for (int ly = 0; ly < o_.tile_h; ++ly) {
-                for (int lx = 0; lx < o_.tile_w; ++lx) {
-                  const auto i = static_cast<std::size_t>(s.at(ly, lx));
-                  if (s.inside[i] != 0U) s.height[i] = height[pix(s.y0 + ly, s.x0 + lx)];
-                }
-              }
-              steps = relax_from(s, changed);
+              steps = relax_from(with_heights(s, height), changed);
             }
             slowest = std::max(slowest, o_.cost_step * steps);
             if (!changed) continue;
@@ -998,25 +1035,10 @@ class RegionDischarge {
         }
         cost.push_back(group_cost);
         if (!moved) continue;
-        const int gx = grp % groups_x;
-        const int gy = grp / groups_x;
-        for (int dy = -1; dy <= 1; ++dy) {
-          for (int dx = -1; dx <= 1; ++dx) {
-            const int nx = gx + dx;
-            const int ny = gy + dy;
-            if (nx >= 0 && ny >= 0 && nx < groups_x && ny < groups_y) request[static_cast<std::size_t>(ny * groups_x + nx)] = 1;
-          }
-        }
+        request_block_and_neighbours(request, grp, groups_x, groups_y);
       }
-      label_ = std::move(next);
+      end_relabel_sweep(c, cost, next, request, list);
       ++sweeps;
-      ++c.relabel_sweeps;
-      ++c.barriers;
-      c.time_us += phase_time(cost) + o_.cost_barrier;
-      list.clear();
-      for (std::size_t i = 0; i < request.size(); ++i) {
-        if (request[i] != 0U) list.push_back(static_cast<int>(i));
-      }
     }
     return false;
   }
@@ -1046,10 +1068,7 @@ class RegionDischarge {
     int sweeps = 0;
     while (!list.empty()) {
       if (cap > 0 && sweeps == cap) {
-        ++c.truncated;
-        for (int& d : label_) {
-          if (d >= kDInf) d = sweeps;
-        }
+        stop_at_cap(c, sweeps);
         return true;
       }
       std::vector<int> next = label_;
@@ -1063,13 +1082,7 @@ class RegionDischarge {
           steps = relax(s);
           changed = true;
         } else {
-          for (int ly = 0; ly < o_.tile_h; ++ly) {
-            for (int lx = 0; lx < o_.tile_w; ++lx) {
-              const auto i = static_cast<std::size_t>(s.at(ly, lx));
-              if (s.inside[i] != 0U) s.height[i] = height[pix(s.y0 + ly, s.x0 + lx)];
-            }
-          }
-          steps = relax_from(s, changed);
+          steps = relax_from(with_heights(s, height), changed);
         }
         cost.push_back(o_.cost_load + o_.cost_step * steps);
         if (!changed) continue;
@@ -1086,25 +1099,10 @@ class RegionDischarge {
         }
         // Only a label that moved changes what the neighbours see in their halo.
         if (!moved) continue;
-        const int tx = t % tiles_x_;
-        const int ty = t / tiles_x_;
-        for (int dy = -1; dy <= 1; ++dy) {
-          for (int dx = -1; dx <= 1; ++dx) {
-            const int nx = tx + dx;
-            const int ny = ty + dy;
-            if (nx >= 0 && ny >= 0 && nx < tiles_x_ && ny < tiles_y_) request[static_cast<std::size_t>(ny * tiles_x_ + nx)] = 1;
-          }
-        }
+        request_block_and_neighbours(request, t, tiles_x_, tiles_y_);
       }
-      label_ = std::move(next);
+      end_relabel_sweep(c, cost, next, request, list);
       ++sweeps;
-      ++c.relabel_sweeps;
-      ++c.barriers;
-      c.time_us += phase_time(cost) + o_.cost_barrier;
-      list.clear();
-      for (int t = 0; t < tiles; ++t) {
-        if (request[static_cast<std::size_t>(t)] != 0U) list.push_back(t);
-      }
     }
     return false;
   }
