@@ -99,7 +99,8 @@
 //            --inner jacobi|gs|levels (jacobi: synchronous rounds; gs: line passes;
 //            levels: passes of levels)  --cost-pass US  --cost-level US
 //            --level-relabel exact|local  --relabel exact|capped  --relabel-cap C (12)
-//            --stall-relabel S (0)  --cut sweeps|labels
+//            --stall-relabel S (0)  --cut sweeps|labels  --relabel-group G (1)  --cost-cluster US (1)
+//            --check-scratch 0|1 (1: every relabel tile visit checked against a relaxation from scratch)
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
@@ -192,6 +193,10 @@ struct Options {
   // confirmed the end (exact, so kDInf marks the pixels that reach no sink), with no
   // pass of its own; --cut sweeps: a reachability pass over tiles, counted as before.
   bool cut_from_labels = false;
+  // --check-scratch: every relabel tile visit's heights, relaxed down from the stored ones,
+  // are checked against a relaxation from scratch (sinks and halo only) against the same
+  // halo: MaxflowSchedule::bit_bfs computes the latter (throws if they differ).
+  bool check_scratch = false;
   // --stall-relabel S: a global relabel whenever the count of active tiles has not set
   // a new low for S sweeps (0: never).
   int stall_relabel = 0;
@@ -909,6 +914,19 @@ class RegionDischarge {
     return steps;
   }
 
+  // --check-scratch: s (a relabel's tile, relaxed down from its stored heights) against
+  // the same tile relaxed from scratch.
+  void check_against_scratch(const Tile& s) const {
+    if (!o_.check_scratch) return;
+    Tile fresh = s;
+    relax(fresh);
+    for (std::size_t i = 0; i < s.height.size(); ++i) {
+      if (s.inside[i] != 0U && s.height[i] != fresh.height[i]) {
+        throw std::logic_error("--check-scratch: a relabel tile's heights differ from a relaxation from scratch");
+      }
+    }
+  }
+
   // A relabel stopped at its cap after `sweeps` sweeps: the labels it did not reach take
   // the number of sweeps (see capped_labels).
   void stop_at_cap(Counts& c, int sweeps) {
@@ -995,7 +1013,6 @@ class RegionDischarge {
         }
         saved.resize(pixels.size());
         for (std::size_t i = 0; i < pixels.size(); ++i) saved[i] = label_[pixels[i]];
-        std::vector<std::uint8_t> tile_moved(members.size(), 0);
         double group_cost = o_.cost_load;
         for (bool first_iteration = true;; first_iteration = false) {
           bool label_moved = false;
@@ -1009,6 +1026,7 @@ class RegionDischarge {
               changed = true;
             } else {
               steps = relax_from(with_heights(s, height), changed);
+              check_against_scratch(s);
             }
             slowest = std::max(slowest, o_.cost_step * steps);
             if (!changed) continue;
@@ -1083,6 +1101,7 @@ class RegionDischarge {
           changed = true;
         } else {
           steps = relax_from(with_heights(s, height), changed);
+          check_against_scratch(s);
         }
         cost.push_back(o_.cost_load + o_.cost_step * steps);
         if (!changed) continue;
@@ -1265,6 +1284,8 @@ bool parse_option(const std::string& a, const char* value, Options& o) {
     if (o.relabel_group < 1) throw std::invalid_argument("--relabel-group: >= 1");
   } else if (a == "--cost-cluster") {
     o.cost_cluster = std::stod(v);
+  } else if (a == "--check-scratch") {
+    o.check_scratch = std::stoi(v) != 0;
   } else if (a == "--cut") {
     if (v != "sweeps" && v != "labels") throw std::invalid_argument("--cut: sweeps or labels");
     o.cut_from_labels = v == "labels";
