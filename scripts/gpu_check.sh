@@ -16,6 +16,10 @@
 #                                 heights, every kernel checked against a host reference
 #                                 (then --relax: the in-tile BFS relaxation, block Jacobi
 #                                 steps against a warp's column passes)
+#   segbatch                      issue 36's batch: SEG_IMAGES (8) photos' segmentation graphs at
+#                                 256x256 cycled to 512 graphs, one cold solve under the
+#                                 GRABCUT_BENCH_SCHEDULES schedules, 4- and 8-connected, cuts
+#                                 checked against the CPU solver (PHASES=1: the profile)
 #   relaxcheck                    torch-free, built alone (issue 33): the bit-parallel in-tile
 #                                 search (MaxflowSchedule::bit_relax, bit_bfs) against the host's
 #                                 Dijkstra and timed against Jacobi steps (bench_tile_round
@@ -29,7 +33,7 @@
 #   seggraphs                     issue 36's segmentation graphs (bench/mincut_bench.py --dump,
 #                                 SEG_IMAGES photos, 4- and 8-connected, 1024x1024) solved cold
 #                                 by bench_maxflow_cuda under the GRABCUT_BENCH_SCHEDULES
-#                                 schedules, cuts checked against the CPU solver (needs build)
+#                                 schedules, cuts checked against the CPU solver
 #   gcgraphs                      issue 33's per-image figures: the first graph of GrabCut on
 #                                 GC_IMAGES GrabCut-50 photos (default 50) at 1 MP
 #                                 (bench/cpu_bench.py --dump), each solved cold under the
@@ -92,6 +96,21 @@ build_gpu() {
   cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release -DGRABCUT_CUDA=ON -DGRABCUT_GTEST_SOURCE="$PWD/.gtest" \
     > "$log" 2>&1 && cmake --build build-gpu -j 16 ${targets[@]+"${targets[@]}"} >> "$log" 2>&1 \
     || { tail -40 "$log"; status=1; return 1; }
+}
+
+# The graph-file steps dump their graphs from the CPU pipeline: without the build step, a
+# CPU-only extension (minutes less than the CUDA one) is built in the background
+# (start_cpu_extension LOG), and waited for before the dump (wait_cpu_extension LOG).
+ext_pid=
+start_cpu_extension() {
+  ext_pid=
+  [[ " $STEPS " == *" build "* ]] && return 0
+  TORCHGRABCUT_CUDA=0 TORCHGRABCUT_TEST_HOOKS=1 MAX_JOBS=4 python3 setup.py -q build_ext --inplace > "$1" 2>&1 &
+  ext_pid=$!
+}
+wait_cpu_extension() {
+  if [[ -n $ext_pid ]]; then wait "$ext_pid" || { tail -20 "$1"; status=1; }; fi
+  ext_pid=
 }
 
 nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,memory.used --format=csv,noheader || true
@@ -293,8 +312,9 @@ GRAPHS_BENCH=bench_maxflow_cuda
 [[ ${PHASES:-0} == 1 ]] && GRAPHS_BENCH=bench_maxflow_cuda_phases
 if [[ " $STEPS " == *" seggraphs "* ]]; then
   step "issue 36's 1 MP segmentation graphs under each max-flow schedule (torch-free solve)"
+  start_cpu_extension "$LOGS/seggraphs_ext.log"
   build_gpu "$LOGS/seggraphs_build.log" "$GRAPHS_BENCH"
-  # The graphs come from the Python bench (the extension must be built: STEPS="build seggraphs").
+  wait_cpu_extension "$LOGS/seggraphs_ext.log"
   python3 bench/mincut_bench.py --dump /tmp/seggraphs --images "${SEG_IMAGES:-6}" --grabcut50 data/grabcut50 > "$LOGS/seggraphs_dump.log" 2>&1 \
     || { tail -5 "$LOGS/seggraphs_dump.log"; status=1; }
   timeout 300 "build-gpu/$GRAPHS_BENCH" graphs /tmp/seggraphs/*.tgcg 2>&1 | tee "$LOGS/seggraphs.log" | tail -16
@@ -303,21 +323,29 @@ fi
 
 if [[ " $STEPS " == *" gcgraphs "* ]]; then
   step "GrabCut-50's first graphs at 1 MP, cold, under each max-flow schedule: time and grid-wide barriers per image (issue 33)"
-  # The graphs come from the CPU pipeline: without the build step, a CPU-only extension
-  # (minutes less than the CUDA one) built beside the benchmark.
-  ext_pid=
-  if [[ " $STEPS " != *" build "* ]]; then
-    TORCHGRABCUT_CUDA=0 TORCHGRABCUT_TEST_HOOKS=1 MAX_JOBS=4 python3 setup.py -q build_ext --inplace \
-      > "$LOGS/gcgraphs_ext.log" 2>&1 &
-    ext_pid=$!
-  fi
+  start_cpu_extension "$LOGS/gcgraphs_ext.log"
   build_gpu "$LOGS/gcgraphs_build.log" "$GRAPHS_BENCH"
-  if [[ -n $ext_pid ]]; then wait "$ext_pid" || { tail -20 "$LOGS/gcgraphs_ext.log"; status=1; }; fi
+  wait_cpu_extension "$LOGS/gcgraphs_ext.log"
   python3 bench/cpu_bench.py --dump /tmp/gcgraphs --images "${GC_IMAGES:-50}" --sizes 1 --grabcut50 data/grabcut50 \
     > "$LOGS/gcgraphs_dump.log" 2>&1 || { tail -5 "$LOGS/gcgraphs_dump.log"; status=1; }
   GRABCUT_BENCH_SCHEDULES=${GRABCUT_BENCH_SCHEDULES:-q0c12r12g,q0c12r16gR,q0c12r16gRC} \
     timeout 400 "build-gpu/$GRAPHS_BENCH" graphs /tmp/gcgraphs/*.tgcg 2>&1 | tee "$LOGS/gcgraphs.log" | tail -20
   [[ ${PIPESTATUS[0]} -eq 0 ]] || status=1
+fi
+
+if [[ " $STEPS " == *" segbatch "* ]]; then
+  step "issue 36's batch: 512 segmentation graphs of 256x256 in one cold solve, 4- and 8-connected, under each schedule"
+  start_cpu_extension "$LOGS/segbatch_ext.log"
+  build_gpu "$LOGS/segbatch_build.log" "$GRAPHS_BENCH"
+  wait_cpu_extension "$LOGS/segbatch_ext.log"
+  python3 bench/mincut_bench.py --dump /tmp/segbatch --images "${SEG_IMAGES:-8}" --size 256 --grabcut50 data/grabcut50 \
+    > "$LOGS/segbatch_dump.log" 2>&1 || { tail -5 "$LOGS/segbatch_dump.log"; status=1; }
+  for conn in 4 8; do
+    echo "${conn}-connected:"
+    GRABCUT_BENCH_SCHEDULES=${GRABCUT_BENCH_SCHEDULES:-q0c12r12g,q0c12r16gRC,q0c12r16gR} \
+      timeout 200 "build-gpu/$GRAPHS_BENCH" batch 512 /tmp/segbatch/*-$conn.tgcg 2>&1 | tee "$LOGS/segbatch_$conn.log" | tail -14
+    [[ ${PIPESTATUS[0]} -eq 0 ]] || status=1
+  done
 fi
 
 if [[ " $STEPS " == *" relaxcheck "* ]]; then
