@@ -82,17 +82,17 @@ __device__ __forceinline__ int relax_in_tile(TileShared& sh, bool valid, int tid
 
 // relax_in_tile's result (the exact in-tile region heights against the frozen halo, in
 // both label buffers on return; this thread's returned) by a breadth-first search in one
-// warp over bit rows (MaxflowSchedule::bit_relax; bit_bfs in a relabel's sweeps). The heights are the least over a
-// pixel's residual paths of (the value where the path leaves: 0 at a sink, one above the
-// halo pixel it steps into) + the steps before it. Values differ by multiples of
-// kRegionStep between exits (halo heights are (D + 1) * kRegionStep, halo_height) and a
-// path inside the tile has fewer than kThreads < kRegionStep steps, so the least value
-// wins whatever the steps: a search from the sinks first, then from the exits of the
-// lowest value left, and so on, each claiming only pixels not yet reached, gives every
-// pixel its exact height. A level of the search is, for each row r (lane r of warp 0),
-// the pixels of r with a residual arc in some direction k into the last level's pixels
-// (row r + dy_k, shifted by dx_k) that no level reached before. Not inlined: inlined, its
-// registers add spills to the push visit's path (ptxas: 276 against 248 bytes stored).
+// warp over bit rows (MaxflowSchedule::bit_relax; bit_bfs in a relabel's sweeps). The
+// heights are the least over a pixel's residual paths of (the value where the path
+// leaves: 0 at a sink, one above the halo pixel it steps into) + the steps before it.
+// Values differ by multiples of kRegionStep between exits (halo heights are (D + 1) *
+// kRegionStep, halo_height) and a path inside the tile has fewer than kThreads <
+// kRegionStep steps, so the least value wins whatever the steps: a search from the sinks
+// first, then from the exits of the lowest value left, and so on, each claiming only
+// pixels not yet reached, gives every pixel its exact height. A level of the search is,
+// for each row r (lane r of warp 0), the pixels of r with a residual arc in some
+// direction k into the last level's pixels (row r + dy_k, shifted by dx_k) that no level
+// reached before. Not inlined: inlined, its registers add spills to the push visit's path.
 template <class TileShared>
 __device__ __noinline__ int relax_in_tile_bits(TileShared& sh, bool valid, int tid, long long ex, unsigned int mask) {
   const int lx = tid % kTileW;
