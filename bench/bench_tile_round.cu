@@ -1569,7 +1569,8 @@ __global__ void __launch_bounds__(32 * kWarps) warp_relax_kernel(RelaxArgs a) {
 // Kernel C of --relax: the solver's bit-parallel search (relax_in_tile_bits,
 // MaxflowSchedule::bit_relax and bit_bfs): a block of kThreads a tile, the search in its
 // first warp over the tile's rows as bit words. Exact only where the halo's finite labels
-// are multiples of kRegionStep (region heights' exits; --heights tile, --halo-classes).
+// are positive multiples of kRegionStep (region heights' exits; --heights tile,
+// --halo-classes).
 // Reports no steps.
 struct BitsShared {
   int h[2][kPad];
@@ -1958,12 +1959,13 @@ int run_relax(const Options& o, const TileSet& tiles) {
     return 0;
   }
 #ifdef __CUDACC__
-  // Kernel C needs region exits: every finite halo label a multiple of kRegionStep.
+  // Kernel C needs region exits: every finite halo label a positive multiple of kRegionStep.
   bool region_exits = true;
   for (std::size_t i = 0; i < set.label.size(); ++i) {
     const int slot = static_cast<int>(i % kPad);
+    const int v = set.label[i];
     const bool interior = in_tile(slot % kPadW - 1, slot / kPadW - 1);
-    if (!interior && set.label[i] < kInf && set.label[i] % kRegionStep != 0) region_exits = false;
+    if (!interior && v < kInf && (v < kRegionStep || v % kRegionStep != 0)) region_exits = false;
   }
   return relax_gpu(set, o.runs, region_exits);
 #else
