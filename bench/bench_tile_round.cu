@@ -106,6 +106,8 @@
 //            halo's labels are region exits (multiples of kRegionStep): --heights tile, or
 //            --halo-classes N (every in-grid halo label drawn from N such values). Run only
 //            then; its latency rows take A's hardest tiles, ns/step divides by A's steps.
+//            With --host-only, a word-for-word host port of the search (bits_model) is
+//            checked against the reference instead (ctest bench_tile_round_relax_host).
 // Each kernel's labels must equal the reference bit for bit, its step counts its schedule
 // run on the host (jacobi_model, column_model). Rows: every tile (throughput, ns per
 // tile), then the 1 x and 2 x SMs tiles with most steps under the kernel's own schedule
@@ -1103,6 +1105,104 @@ RelaxResult column_model(const RelaxSet& in) {
 
 // Counts the labels that differ from the reference's and, where `steps` is given, the
 // step counts that differ from it; prints the first few.
+// Kernel C's search (relax_in_tile_bits) ported to the host, word for word, a row of the
+// tile a 32-bit word: levels of a breadth-first search from the sinks, then from the
+// rim's exits of the lowest value left, each claiming only unreached pixels. Checks the
+// algorithm against Dijkstra where no GPU runs (the GPU rows check the device code);
+// steps: the levels, exit classes included. Needs region exits (region_exits_only).
+RelaxResult bits_model(const RelaxSet& in) {
+  static_assert(kTileW == 32, "a row of the tile is one 32-bit word");
+  RelaxResult out;
+  out.resize(in.count);
+  for (int t = 0; t < in.count; ++t) {
+    const auto tt = static_cast<std::size_t>(t);
+    const int* lab = in.label.data() + tt * kPad;
+    std::array<std::array<std::uint32_t, kTileH>, 8> arcs{};
+    std::array<std::uint32_t, kTileH> front{};
+    std::array<int, kPix> exit_height{};
+    std::array<int, kPix> label{};
+    label.fill(kInf);
+    for (int i = 0; i < kPix; ++i) {
+      const int x = i % kTileW;
+      const int y = i / kTileW;
+      const unsigned m = in.mask[tt * kPix + static_cast<std::size_t>(i)];
+      for (int k = 0; k < 8; ++k) {
+        if ((m >> k & 1U) != 0U) arcs[static_cast<std::size_t>(k)][static_cast<std::size_t>(y)] |= 1U << x;
+      }
+      const bool sink = lab[pad_slot(x, y)] == 0;
+      if (sink) front[static_cast<std::size_t>(y)] |= 1U << x;
+      int e = kInf;
+      for (int k = 0; k < 8 && !sink; ++k) {
+        const int nx = x + dir_dx(k);
+        const int ny = y + dir_dy(k);
+        if ((m >> k & 1U) != 0U && !in_tile(nx, ny)) e = std::min(e, lab[pad_slot(nx, ny)] + 1);
+      }
+      exit_height[static_cast<std::size_t>(i)] = std::min(e, kInf);
+    }
+    std::array<std::uint32_t, kTileH> reached{};
+    int value = 0;
+    int steps = 0;
+    for (;;) {
+      for (int y = 0; y < kTileH; ++y) front[static_cast<std::size_t>(y)] &= ~reached[static_cast<std::size_t>(y)];
+      for (int level = 0;; ++level) {
+        bool any = false;
+        for (std::uint32_t f : front) any = any || f != 0U;
+        if (!any) break;
+        ++steps;
+        std::array<std::uint32_t, kTileH> next{};
+        for (int y = 0; y < kTileH; ++y) {
+          const auto yy = static_cast<std::size_t>(y);
+          reached[yy] |= front[yy];
+          for (int x = 0; x < kTileW; ++x) {
+            if ((front[yy] >> x & 1U) != 0U) label[static_cast<std::size_t>(y * kTileW + x)] = value + level;
+          }
+        }
+        for (int y = 0; y < kTileH; ++y) {
+          const auto yy = static_cast<std::size_t>(y);
+          for (int k = 0; k < 8; ++k) {
+            const int fy = y + dir_dy(k);
+            const std::uint32_t from = fy >= 0 && fy < kTileH ? front[static_cast<std::size_t>(fy)] : 0U;
+            const std::uint32_t shifted = dir_dx(k) > 0 ? from >> 1 : (dir_dx(k) < 0 ? from << 1 : from);
+            next[yy] |= arcs[static_cast<std::size_t>(k)][yy] & shifted;
+          }
+        }
+        for (int y = 0; y < kTileH; ++y) {
+          front[static_cast<std::size_t>(y)] = next[static_cast<std::size_t>(y)] & ~reached[static_cast<std::size_t>(y)];
+        }
+      }
+      int lowest = kInf;
+      for (int i = 0; i < kPix; ++i) {
+        if ((reached[static_cast<std::size_t>(i / kTileW)] >> (i % kTileW) & 1U) == 0U) {
+          lowest = std::min(lowest, exit_height[static_cast<std::size_t>(i)]);
+        }
+      }
+      if (lowest >= kInf) break;
+      value = lowest;
+      for (int i = 0; i < kPix; ++i) {
+        const bool unreached = (reached[static_cast<std::size_t>(i / kTileW)] >> (i % kTileW) & 1U) == 0U;
+        if (unreached && exit_height[static_cast<std::size_t>(i)] == lowest) {
+          front[static_cast<std::size_t>(i / kTileW)] |= 1U << (i % kTileW);
+        }
+      }
+    }
+    std::copy(label.begin(), label.end(), out.label.begin() + static_cast<std::ptrdiff_t>(tt * kPix));
+    out.steps[tt] = steps;
+  }
+  return out;
+}
+
+// Whether every finite halo label of the set is a region exit: a positive multiple of
+// kRegionStep (what kernel C's search needs to be exact).
+bool region_exits_only(const RelaxSet& set) {
+  for (std::size_t i = 0; i < set.label.size(); ++i) {
+    const int slot = static_cast<int>(i % kPad);
+    const int v = set.label[i];
+    const bool interior = in_tile(slot % kPadW - 1, slot / kPadW - 1);
+    if (!interior && v < kInf && (v < kRegionStep || v % kRegionStep != 0)) return false;
+  }
+  return true;
+}
+
 long long compare_relax(const char* what, const RelaxResult& ref, const RelaxResult* steps, const RelaxResult& got) {
   long long bad = 0;
   auto report = [&](const char* field, std::size_t at, long long want, long long have) {
@@ -1905,6 +2005,13 @@ int run_relax(const Options& o, const TileSet& tiles) {
   const RelaxResult column = column_model(set);
   bad += compare_relax("A's Jacobi schedule (host)", ref, nullptr, jacobi);
   bad += compare_relax("B's column schedule (host)", ref, nullptr, column);
+  // Kernel C needs region exits: every finite halo label a positive multiple of kRegionStep.
+  const bool region_exits = region_exits_only(set);
+  RelaxResult bits;
+  if (region_exits) {
+    bits = bits_model(set);
+    bad += compare_relax("C's bit-parallel search (host port)", ref, nullptr, bits);
+  }
   if (bad != 0) return 1;
   long long sinks = 0;
   long long reached = 0;
@@ -1922,6 +2029,10 @@ int run_relax(const Options& o, const TileSet& tiles) {
               sinks, reached, ref.label.size());
   print_step_stats("A Jacobi (bfs_tile)", jacobi);
   print_step_stats("B column passes + shuffles", column);
+  if (region_exits) {
+    print_step_stats("C bit-parallel search levels", bits);
+    std::printf("C's search (host port) equals the reference\n");
+  }
   if (o.host_only) {
     for (int n : {132, 264}) {
       for (const RelaxResult* r : {&jacobi, &column}) {
@@ -1959,14 +2070,6 @@ int run_relax(const Options& o, const TileSet& tiles) {
     return 0;
   }
 #ifdef __CUDACC__
-  // Kernel C needs region exits: every finite halo label a positive multiple of kRegionStep.
-  bool region_exits = true;
-  for (std::size_t i = 0; i < set.label.size(); ++i) {
-    const int slot = static_cast<int>(i % kPad);
-    const int v = set.label[i];
-    const bool interior = in_tile(slot % kPadW - 1, slot / kPadW - 1);
-    if (!interior && v < kInf && (v < kRegionStep || v % kRegionStep != 0)) region_exits = false;
-  }
   return relax_gpu(set, o.runs, region_exits);
 #else
   std::fprintf(stderr, "bench_tile_round: built without CUDA, only --host-only runs\n");
