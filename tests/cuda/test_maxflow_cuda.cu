@@ -442,13 +442,21 @@ TEST(MaxflowCuda, WarmStartMatchesCold) {
 TEST(MaxflowCuda, EverySchedule) {
   const HostGraph grabcut_like = grabcut_graph(300, 420, 91);
   const HostGraph random = random_graph(150, 190, true, 100, 300, 92);
-  for (const auto& [region, checkerboard] : {std::pair{false, false}, std::pair{true, false}, std::pair{true, true}}) {
+  // (region, checkerboard, searches): searches turns on every region switch that is off
+  // by default (exact starts, the bit-parallel search in visits and relabels,
+  // relaxations every 2 rounds).
+  struct Heights {
+    bool region, checkerboard, searches;
+  };
+  for (const auto& [region, checkerboard, searches] : {Heights{false, false, false}, Heights{true, false, false},
+                                                       Heights{true, true, false}, Heights{true, true, true}}) {
     for (const auto& [cap, grow] :
          {std::pair{0, false}, std::pair{1, false}, std::pair{4, false}, std::pair{1, true}}) {
       for (const auto& [visits, rounds] : {std::pair{8, 24}, std::pair{1, 1}, std::pair{3, 200}}) {
-        const std::string what = std::string(region ? "region " : "") + (checkerboard ? "checkerboard " : "") + "cap " +
-                                 std::to_string(cap) + (grow ? " growing" : "") + " visits " + std::to_string(visits) +
-                                 " rounds " + std::to_string(rounds);
+        const std::string what = std::string(region ? "region " : "") + (checkerboard ? "checkerboard " : "") +
+                                 (searches ? "searches " : "") + "cap " + std::to_string(cap) +
+                                 (grow ? " growing" : "") + " visits " + std::to_string(visits) + " rounds " +
+                                 std::to_string(rounds);
         HostGraph g0 = grabcut_like;
         HostGraph g1 = random;
         const std::vector<const HostGraph*> graphs{&g0, &g1};
@@ -459,6 +467,10 @@ TEST(MaxflowCuda, EverySchedule) {
         batch.schedule.local_rounds = rounds;
         batch.schedule.region = region;
         batch.schedule.checkerboard = checkerboard;
+        batch.schedule.exact_start = searches;
+        batch.schedule.bit_relax = searches;
+        batch.schedule.bit_bfs = searches;
+        batch.schedule.relax_every = searches ? 2 : 0;
         batch.solve(false);
         // A cap stops relabels on these graphs (their waves need more sweeps than 4).
         EXPECT_EQ(batch.stats().capped_relabels > 0, cap > 0) << what;
