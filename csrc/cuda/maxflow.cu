@@ -363,6 +363,14 @@ __device__ __forceinline__ unsigned long long global_ns() {
 __device__ __forceinline__ void profile_add(Header* h, StatSlot slot, unsigned long long v) {
   if (threadIdx.x == 0) atomicAdd(&h->stats[slot], v);
 }
+// The profile's check of a bit-parallel relaxation (MaxflowSchedule::bit_relax, bit_bfs):
+// one tile checked, and its pixels whose height differs from the Jacobi relaxation's
+// (`differs`, this thread's). Block-uniform.
+__device__ __forceinline__ void count_bit_relax_check(Header* h, bool differs) {
+  const int differ = __syncthreads_count(differs);
+  profile_add(h, kBitRelaxChecked, 1ULL);
+  profile_add(h, kBitRelaxMismatches, static_cast<unsigned long long>(differ));
+}
 // A push visit's phases in a sparse sweep (kSparse*): thread 0 reads the SM's clock
 // after each phase's closing barrier.
 struct VisitClock {
@@ -599,9 +607,7 @@ __device__ bool bfs_tile(const SolverArgs& a, int t, int sweep, bool first, Shar
     __syncthreads();
     int jacobi = d0;
     relax_to_fixpoint(sh, me, valid && !sink && mask != 0U, mask, jacobi);
-    const int differ = __syncthreads_count(valid && jacobi != d);
-    profile_add(a.header, kBitRelaxChecked, 1ULL);
-    profile_add(a.header, kBitRelaxMismatches, static_cast<unsigned long long>(differ));
+    count_bit_relax_check(a.header, valid && jacobi != d);
 #endif
   } else {
     changed = relax_to_fixpoint(sh, me, valid && !sink && mask != 0U, mask, d);
@@ -687,7 +693,11 @@ __device__ void push_tile(const SolverArgs& a, int t, int sweep, int rounds, boo
   __syncthreads();
   clock.lap(a.header, kSparseLoadCycles);
   long long ex = e0;
-  // Region heights: the visit starts from the exact heights inside the tile.
+  // Region heights: the tile's exact in-tile heights, by the bit-parallel search or by the
+  // block's Jacobi steps (counted in steps, for the profile); the visit starts from them.
+  const auto relax_heights = [&](long long e, unsigned int m, int* steps = nullptr) {
+    return a.bit_relax != 0 ? relax_in_tile_bits(sh, valid, tid, e, m) : relax_in_tile(sh, valid, tid, e, m, steps);
+  };
   int relax_steps = 0;
   int hm = h0;
   if (kRegion) {
@@ -703,26 +713,19 @@ __device__ void push_tile(const SolverArgs& a, int t, int sweep, int rounds, boo
       if (a.exact_start == 0) clock.restart();  // (a check the solve does not use counts in no phase)
     }
     if (a.exact_start == 0 || !exact) {
-      hm = a.bit_relax != 0 ? relax_in_tile_bits(sh, valid, tid, ex, mask)
-                            : relax_in_tile(sh, valid, tid, ex, mask, &relax_steps);
+      hm = relax_heights(ex, mask, &relax_steps);
 #ifdef GRABCUT_MAXFLOW_PHASE_CLOCK
       if (a.bit_relax != 0) {
         // The profile's check of the bit-parallel search: the Jacobi relaxation's heights.
         const int jacobi = relax_in_tile(sh, valid, tid, ex, mask);
-        const int differ = __syncthreads_count(valid && jacobi != hm);
-        profile_add(a.header, kBitRelaxChecked, 1ULL);
-        profile_add(a.header, kBitRelaxMismatches, static_cast<unsigned long long>(differ));
+        count_bit_relax_check(a.header, valid && jacobi != hm);
         clock.restart();
       }
 #endif
     }
   }
   clock.lap(a.header, kSparseRelaxCycles);
-  const int round = push_sync_rounds<kRegion>(sh, rounds, valid, tid, ex, hm, res, a.relax_every,
-                                              [&](long long e, unsigned int m) {
-                                                return a.bit_relax != 0 ? relax_in_tile_bits(sh, valid, tid, e, m)
-                                                                        : relax_in_tile(sh, valid, tid, e, m);
-                                              });
+  const int round = push_sync_rounds<kRegion>(sh, rounds, valid, tid, ex, hm, res, a.relax_every, relax_heights);
   clock.lap(a.header, kSparseRoundsCycles);
   clock.count(a.header, kSparseVisits, 1ULL);
   clock.count(a.header, kSparseRounds, static_cast<unsigned long long>(min(round + 1, rounds)));
