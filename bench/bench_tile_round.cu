@@ -1140,6 +1140,9 @@ RelaxResult bits_model(const RelaxSet& in) {
       exit_height[static_cast<std::size_t>(i)] = std::min(e, kInf);
     }
     std::array<std::uint32_t, kTileH> reached{};
+    const auto unreached = [&reached](int i) {
+      return (reached[static_cast<std::size_t>(i / kTileW)] >> (i % kTileW) & 1U) == 0U;
+    };
     int value = 0;
     int steps = 0;
     for (;;) {
@@ -1172,15 +1175,12 @@ RelaxResult bits_model(const RelaxSet& in) {
       }
       int lowest = kInf;
       for (int i = 0; i < kPix; ++i) {
-        if ((reached[static_cast<std::size_t>(i / kTileW)] >> (i % kTileW) & 1U) == 0U) {
-          lowest = std::min(lowest, exit_height[static_cast<std::size_t>(i)]);
-        }
+        if (unreached(i)) lowest = std::min(lowest, exit_height[static_cast<std::size_t>(i)]);
       }
       if (lowest >= kInf) break;
       value = lowest;
       for (int i = 0; i < kPix; ++i) {
-        const bool unreached = (reached[static_cast<std::size_t>(i / kTileW)] >> (i % kTileW) & 1U) == 0U;
-        if (unreached && exit_height[static_cast<std::size_t>(i)] == lowest) {
+        if (unreached(i) && exit_height[static_cast<std::size_t>(i)] == lowest) {
           front[static_cast<std::size_t>(i / kTileW)] |= 1U << (i % kTileW);
         }
       }
@@ -1618,6 +1618,18 @@ __global__ void __launch_bounds__(32 * kWarps) warp_round_kernel(TileArgs a) {
   warp_tile<DeviceWarp, kResInRegisters, kForce>(DeviceWarp{}, a, t, side, wres);
 }
 
+// The frozen halo of a relax set's tile (padded labels lp) into both label buffers h of a
+// block of kThreads, tid this thread (interior slots left alone).
+__device__ __forceinline__ void load_frozen_halo(const int* lp, int (&h)[2][kPad], int tid) {
+  for (int i = tid; i < kPad; i += kThreads) {
+    const int py = i / kPadW;
+    const int px = i - py * kPadW;
+    if (py >= 1 && py <= kTileH && px >= 1 && px <= kTileW) continue;
+    h[0][i] = lp[i];
+    h[1][i] = lp[i];
+  }
+}
+
 // Kernel A of --relax: bfs_tile's relaxation (maxflow.cu), a block of kThreads a tile, a
 // pixel a thread: Jacobi steps over two label buffers in shared memory, one
 // __syncthreads_or a step, until a step changes no label. Also counts its steps.
@@ -1630,14 +1642,7 @@ __global__ void __launch_bounds__(kThreads, 2) block_relax_kernel(RelaxArgs a) {
   int d = lp[me];
   const unsigned mask = a.mask[t * kPix + tid];
   const bool sink = d == 0;
-  for (int i = tid; i < kPad; i += kThreads) {
-    const int py = i / kPadW;
-    const int px = i - py * kPadW;
-    if (py >= 1 && py <= kTileH && px >= 1 && px <= kTileW) continue;
-    const int hv = lp[i];
-    h[0][i] = hv;
-    h[1][i] = hv;
-  }
+  load_frozen_halo(lp, h, tid);
   h[0][me] = d;
   __syncthreads();
   const bool relaxes = !sink && mask != 0U;
@@ -1687,13 +1692,7 @@ __global__ void __launch_bounds__(kThreads, 2) bits_relax_kernel(RelaxArgs a) {
   const int* lp = a.label + t * kPad;
   const int d = lp[me];
   const unsigned mask = a.mask[t * kPix + tid];
-  for (int i = tid; i < kPad; i += kThreads) {
-    const int py = i / kPadW;
-    const int px = i - py * kPadW;
-    if (py >= 1 && py <= kTileH && px >= 1 && px <= kTileW) continue;
-    sh.h[0][i] = lp[i];
-    sh.h[1][i] = lp[i];
-  }
+  load_frozen_halo(lp, sh.h, tid);
   const int got = grabcut::cuda::tile::relax_in_tile_bits(sh, true, tid, d == 0 ? -1LL : 0LL, mask);
   a.out_label[t * kPix + tid] = got;
   if (tid == 0) a.out_steps[t] = 0;
