@@ -589,9 +589,10 @@ class RegionDischarge {
         break;
       }
       ++rounds;
-      const std::int64_t out_before = delivered(s);
+      // (--stall-rounds only: what the round delivered, two scans of the tile a round.)
+      const std::int64_t out_before = o_.stall_rounds > 0 ? delivered(s) : 0;
       const bool pushed = o_.inner_gs ? round_lines(s) : round(s);
-      idle = delivered(s) > out_before ? 0 : idle + 1;
+      if (o_.stall_rounds > 0) idle = delivered(s) > out_before ? 0 : idle + 1;
       if (!pushed || (o_.relax_every > 0 && rounds % o_.relax_every == 0)) {
         steps += o_.inner_gs ? relax_lines(s) : relax(s);
         ++runs;
