@@ -98,19 +98,19 @@ build_gpu() {
     || { tail -40 "$log"; status=1; return 1; }
 }
 
-# The graph-file steps dump their graphs from the CPU pipeline: without the build step, a
-# CPU-only extension (minutes less than the CUDA one) is built in the background
-# (start_cpu_extension LOG), and waited for before the dump (wait_cpu_extension LOG).
-ext_pid=
-start_cpu_extension() {
-  ext_pid=
-  [[ " $STEPS " == *" build "* ]] && return 0
-  TORCHGRABCUT_CUDA=0 TORCHGRABCUT_TEST_HOOKS=1 MAX_JOBS=4 python3 setup.py -q build_ext --inplace > "$1" 2>&1 &
-  ext_pid=$!
-}
-wait_cpu_extension() {
-  if [[ -n $ext_pid ]]; then wait "$ext_pid" || { tail -20 "$1"; status=1; }; fi
-  ext_pid=
+# The graph-file steps (NAME: seggraphs, gcgraphs, segbatch): builds their benchmark
+# ($GRAPHS_BENCH) into $LOGS/NAME_build.log and, without the build step, beside it a
+# CPU-only extension (minutes less than the CUDA one) for the dump of the graphs from the
+# CPU pipeline ($LOGS/NAME_ext.log); returns when both are done.
+build_graph_bench() {
+  local ext_pid=
+  if [[ " $STEPS " != *" build "* ]]; then
+    TORCHGRABCUT_CUDA=0 TORCHGRABCUT_TEST_HOOKS=1 MAX_JOBS=4 python3 setup.py -q build_ext --inplace \
+      > "$LOGS/$1_ext.log" 2>&1 &
+    ext_pid=$!
+  fi
+  build_gpu "$LOGS/$1_build.log" "$GRAPHS_BENCH"
+  if [[ -n $ext_pid ]]; then wait "$ext_pid" || { tail -20 "$LOGS/$1_ext.log"; status=1; }; fi
 }
 
 nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,memory.used --format=csv,noheader || true
@@ -312,9 +312,7 @@ GRAPHS_BENCH=bench_maxflow_cuda
 [[ ${PHASES:-0} == 1 ]] && GRAPHS_BENCH=bench_maxflow_cuda_phases
 if [[ " $STEPS " == *" seggraphs "* ]]; then
   step "issue 36's 1 MP segmentation graphs under each max-flow schedule (torch-free solve)"
-  start_cpu_extension "$LOGS/seggraphs_ext.log"
-  build_gpu "$LOGS/seggraphs_build.log" "$GRAPHS_BENCH"
-  wait_cpu_extension "$LOGS/seggraphs_ext.log"
+  build_graph_bench seggraphs
   python3 bench/mincut_bench.py --dump /tmp/seggraphs --images "${SEG_IMAGES:-6}" --grabcut50 data/grabcut50 > "$LOGS/seggraphs_dump.log" 2>&1 \
     || { tail -5 "$LOGS/seggraphs_dump.log"; status=1; }
   timeout 300 "build-gpu/$GRAPHS_BENCH" graphs /tmp/seggraphs/*.tgcg 2>&1 | tee "$LOGS/seggraphs.log" | tail -16
@@ -323,9 +321,7 @@ fi
 
 if [[ " $STEPS " == *" gcgraphs "* ]]; then
   step "GrabCut-50's first graphs at 1 MP, cold, under each max-flow schedule: time and grid-wide barriers per image (issue 33)"
-  start_cpu_extension "$LOGS/gcgraphs_ext.log"
-  build_gpu "$LOGS/gcgraphs_build.log" "$GRAPHS_BENCH"
-  wait_cpu_extension "$LOGS/gcgraphs_ext.log"
+  build_graph_bench gcgraphs
   python3 bench/cpu_bench.py --dump /tmp/gcgraphs --images "${GC_IMAGES:-50}" --sizes 1 --grabcut50 data/grabcut50 \
     > "$LOGS/gcgraphs_dump.log" 2>&1 || { tail -5 "$LOGS/gcgraphs_dump.log"; status=1; }
   GRABCUT_BENCH_SCHEDULES=${GRABCUT_BENCH_SCHEDULES:-q0c12r12g,q0c12r16gR,q0c12r16gRC} \
@@ -335,9 +331,7 @@ fi
 
 if [[ " $STEPS " == *" segbatch "* ]]; then
   step "issue 36's batch: 512 segmentation graphs of 256x256 in one cold solve, 4- and 8-connected, under each schedule"
-  start_cpu_extension "$LOGS/segbatch_ext.log"
-  build_gpu "$LOGS/segbatch_build.log" "$GRAPHS_BENCH"
-  wait_cpu_extension "$LOGS/segbatch_ext.log"
+  build_graph_bench segbatch
   python3 bench/mincut_bench.py --dump /tmp/segbatch --images "${SEG_IMAGES:-8}" --size 256 --grabcut50 data/grabcut50 \
     > "$LOGS/segbatch_dump.log" 2>&1 || { tail -5 "$LOGS/segbatch_dump.log"; status=1; }
   for conn in 4 8; do

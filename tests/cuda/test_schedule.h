@@ -18,28 +18,30 @@
 
 namespace grabcut::testing {
 
+// Sets `field` to the integer in environment variable `name` if it is set and >= least.
+inline void int_from_environment(const char* name, int least, int& field) {
+  const char* v = std::getenv(name);
+  if (v != nullptr && std::atoi(v) >= least) field = std::atoi(v);
+}
+
+// Sets `field` from environment variable `name` (0: false, else true) if it is set.
+inline void flag_from_environment(const char* name, bool& field) {
+  const char* v = std::getenv(name);
+  if (v != nullptr) field = std::atoi(v) != 0;
+}
+
 inline grabcut::cuda::MaxflowSchedule schedule_from_environment() {
   grabcut::cuda::MaxflowSchedule schedule;
-  const char* cap = std::getenv("GRABCUT_TEST_CAP");
-  if (cap != nullptr && std::atoi(cap) >= 0) schedule.bfs_cap = std::atoi(cap);
-  const char* rounds = std::getenv("GRABCUT_TEST_ROUNDS");
-  if (rounds != nullptr && std::atoi(rounds) >= 1) schedule.local_rounds = std::atoi(rounds);
-  const char* grow = std::getenv("GRABCUT_TEST_GROW_CAP");
-  if (grow != nullptr) schedule.grow_cap = std::atoi(grow) != 0;
-  const char* visits = std::getenv("GRABCUT_TEST_VISITS");
-  if (visits != nullptr && std::atoi(visits) >= 1) schedule.push_visits = std::atoi(visits);
-  const char* region = std::getenv("GRABCUT_TEST_REGION");
-  if (region != nullptr) schedule.region = std::atoi(region) != 0;
-  const char* checkerboard = std::getenv("GRABCUT_TEST_CHECKERBOARD");
-  if (checkerboard != nullptr) schedule.checkerboard = std::atoi(checkerboard) != 0;
-  const char* exact = std::getenv("GRABCUT_TEST_EXACT_START");
-  if (exact != nullptr) schedule.exact_start = std::atoi(exact) != 0;
-  const char* bits = std::getenv("GRABCUT_TEST_BIT_RELAX");
-  if (bits != nullptr) schedule.bit_relax = std::atoi(bits) != 0;
-  const char* every = std::getenv("GRABCUT_TEST_RELAX_EVERY");
-  if (every != nullptr && std::atoi(every) >= 0) schedule.relax_every = std::atoi(every);
-  const char* bfs = std::getenv("GRABCUT_TEST_BIT_BFS");
-  if (bfs != nullptr) schedule.bit_bfs = std::atoi(bfs) != 0;
+  int_from_environment("GRABCUT_TEST_CAP", 0, schedule.bfs_cap);
+  int_from_environment("GRABCUT_TEST_ROUNDS", 1, schedule.local_rounds);
+  flag_from_environment("GRABCUT_TEST_GROW_CAP", schedule.grow_cap);
+  int_from_environment("GRABCUT_TEST_VISITS", 1, schedule.push_visits);
+  flag_from_environment("GRABCUT_TEST_REGION", schedule.region);
+  flag_from_environment("GRABCUT_TEST_CHECKERBOARD", schedule.checkerboard);
+  flag_from_environment("GRABCUT_TEST_EXACT_START", schedule.exact_start);
+  flag_from_environment("GRABCUT_TEST_BIT_RELAX", schedule.bit_relax);
+  int_from_environment("GRABCUT_TEST_RELAX_EVERY", 0, schedule.relax_every);
+  flag_from_environment("GRABCUT_TEST_BIT_BFS", schedule.bit_bfs);
   return schedule;
 }
 
