@@ -29,7 +29,8 @@
 #                                 image under the MaxflowSchedules that GRABCUT_BENCH_SCHEDULES picks side by side
 #                                 (median, p90, slowest), then at native sizes as one batch,
 #                                 then 500 crops of them (96..320 px) as one batch
-#                                 (REAL_REPEATS timed runs per image and schedule, default 5)
+#                                 (REAL_REPEATS timed runs per image and schedule, default 5;
+#                                 REAL_SCHEDULES, if set, its schedules instead)
 #   seggraphs                     issue 36's segmentation graphs (bench/mincut_bench.py --dump,
 #                                 SEG_IMAGES photos, 4- and 8-connected, 1024x1024) solved cold
 #                                 by bench_maxflow_cuda under the GRABCUT_BENCH_SCHEDULES
@@ -365,6 +366,8 @@ fi
 if [[ " $STEPS " == *" realimages "* ]]; then
   step "GrabCut-50 under each max-flow schedule (torch-free, masks checked against grabcut_cpu)"
   build_gpu "$LOGS/realimages_build.log" bench_grabcut_cuda
+  # REAL_SCHEDULES: this step's schedules where they differ from the other steps'.
+  [[ -n ${REAL_SCHEDULES:-} ]] && export GRABCUT_BENCH_SCHEDULES=$REAL_SCHEDULES
   python3 bench/grabcut50_ppm.py --out /tmp/g50_1024 --size 1024 --data data/grabcut50 \
     && python3 bench/grabcut50_ppm.py --out /tmp/g50_native --size 0 --data data/grabcut50 || status=1
   timeout 240 build-gpu/bench_grabcut_cuda list /tmp/g50_1024/list.txt "${REAL_REPEATS:-5}" 2>&1 | tee "$LOGS/realimages_1024.log" \
