@@ -85,6 +85,9 @@ inline const std::vector<NamedSchedule>& all_schedules() {
       {"q0c12r16gRv32B8S",
        "region heights, 16 rounds, 32 push sweeps, bit-parallel relaxations (also every 8 rounds) and relabel sweeps",
        {32, 16, 12, true, true, false, false, true, 8, true}},
+      {"q0c12r32gRv32B8S",
+       "region heights, 32 rounds, 32 push sweeps, bit-parallel relaxations (also every 8 rounds) and relabel sweeps",
+       {32, 32, 12, true, true, false, false, true, 8, true}},
       {"q0c12r16gRCBS", "region heights, 16 rounds, checkerboard, bit-parallel relaxations and relabel sweeps",
        {16, 16, 12, true, true, true, false, true, 0, true}},
   };
