@@ -3,7 +3,9 @@
 1. DataLoader workers (``workers`` processes, torch's own) read the rank's
    images with Pillow (:class:`ImageReader`); each decoded image travels as one
    tensor in shared memory, and the main thread cuts a crop per box from it
-   (see :mod:`.plan`).
+   (see :mod:`.plan`). The workers also check and convert each box's ground
+   truth (:func:`ground_truths`), work the post-processing thread would
+   otherwise do one box at a time.
 2. The main thread gathers whole images into a chunk of about
    ``CHUNK_BATCHES * batch_size`` boxes, sorts the chunk's crops by shape
    (:func:`crop_shape_key`) so that crops of like size share a padded batch, and
@@ -12,8 +14,8 @@
    so the sort changes the speed, never the result.
 3. A post-processing thread (:class:`PostProcessor`) pastes each crop's
    foreground into an empty mask of the image's size, encodes it as COCO RLE
-   (pycocotools), computes the IoU with the annotation's ground-truth
-   segmentation when it has one, and when a chunk is complete appends its images
+   (pycocotools), computes the IoU with the annotation's ground truth when it
+   has one, and when a chunk is complete appends its images
    to the rank's part file (flushed and fsynced, see :mod:`.parts`) and their
    annotations' output texts to the rank's :class:`~.parts.OutputShare`. It
    overlaps the next chunk's GPU work.
@@ -47,7 +49,7 @@ from torchgrabcut.dataset.plan import ImagePlan, gt_rle, replan_with_size
 from torchgrabcut.dataset.timing import waited
 from torchgrabcut.imageio import read_image
 
-__all__ = ["CHUNK_BATCHES", "ImageReader", "PostProcessor", "crop_shape_key", "segment_share"]
+__all__ = ["CHUNK_BATCHES", "ImageReader", "PostProcessor", "crop_shape_key", "ground_truths", "segment_share"]
 
 CHUNK_BATCHES = 4  # a chunk (the unit of sorting and of durable progress) is this many batches of boxes
 
@@ -56,8 +58,34 @@ def _identity(x: Any) -> Any:
     return x
 
 
+# A box's ground truth as the post-processing thread scores against it: a compressed RLE,
+# None (the annotation has no segmentation), or why its segmentation cannot be used.
+Truth = dict[str, Any] | str | None
+
+
+def ground_truths(plan: ImagePlan, coco: dict[str, Any]) -> dict[int, Truth]:
+    """Each box's ground truth (annotation index -> :data:`Truth`) on the image of ``plan``'s size.
+
+    Malformed ground truth (a segmentation :func:`~.plan.segmentation_error` refuses)
+    gives the reason instead: the box is segmented, not scored.
+    """
+    if not plan.boxes:
+        return {}
+    from pycocotools import mask as mask_utils  # the job requires it before it starts (require_dataset_deps)
+
+    assert plan.height is not None and plan.width is not None
+    truths: dict[int, Truth] = {}
+    for b in plan.boxes:
+        try:
+            truths[b.ann] = gt_rle(coco["annotations"][b.ann].get("segmentation"), plan.height, plan.width, mask_utils)
+        except ValueError as err:
+            truths[b.ann] = str(err)
+    return truths
+
+
 class ImageReader(torch.utils.data.Dataset):
-    """Item i: (plan, the decoded image as an (H, W, 3) uint8 tensor or None, error message or None).
+    """Item i: (plan, the decoded image as an (H, W, 3) uint8 tensor or None, error message or None,
+    the boxes' :func:`ground_truths`).
 
     The whole image travels (one shared-memory block per image, not one per
     crop); the main thread cuts the crops as views.
@@ -72,10 +100,10 @@ class ImageReader(torch.utils.data.Dataset):
     def __len__(self) -> int:
         return len(self.plans)
 
-    def __getitem__(self, i: int) -> tuple[ImagePlan, torch.Tensor | None, str | None]:
+    def __getitem__(self, i: int) -> tuple[ImagePlan, torch.Tensor | None, str | None, dict[int, Truth]]:
         plan = self.plans[i]
         if not plan.needs_image():
-            return plan, None, None  # every annotation skipped: no need to read the image
+            return plan, None, None, {}  # every annotation skipped: no need to read the image
         path = self.root / plan.file_name
         try:
             image = read_image(path)
@@ -84,9 +112,9 @@ class ImageReader(torch.utils.data.Dataset):
                 replan_with_size(plan, self.coco, h, w, self.margin, self.min_margin)
             elif (h, w) != (plan.height, plan.width):
                 raise ValueError(f"{plan.file_name} is {h}x{w} but the annotation file says {plan.height}x{plan.width}")
-            return plan, torch.from_numpy(image), None
         except (OSError, ValueError) as err:  # a one-line message, not a worker traceback
-            return plan, None, _reason(str(err), str(path), plan.file_name)
+            return plan, None, _reason(str(err), str(path), plan.file_name), {}
+        return plan, torch.from_numpy(image), None, ground_truths(plan, self.coco)
 
 
 def _reason(message: str, path: str, file_name: str) -> str:
@@ -121,6 +149,7 @@ class PostProcessor:
         self.queue: queue.Queue[tuple[str, Any] | None] = queue.Queue(maxsize=2 * CHUNK_BATCHES)
         self.error: BaseException | None = None
         self.results: dict[int, dict[int, dict[str, Any]]] = {}
+        self.truths: dict[int, dict[int, Truth]] = {}  # image index -> its boxes' ground truths (main thread)
         self.unreadable: dict[int, str] = {}  # image index -> why it could not be read
         self.thread = threading.Thread(target=self._loop, name="torchgrabcut-dataset-post", daemon=True)
         self.thread.start()
@@ -171,13 +200,10 @@ class PostProcessor:
         full[y0:y1, x0:x1] = mask & 1
         rle = self.mu.encode(full)
         rec: dict[str, Any] = {"a": b.ann, "counts": rle["counts"].decode("ascii"), "area": int(self.mu.area(rle))}
-        ann = self.coco["annotations"][b.ann]
-        try:
-            gt = gt_rle(ann.get("segmentation"), plan.height, plan.width, self.mu)
-        except ValueError as err:  # malformed ground truth: segmented, not scored (see the module docs)
-            rec["gt_error"] = str(err)
-            return rec
-        if gt is not None:
+        gt = self.truths[plan.image].pop(b.ann)
+        if isinstance(gt, str):  # malformed ground truth: segmented, not scored (see the module docs)
+            rec["gt_error"] = gt
+        elif gt is not None:
             rec["iou"] = float(self.mu.iou([rle], [gt], [0])[0][0])
         return rec
 
@@ -192,6 +218,7 @@ class PostProcessor:
         boxes = 0
         for plan in plans:
             done = self.results.pop(plan.image, {})
+            self.truths.pop(plan.image, None)
             for a, reason in plan.skipped.items():
                 done[a] = {"a": a, "skip": reason}
             boxes += len(plan.boxes)
@@ -214,10 +241,11 @@ def crop_shape_key(crop: tuple[int, int, int, int]) -> tuple[bool, int, int]:
     return h >= w, max(h, w), min(h, w)
 
 
-def _admit(post: PostProcessor, plan: ImagePlan, error: str | None, strict: bool) -> None:
+def _admit(post: PostProcessor, plan: ImagePlan, error: str | None, truths: dict[int, Truth], strict: bool) -> None:
     """An image read (or not) enters its chunk; one that could not be read stops the run when ``strict``."""
     if error is None:
         post.results[plan.image] = {}
+        post.truths[plan.image] = truths
     elif strict:
         raise ValueError(error)
     else:
@@ -264,8 +292,8 @@ def segment_share(
                 item = next(images, None)
             if item is None:
                 break
-            plan, image, error = item
-            _admit(post, plan, error, opts.strict)
+            plan, image, error, truths = item
+            _admit(post, plan, error, truths, opts.strict)
             chunk.append((plan, None if image is None else image.numpy()))
             n_boxes += len(plan.boxes)
             if n_boxes >= chunk_boxes:
