@@ -130,15 +130,9 @@ class Batch {
     grabcut::cuda::maxflow_cuda(g, static_cast<std::uint8_t*>(cut_->ptr), static_cast<std::int64_t*>(flows_->ptr),
                                 ws_->ptr, ws_bytes_, warm, s, schedule);
   }
-  // Every graph's cut must be the CPU solver's, and its capacity the flow; a profiling
-  // build's check of the bit-parallel relaxations must have found no difference. The
-  // CPU's cuts are computed once per set of terminals (set_terminals forgets them).
+  // Every graph's cut must be the CPU solver's, and its capacity the flow. The CPU's
+  // cuts are computed once per set of terminals (set_terminals forgets them).
   bool verify() {
-    const unsigned long long differ = stats().bit_relax_mismatches;
-    if (differ != 0) {
-      std::printf("  %llu pixels' bit-parallel heights differ from the Jacobi relaxation's\n", differ);
-      return false;
-    }
     std::vector<std::uint8_t> cut(n_);
     std::vector<std::int64_t> flows(graphs_.size());
     GRABCUT_CUDA_CHECK(cudaMemcpy(cut.data(), cut_->ptr, n_, cudaMemcpyDeviceToHost));
@@ -246,10 +240,6 @@ void print_stats(const char* what, const grabcut::cuda::detail::MaxflowStats& s)
                 static_cast<double>(s.push_rounds) / static_cast<double>(s.push_visits_run + 1));
   }
   print_sparse_visits(what, s);
-  if (s.bit_relax_checked > 0) {
-    std::printf("  %-22s bit-parallel relaxations checked against Jacobi's: %llu visits, %llu pixels differ%s\n", "",
-                s.bit_relax_checked, s.bit_relax_mismatches, s.bit_relax_mismatches == 0 ? "" : " (BUG)");
-  }
 }
 
 // The sweep trace of a profiling build: each kind's sweeps and grid time, bucketed by the

@@ -23,13 +23,11 @@ struct NamedSchedule {
 // relabels capped at N sweeps; "rN", N push rounds a visit (else 24); "g", the cap
 // doubled when too short (MaxflowSchedule::grow_cap); "R", region heights
 // (MaxflowSchedule::region, 16 push sweeps between relabels unless "vN" says N); "C",
-// the checkerboard; "E", exact starts reused (MaxflowSchedule::exact_start); "B", bit-parallel
-// relaxations (MaxflowSchedule::bit_relax); a number after "B" or "R", relaxations also every N
-// rounds (MaxflowSchedule::relax_every); "S", bit-parallel relabel sweeps (MaxflowSchedule::bit_bfs).
+// the checkerboard; "E", exact starts reused (MaxflowSchedule::exact_start).
 inline const std::vector<NamedSchedule>& all_schedules() {
   static const std::vector<NamedSchedule> all = {
       // MaxflowSchedule: push visits, local rounds, BFS cap, grow the cap[, region, checkerboard,
-      // exact start, bit relax, relax every, bit BFS]
+      // exact start]
       {"q0", "relabels uncapped, v0.7", {8, 24, 0, false}},
       {"q0c8", "BFS cap 8", {8, 24, 8, false}},
       {"q0c12", "BFS cap 12", {8, 24, 12, false}},
@@ -57,39 +55,6 @@ inline const std::vector<NamedSchedule>& all_schedules() {
        {32, 16, 12, true, true, false, true}},
       {"q0c12r16gRCE", "region heights, 16 rounds, checkerboard, exact starts reused",
        {16, 16, 12, true, true, true, true}},
-      {"q0c12r16gRB", "region heights, 16 rounds, bit-parallel relaxations", {16, 16, 12, true, true, false, false, true}},
-      {"q0c12r16gRCB", "region heights, 16 rounds, checkerboard, bit-parallel relaxations",
-       {16, 16, 12, true, true, true, false, true}},
-      {"q0c12r16gRv32B", "region heights, 16 rounds, 32 push sweeps, bit-parallel relaxations",
-       {32, 16, 12, true, true, false, false, true}},
-      {"q0c12r16gRBE", "region heights, 16 rounds, bit-parallel relaxations, exact starts reused",
-       {16, 16, 12, true, true, false, true, true}},
-      {"q0c12r16gRB4", "region heights, 16 rounds, bit-parallel relaxations, also every 4 rounds",
-       {16, 16, 12, true, true, false, false, true, 4}},
-      {"q0c12r16gRB8", "region heights, 16 rounds, bit-parallel relaxations, also every 8 rounds",
-       {16, 16, 12, true, true, false, false, true, 8}},
-      {"q0c12r16gR8", "region heights, 16 rounds, Jacobi relaxations also every 8 rounds",
-       {16, 16, 12, true, true, false, false, false, 8}},
-      {"q0c12r16gRv32B8", "region heights, 16 rounds, 32 push sweeps, bit-parallel relaxations, also every 8 rounds",
-       {32, 16, 12, true, true, false, false, true, 8}},
-      {"q0c12r16gRCB8", "region heights, 16 rounds, checkerboard, bit-parallel relaxations, also every 8 rounds",
-       {16, 16, 12, true, true, true, false, true, 8}},
-      {"q0c12r16gRS", "region heights, 16 rounds, bit-parallel relabel sweeps",
-       {16, 16, 12, true, true, false, false, false, 0, true}},
-      {"q0c12r16gRBS", "region heights, 16 rounds, bit-parallel relaxations and relabel sweeps",
-       {16, 16, 12, true, true, false, false, true, 0, true}},
-      {"q0c12r16gRB8S", "region heights, 16 rounds, bit-parallel relaxations (also every 8 rounds) and relabel sweeps",
-       {16, 16, 12, true, true, false, false, true, 8, true}},
-      {"q0c12r16gRv32BS", "region heights, 16 rounds, 32 push sweeps, bit-parallel relaxations and relabel sweeps",
-       {32, 16, 12, true, true, false, false, true, 0, true}},
-      {"q0c12r16gRv32B8S",
-       "region heights, 16 rounds, 32 push sweeps, bit-parallel relaxations (also every 8 rounds) and relabel sweeps",
-       {32, 16, 12, true, true, false, false, true, 8, true}},
-      {"q0c12r32gRv32B8S",
-       "region heights, 32 rounds, 32 push sweeps, bit-parallel relaxations (also every 8 rounds) and relabel sweeps",
-       {32, 32, 12, true, true, false, false, true, 8, true}},
-      {"q0c12r16gRCBS", "region heights, 16 rounds, checkerboard, bit-parallel relaxations and relabel sweeps",
-       {16, 16, 12, true, true, true, false, true, 0, true}},
   };
   return all;
 }

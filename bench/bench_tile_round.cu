@@ -72,7 +72,7 @@
 // us per round = kernel time / R (the critical path of a grid-wide step). Each
 // kernel's registers and local (spill) bytes from cudaFuncGetAttributes.
 //
-//   bench_tile_round [--host-only] [--relax [--drop-arcs P] [--keep-sinks P] [--halo-classes N]]
+//   bench_tile_round [--host-only] [--relax [--drop-arcs P] [--keep-sinks P]]
 //                    [--heights global|tile] [--size N] [--seed S] [--runs N] [--emulate N]
 //                    [--advance N]
 // --advance N: the tiles as the reference leaves them after N rounds (the halo's heights
@@ -100,14 +100,6 @@
 //            down the column (Gauss-Seidel over the vertical arcs), then the horizontal
 //            and diagonal arcs from the neighbour columns' labels by shuffles; a warp vote
 //            ends it at the first step that changes nothing.
-//   C        the solver's bit-parallel search (relax_in_tile_bits): the tile's rows as 32-bit
-//            words in one warp, a level of the breadth-first search a few word operations,
-//            from the sinks, then from the halo's exits in increasing value. Exact where the
-//            halo's labels are region exits (multiples of kRegionStep): --heights tile, or
-//            --halo-classes N (every in-grid halo label drawn from N such values). Run only
-//            then; its latency rows take A's hardest tiles, ns/step divides by A's steps.
-//            With --host-only, a word-for-word host port of the search (bits_model) is
-//            checked against the reference instead (ctest bench_tile_round_relax_host).
 // Each kernel's labels must equal the reference bit for bit, its step counts its schedule
 // run on the host (jacobi_model, column_model). Rows: every tile (throughput, ns per
 // tile), then the 1 x and 2 x SMs tiles with most steps under the kernel's own schedule
@@ -914,10 +906,7 @@ int thin_draw(unsigned seed, int t, int i, int what) {
 // cleared, each on its own) and keep_sinks (percent of sinks kept) thin the graph into
 // the winding residual paths of a solve's later relabels, a stress test of both
 // schedules and of their step counts. 0 and 100 leave the tile set's state as it is.
-// halo_classes N > 0: every in-grid halo pixel's label becomes (c + 1) * kRegionStep, c a
-// draw in 0..N-1: the exits of region heights, of N values (what relax_in_tile_bits needs).
-RelaxSet make_relax(const TileSet& s, int drop_arcs = 0, int keep_sinks = 100, unsigned seed = 1,
-                    int halo_classes = 0) {
+RelaxSet make_relax(const TileSet& s, int drop_arcs = 0, int keep_sinks = 100, unsigned seed = 1) {
   RelaxSet r;
   r.count = s.count;
   r.label.assign(static_cast<std::size_t>(s.count) * kPad, kInf);
@@ -932,8 +921,6 @@ RelaxSet make_relax(const TileSet& s, int drop_arcs = 0, int keep_sinks = 100, u
         const int i = y * kTileW + x;
         const bool sink = s.excess[tt * kPix + static_cast<std::size_t>(i)] < 0 && thin_draw(seed, t, i, 8) < keep_sinks;
         v = sink ? 0 : kInf;
-      } else if (halo_classes > 0 && v < kInf) {
-        v = (thin_draw(seed, t, slot, 9) % halo_classes + 1) * kRegionStep;
       }
       r.label[tt * kPad + static_cast<std::size_t>(slot)] = v;
     }
@@ -1105,104 +1092,6 @@ RelaxResult column_model(const RelaxSet& in) {
 
 // Counts the labels that differ from the reference's and, where `steps` is given, the
 // step counts that differ from it; prints the first few.
-// Kernel C's search (relax_in_tile_bits) ported to the host, word for word, a row of the
-// tile a 32-bit word: levels of a breadth-first search from the sinks, then from the
-// rim's exits of the lowest value left, each claiming only unreached pixels. Checks the
-// algorithm against Dijkstra where no GPU runs (the GPU rows check the device code);
-// steps: the levels, exit classes included. Needs region exits (region_exits_only).
-RelaxResult bits_model(const RelaxSet& in) {
-  static_assert(kTileW == 32, "a row of the tile is one 32-bit word");
-  RelaxResult out;
-  out.resize(in.count);
-  for (int t = 0; t < in.count; ++t) {
-    const auto tt = static_cast<std::size_t>(t);
-    const int* lab = in.label.data() + tt * kPad;
-    std::array<std::array<std::uint32_t, kTileH>, 8> arcs{};
-    std::array<std::uint32_t, kTileH> front{};
-    std::array<int, kPix> exit_height{};
-    std::array<int, kPix> label{};
-    label.fill(kInf);
-    for (int i = 0; i < kPix; ++i) {
-      const int x = i % kTileW;
-      const int y = i / kTileW;
-      const unsigned m = in.mask[tt * kPix + static_cast<std::size_t>(i)];
-      for (int k = 0; k < 8; ++k) {
-        if ((m >> k & 1U) != 0U) arcs[static_cast<std::size_t>(k)][static_cast<std::size_t>(y)] |= 1U << x;
-      }
-      const bool sink = lab[pad_slot(x, y)] == 0;
-      if (sink) front[static_cast<std::size_t>(y)] |= 1U << x;
-      int e = kInf;
-      for (int k = 0; k < 8 && !sink; ++k) {
-        const int nx = x + dir_dx(k);
-        const int ny = y + dir_dy(k);
-        if ((m >> k & 1U) != 0U && !in_tile(nx, ny)) e = std::min(e, lab[pad_slot(nx, ny)] + 1);
-      }
-      exit_height[static_cast<std::size_t>(i)] = std::min(e, kInf);
-    }
-    std::array<std::uint32_t, kTileH> reached{};
-    const auto unreached = [&reached](int i) {
-      return (reached[static_cast<std::size_t>(i / kTileW)] >> (i % kTileW) & 1U) == 0U;
-    };
-    int value = 0;
-    int steps = 0;
-    for (;;) {
-      for (int y = 0; y < kTileH; ++y) front[static_cast<std::size_t>(y)] &= ~reached[static_cast<std::size_t>(y)];
-      for (int level = 0;; ++level) {
-        bool any = false;
-        for (std::uint32_t f : front) any = any || f != 0U;
-        if (!any) break;
-        ++steps;
-        std::array<std::uint32_t, kTileH> next{};
-        for (int y = 0; y < kTileH; ++y) {
-          const auto yy = static_cast<std::size_t>(y);
-          reached[yy] |= front[yy];
-          for (int x = 0; x < kTileW; ++x) {
-            if ((front[yy] >> x & 1U) != 0U) label[static_cast<std::size_t>(y * kTileW + x)] = value + level;
-          }
-        }
-        for (int y = 0; y < kTileH; ++y) {
-          const auto yy = static_cast<std::size_t>(y);
-          for (int k = 0; k < 8; ++k) {
-            const int fy = y + dir_dy(k);
-            const std::uint32_t from = fy >= 0 && fy < kTileH ? front[static_cast<std::size_t>(fy)] : 0U;
-            const std::uint32_t shifted = dir_dx(k) > 0 ? from >> 1 : (dir_dx(k) < 0 ? from << 1 : from);
-            next[yy] |= arcs[static_cast<std::size_t>(k)][yy] & shifted;
-          }
-        }
-        for (int y = 0; y < kTileH; ++y) {
-          front[static_cast<std::size_t>(y)] = next[static_cast<std::size_t>(y)] & ~reached[static_cast<std::size_t>(y)];
-        }
-      }
-      int lowest = kInf;
-      for (int i = 0; i < kPix; ++i) {
-        if (unreached(i)) lowest = std::min(lowest, exit_height[static_cast<std::size_t>(i)]);
-      }
-      if (lowest >= kInf) break;
-      value = lowest;
-      for (int i = 0; i < kPix; ++i) {
-        if (unreached(i) && exit_height[static_cast<std::size_t>(i)] == lowest) {
-          front[static_cast<std::size_t>(i / kTileW)] |= 1U << (i % kTileW);
-        }
-      }
-    }
-    std::copy(label.begin(), label.end(), out.label.begin() + static_cast<std::ptrdiff_t>(tt * kPix));
-    out.steps[tt] = steps;
-  }
-  return out;
-}
-
-// Whether every finite halo label of the set is a region exit: a positive multiple of
-// kRegionStep (what kernel C's search needs to be exact).
-bool region_exits_only(const RelaxSet& set) {
-  for (std::size_t i = 0; i < set.label.size(); ++i) {
-    const int slot = static_cast<int>(i % kPad);
-    const int v = set.label[i];
-    const bool interior = in_tile(slot % kPadW - 1, slot / kPadW - 1);
-    if (!interior && v < kInf && (v < kRegionStep || v % kRegionStep != 0)) return false;
-  }
-  return true;
-}
-
 long long compare_relax(const char* what, const RelaxResult& ref, const RelaxResult* steps, const RelaxResult& got) {
   long long bad = 0;
   auto report = [&](const char* field, std::size_t at, long long want, long long have) {
@@ -1618,18 +1507,6 @@ __global__ void __launch_bounds__(32 * kWarps) warp_round_kernel(TileArgs a) {
   warp_tile<DeviceWarp, kResInRegisters, kForce>(DeviceWarp{}, a, t, side, wres);
 }
 
-// The frozen halo of a relax set's tile (padded labels lp) into both label buffers h of a
-// block of kThreads, tid this thread (interior slots left alone).
-__device__ __forceinline__ void load_frozen_halo(const int* lp, int (&h)[2][kPad], int tid) {
-  for (int i = tid; i < kPad; i += kThreads) {
-    const int py = i / kPadW;
-    const int px = i - py * kPadW;
-    if (py >= 1 && py <= kTileH && px >= 1 && px <= kTileW) continue;
-    h[0][i] = lp[i];
-    h[1][i] = lp[i];
-  }
-}
-
 // Kernel A of --relax: bfs_tile's relaxation (maxflow.cu), a block of kThreads a tile, a
 // pixel a thread: Jacobi steps over two label buffers in shared memory, one
 // __syncthreads_or a step, until a step changes no label. Also counts its steps.
@@ -1642,7 +1519,14 @@ __global__ void __launch_bounds__(kThreads, 2) block_relax_kernel(RelaxArgs a) {
   int d = lp[me];
   const unsigned mask = a.mask[t * kPix + tid];
   const bool sink = d == 0;
-  load_frozen_halo(lp, h, tid);
+  for (int i = tid; i < kPad; i += kThreads) {
+    const int py = i / kPadW;
+    const int px = i - py * kPadW;
+    if (py >= 1 && py <= kTileH && px >= 1 && px <= kTileW) continue;
+    const int hv = lp[i];
+    h[0][i] = hv;
+    h[1][i] = hv;
+  }
   h[0][me] = d;
   __syncthreads();
   const bool relaxes = !sink && mask != 0U;
@@ -1669,33 +1553,6 @@ __global__ void __launch_bounds__(32 * kWarps) warp_relax_kernel(RelaxArgs a) {
   const long long t = static_cast<long long>(blockIdx.x) * kWarps + warp;
   if (t >= a.tiles) return;  // the whole warp
   warp_relax(DeviceWarp{}, a, t);
-}
-
-// Kernel C of --relax: the solver's bit-parallel search (relax_in_tile_bits,
-// MaxflowSchedule::bit_relax and bit_bfs): a block of kThreads a tile, the search in its
-// first warp over the tile's rows as bit words. Exact only where the halo's finite labels
-// are positive multiples of kRegionStep (region heights' exits; --heights tile,
-// --halo-classes).
-// Reports no steps.
-struct BitsShared {
-  int h[2][kPad];
-  unsigned int row_arcs[8][kTileH];
-  unsigned int row_sinks[kTileH];
-  int exit_height[kThreads];
-};
-
-__global__ void __launch_bounds__(kThreads, 2) bits_relax_kernel(RelaxArgs a) {
-  __shared__ BitsShared sh;
-  const long long t = blockIdx.x;
-  const int tid = static_cast<int>(threadIdx.x);
-  const int me = (tid / kTileW + 1) * kPadW + tid % kTileW + 1;
-  const int* lp = a.label + t * kPad;
-  const int d = lp[me];
-  const unsigned mask = a.mask[t * kPix + tid];
-  load_frozen_halo(lp, sh.h, tid);
-  const int got = grabcut::cuda::tile::relax_in_tile_bits(sh, true, tid, d == 0 ? -1LL : 0LL, mask);
-  a.out_label[t * kPix + tid] = got;
-  if (tid == 0) a.out_steps[t] = 0;
 }
 
 // ---------------------------------------------------------------- host side of the GPU runs
@@ -1880,7 +1737,6 @@ struct RelaxVariant {
   int threads;
   int tiles_per_block;
   RelaxResult (*model)(const RelaxSet&);  // its schedule on the host: the steps it must report
-  bool reports_steps = true;  // false: the model only picks the latency rows' tiles
 };
 
 void launch_relax(const RelaxVariant& v, const DeviceRelax& d) {
@@ -1892,21 +1748,18 @@ void launch_relax(const RelaxVariant& v, const DeviceRelax& d) {
 // The --relax table: every tile (throughput), then each kernel's own sms and 2 x sms
 // tiles with most steps (latency: each tile runs to its own fixpoint, so the kernel's
 // time is one relaxation's critical path).
-int relax_gpu(const RelaxSet& all_set, int runs, bool region_exits) {
+int relax_gpu(const RelaxSet& all_set, int runs) {
   int device = 0;
   GRABCUT_CUDA_CHECK(cudaGetDevice(&device));
   cudaDeviceProp prop{};
   GRABCUT_CUDA_CHECK(cudaGetDeviceProperties(&prop, device));
   const int sms = prop.multiProcessorCount;
   std::printf("device: %s, %d SMs\n", prop.name, sms);
-  std::vector<RelaxVariant> kernels = {
+  const std::vector<RelaxVariant> kernels = {
       {"A block", block_relax_kernel, kThreads, 1, jacobi_model},
       {"B warp x4", warp_relax_kernel<4>, 128, 4, column_model},
       {"B warp x1", warp_relax_kernel<1>, 32, 1, column_model},
   };
-  // C's latency rows take A's hardest tiles, and its ns/step divides by A's steps.
-  if (region_exits) kernels.push_back({"C bits", bits_relax_kernel, kThreads, 1, jacobi_model, false});
-  else std::printf("(kernel C left out: the halo's labels are not region exits; --heights tile or --halo-classes N)\n");
   long long mismatches = 0;
   std::printf("\n%-10s %-10s %5s %6s %4s %10s %9s %8s %8s %5s %6s %8s\n", "kernel", "rows", "tiles", "steps", "max",
               "median ms", "us/relax", "ns/tile", "ns/step", "regs", "local", "blocks/SM");
@@ -1928,7 +1781,7 @@ int relax_gpu(const RelaxSet& all_set, int runs, bool region_exits) {
       launch_relax(v, dev);
       GRABCUT_CUDA_CHECK(cudaDeviceSynchronize());
       const std::string what = std::string(v.name) + (latency ? " latency " : " throughput ") + std::to_string(dev.count);
-      mismatches += compare_relax(what.c_str(), ref, v.reports_steps ? &model : nullptr, dev.download());
+      mismatches += compare_relax(what.c_str(), ref, &model, dev.download());
       const float ms = median_ms(runs, [&] { launch_relax(v, dev); });
       double mean = 0;
       int most = 0;
@@ -1958,8 +1811,7 @@ int relax_gpu(const RelaxSet& all_set, int runs, bool region_exits) {
     std::printf("FAILED: %lld values differ from the host reference\n", mismatches);
     return 1;
   }
-  std::printf("all kernels' labels equal the host reference bit for bit, steps equal their host schedules (C: A's "
-              "steps, not its own)\n");
+  std::printf("all kernels' labels equal the host reference bit for bit, steps equal their host schedules\n");
   return 0;
 }
 #endif  // __CUDACC__
@@ -1974,21 +1826,20 @@ struct Options {
   bool relax = false;
   int drop_arcs = 0;
   int keep_sinks = 100;
-  int halo_classes = 0;
   int advance = 0;  // rounds the reference runs on every tile before the measured ones
 };
 
 int usage() {
-  std::fprintf(stderr, "usage: bench_tile_round [--host-only] [--relax [--drop-arcs P] [--keep-sinks P] [--halo-classes N]]\n"
+  std::fprintf(stderr, "usage: bench_tile_round [--host-only] [--relax [--drop-arcs P] [--keep-sinks P]]\n"
                "                        [--heights global|tile] [--size N] [--seed S] [--runs N] [--emulate N] [--advance N]\n");
   return 2;
 }
 
 // --relax: the in-tile relaxation's table (or, with --host-only, its host checks).
 int run_relax(const Options& o, const TileSet& tiles) {
-  const RelaxSet set = make_relax(tiles, o.drop_arcs, o.keep_sinks, o.seed, o.halo_classes);
+  const RelaxSet set = make_relax(tiles, o.drop_arcs, o.keep_sinks, o.seed);
   const RelaxResult ref = relax_reference(set);
-  const bool thinned = o.drop_arcs != 0 || o.keep_sinks != 100 || o.halo_classes != 0;
+  const bool thinned = o.drop_arcs != 0 || o.keep_sinks != 100;
   // The fixpoint is what make_tiles put in the interior: the global BFS distances
   // (global heights) or the in-tile distances with the halo at B (tile heights).
   RelaxResult built;
@@ -2004,13 +1855,6 @@ int run_relax(const Options& o, const TileSet& tiles) {
   const RelaxResult column = column_model(set);
   bad += compare_relax("A's Jacobi schedule (host)", ref, nullptr, jacobi);
   bad += compare_relax("B's column schedule (host)", ref, nullptr, column);
-  // Kernel C needs region exits: every finite halo label a positive multiple of kRegionStep.
-  const bool region_exits = region_exits_only(set);
-  RelaxResult bits;
-  if (region_exits) {
-    bits = bits_model(set);
-    bad += compare_relax("C's bit-parallel search (host port)", ref, nullptr, bits);
-  }
   if (bad != 0) return 1;
   long long sinks = 0;
   long long reached = 0;
@@ -2018,20 +1862,12 @@ int run_relax(const Options& o, const TileSet& tiles) {
     sinks += ref.label[i] == 0 ? 1 : 0;
     reached += ref.label[i] < kInf ? 1 : 0;
   }
-  if (thinned) {
-    std::printf("thinned: %d%% of the arcs dropped, %d%% of the sinks kept, halo labels in %d region classes (0: as "
-                "built)\n",
-                o.drop_arcs, o.keep_sinks, o.halo_classes);
-  }
+  if (thinned) std::printf("thinned: %d%% of the arcs dropped, %d%% of the sinks kept\n", o.drop_arcs, o.keep_sinks);
   std::printf("in-tile relaxation: sinks %lld, pixels with a finite label %lld of %zu; host schedules equal the "
               "reference (Dijkstra)\n",
               sinks, reached, ref.label.size());
   print_step_stats("A Jacobi (bfs_tile)", jacobi);
   print_step_stats("B column passes + shuffles", column);
-  if (region_exits) {
-    print_step_stats("C bit-parallel search levels", bits);
-    std::printf("C's search (host port) equals the reference\n");
-  }
   if (o.host_only) {
     for (int n : {132, 264}) {
       for (const RelaxResult* r : {&jacobi, &column}) {
@@ -2069,7 +1905,7 @@ int run_relax(const Options& o, const TileSet& tiles) {
     return 0;
   }
 #ifdef __CUDACC__
-  return relax_gpu(set, o.runs, region_exits);
+  return relax_gpu(set, o.runs);
 #else
   std::fprintf(stderr, "bench_tile_round: built without CUDA, only --host-only runs\n");
   return 2;
@@ -2089,8 +1925,6 @@ int run(int argc, char** argv) {
       o.drop_arcs = std::clamp(std::atoi(argv[++i]), 0, 100);
     } else if (arg == "--keep-sinks" && has_value) {
       o.keep_sinks = std::clamp(std::atoi(argv[++i]), 0, 100);
-    } else if (arg == "--halo-classes" && has_value) {
-      o.halo_classes = std::clamp(std::atoi(argv[++i]), 0, 64);
     } else if (arg == "--heights" && has_value) {
       const std::string v = argv[++i];
       if (v != "global" && v != "tile") return usage();

@@ -195,7 +195,8 @@ struct Options {
   bool cut_from_labels = false;
   // --check-scratch: every relabel tile visit's heights, relaxed down from the stored ones,
   // are checked against a relaxation from scratch (sinks and halo only) against the same
-  // halo: MaxflowSchedule::bit_bfs computes the latter (throws if they differ).
+  // halo, the claim a relabel that relaxes tiles from scratch would rest on (throws if
+  // they differ; session 46's bit_bfs did, bench/RESULTS.md).
   bool check_scratch = false;
   // --stall-relabel S: a global relabel whenever the count of active tiles has not set
   // a new low for S sweeps (0: never).

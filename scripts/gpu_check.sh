@@ -20,11 +20,6 @@
 #                                 256x256 cycled to 512 graphs, one cold solve under the
 #                                 GRABCUT_BENCH_SCHEDULES schedules, 4- and 8-connected, cuts
 #                                 checked against the CPU solver (PHASES=1: the profile)
-#   relaxcheck                    torch-free, built alone (issue 33): the bit-parallel in-tile
-#                                 search (MaxflowSchedule::bit_relax, bit_bfs) against the host's
-#                                 Dijkstra and timed against Jacobi steps (bench_tile_round
-#                                 --relax, kernel C), then the max-flow and driver tests under the
-#                                 experimental schedule bits (RELAX_MODES picks some)
 #   realimages                    torch-free, built alone: GrabCut-50 scaled to 1024x1024, each
 #                                 image under the MaxflowSchedules that GRABCUT_BENCH_SCHEDULES picks side by side
 #                                 (median, p90, slowest), then at native sizes as one batch,
@@ -288,9 +283,8 @@ if [[ " $STEPS " == *" roundbench "* ]]; then
       timeout 240 build-gpu/bench_tile_round --heights $heights 2>&1 | tee "$LOGS/roundbench_$heights.log"
       [[ ${PIPESTATUS[0]} -eq 0 ]] || status=1
     done
-    # The in-tile relaxation (bfs_tile's Jacobi steps against a warp's column passes and,
-    # where the halo holds region exits, the bit-parallel search), on the same tiles, then
-    # thinned into longer residual paths.
+    # The in-tile relaxation (bfs_tile's Jacobi steps against a warp's column passes), on
+    # the same tiles, then thinned into longer residual paths.
     for heights in global tile; do
       timeout 120 build-gpu/bench_tile_round --relax --heights $heights 2>&1 | tee "$LOGS/roundbench_relax_$heights.log"
       [[ ${PIPESTATUS[0]} -eq 0 ]] || status=1
@@ -300,10 +294,6 @@ if [[ " $STEPS " == *" roundbench "* ]]; then
         | tee "$LOGS/roundbench_relax_thin_$heights.log"
       [[ ${PIPESTATUS[0]} -eq 0 ]] || status=1
     done
-    # The bit-parallel search (kernel C) against exits of several region values.
-    timeout 120 build-gpu/bench_tile_round --relax --halo-classes 4 --drop-arcs 30 --keep-sinks 10 2>&1 \
-      | tee "$LOGS/roundbench_relax_classes.log"
-    [[ ${PIPESTATUS[0]} -eq 0 ]] || status=1
   fi
 fi
 
@@ -340,26 +330,6 @@ if [[ " $STEPS " == *" segbatch "* ]]; then
     GRABCUT_BENCH_SCHEDULES=${GRABCUT_BENCH_SCHEDULES:-q0c12r12g,q0c12r16gRC,q0c12r16gR} \
       timeout 200 "build-gpu/$GRAPHS_BENCH" batch 512 /tmp/segbatch/*-$conn.tgcg 2>&1 | tee "$LOGS/segbatch_$conn.log" | tail -14
     [[ ${PIPESTATUS[0]} -eq 0 ]] || status=1
-  done
-fi
-
-if [[ " $STEPS " == *" relaxcheck "* ]]; then
-  step "the bit-parallel in-tile search checked and timed; the max-flow tests under the schedule bits (issue 33)"
-  build_gpu "$LOGS/relaxcheck_build.log" bench_tile_round cuda_tests
-  for args in "--heights tile" "--halo-classes 4 --drop-arcs 30 --keep-sinks 10" "--heights tile --drop-arcs 40 --keep-sinks 2"; do
-    echo "bench_tile_round --relax $args:"
-    timeout 60 build-gpu/bench_tile_round --relax $args --runs 9 > "$LOGS/relaxcheck_${args// /_}.log" 2>&1 || status=1
-    grep -E "^(A|B|C) |FAIL|MISMATCH|equal|left out" "$LOGS/relaxcheck_${args// /_}.log" | head -14
-  done
-  # Each mode: region checkerboard exact_start bit_relax relax_every bit_bfs (GRABCUT_TEST_*).
-  for mode in ${RELAX_MODES:-1,0,0,1,0,1 1,1,0,1,3,1 1,0,1,0,4,0}; do
-    IFS=, read -r region cb exact bits every bfs <<< "$mode"
-    GRABCUT_TEST_REGION=$region GRABCUT_TEST_CHECKERBOARD=$cb GRABCUT_TEST_EXACT_START=$exact GRABCUT_TEST_BIT_RELAX=$bits \
-      GRABCUT_TEST_RELAX_EVERY=$every GRABCUT_TEST_BIT_BFS=$bfs timeout 120 build-gpu/cuda_tests --gtest_brief=1 \
-      --gtest_filter='MaxflowCuda.*:OddSizesMaxflow.*:Driver.*:-MaxflowCuda.EverySchedule:Driver.EveryScheduleMatchesCpu' \
-      > "$LOGS/relaxcheck_tests_${mode//,/}.log" 2>&1 || status=1
-    echo "region $region, checkerboard $cb, exact_start $exact, bit_relax $bits, relax_every $every, bit_bfs $bfs:"
-    grep -E "PASSED|FAILED" "$LOGS/relaxcheck_tests_${mode//,/}.log" | tail -6
   done
 fi
 

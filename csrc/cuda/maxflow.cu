@@ -133,7 +133,8 @@ struct Header {
   unsigned int counter[4];
   unsigned int list_count[4];  // tiles on the list of a sweep (slot sweep % 3)
   unsigned int list_next[4];   // how many of them blocks have taken
-  unsigned long long stats[26];
+  unsigned int pad[4];
+  unsigned long long stats[24];
 };
 static_assert(sizeof(Header) <= 256, "header fits its slot");
 
@@ -215,9 +216,6 @@ struct SolverArgs {
   int grow_cap;      // MaxflowSchedule::grow_cap
   int checkerboard;  // MaxflowSchedule::checkerboard
   int exact_start;   // MaxflowSchedule::exact_start
-  int bit_relax;     // MaxflowSchedule::bit_relax
-  int relax_every;   // MaxflowSchedule::relax_every (0 without region heights)
-  int bit_bfs;       // MaxflowSchedule::bit_bfs
 };
 
 struct TileCtx {
@@ -303,11 +301,6 @@ struct __align__(16) Shared {
   int warp_count[kThreads / 32];
   int pulled[2];  // the tile a block took from a sweep list (alternating, see pull_tiles)
   unsigned int sent;  // push_tile: bit (dy + 1) * 3 + dx + 1 for each neighbour tile the visit sent excess to
-  // relax_in_tile_bits: per row of the tile, bit x for pixel x: its residual arcs by
-  // direction, its sinks; and each pixel's lowest exit into the halo.
-  unsigned int row_arcs[8][kTileH];
-  unsigned int row_sinks[kTileH];
-  int exit_height[kThreads];
 };
 
 // ---------------------------------------------------------------- statistics
@@ -348,11 +341,7 @@ enum StatSlot {
   kSparseRounds = 21,
   kSparseRelaxSteps = 22,
   kSparseExactStarts = 23,
-  // With MaxflowSchedule::bit_relax (bit_bfs), the profiling build relaxes every visit's
-  // (relabel sweep's) tile both ways and counts the pixels whose heights differ (must stay 0).
-  kBitRelaxChecked = 24,
-  kBitRelaxMismatches = 25,
-  kStatSlots = 26
+  kStatSlots = 24
 };
 #ifdef GRABCUT_MAXFLOW_PHASE_CLOCK
 __device__ __forceinline__ unsigned long long global_ns() {
@@ -362,14 +351,6 @@ __device__ __forceinline__ unsigned long long global_ns() {
 }
 __device__ __forceinline__ void profile_add(Header* h, StatSlot slot, unsigned long long v) {
   if (threadIdx.x == 0) atomicAdd(&h->stats[slot], v);
-}
-// The profile's check of a bit-parallel relaxation (MaxflowSchedule::bit_relax, bit_bfs):
-// one tile checked, and its pixels whose height differs from the Jacobi relaxation's
-// (`differs`, this thread's). Block-uniform.
-__device__ __forceinline__ void count_bit_relax_check(Header* h, bool differs) {
-  const int differ = __syncthreads_count(differs);
-  profile_add(h, kBitRelaxChecked, 1ULL);
-  profile_add(h, kBitRelaxMismatches, static_cast<unsigned long long>(differ));
 }
 // A push visit's phases in a sparse sweep (kSparse*): thread 0 reads the SM's clock
 // after each phase's closing barrier.
@@ -592,26 +573,7 @@ __device__ bool bfs_tile(const SolverArgs& a, int t, int sweep, bool first, Shar
   });
   sh.h[0][me] = d;
   __syncthreads();
-  bool changed = false;
-  if (kRegion && a.bit_bfs != 0) {
-    // The downward relaxation's fixpoint from the stored labels is the exact in-tile
-    // height against today's halo: the stored ones are exact against an earlier halo,
-    // whose labels were no lower (a relabel's labels only fall), so they never undercut
-    // it. The bit-parallel search computes that height from the sinks and exits alone.
-    const int d0 = d;
-    d = relax_in_tile_bits(sh, valid, tid, sink ? -1 : 0, mask);
-    changed = valid && d != d0;
-#ifdef GRABCUT_MAXFLOW_PHASE_CLOCK
-    // The profile's check of the search: the Jacobi relaxation from the stored labels.
-    sh.h[0][me] = d0;
-    __syncthreads();
-    int jacobi = d0;
-    relax_to_fixpoint(sh, me, valid && !sink && mask != 0U, mask, jacobi);
-    count_bit_relax_check(a.header, valid && jacobi != d);
-#endif
-  } else {
-    changed = relax_to_fixpoint(sh, me, valid && !sink && mask != 0U, mask, d);
-  }
+  const bool changed = relax_to_fixpoint(sh, me, valid && !sink && mask != 0U, mask, d);
   if (valid && (first || changed)) __stcg(a.height + p, d);
   const bool tile_changed = __syncthreads_or(changed);
   if (tile_changed) list_changed_tile(a, c, tid, sweep);
@@ -693,11 +655,7 @@ __device__ void push_tile(const SolverArgs& a, int t, int sweep, int rounds, boo
   __syncthreads();
   clock.lap(a.header, kSparseLoadCycles);
   long long ex = e0;
-  // Region heights: the tile's exact in-tile heights, by the bit-parallel search or by the
-  // block's Jacobi steps (counted in steps, for the profile); the visit starts from them.
-  const auto relax_heights = [&](long long e, unsigned int m, int* steps = nullptr) {
-    return a.bit_relax != 0 ? relax_in_tile_bits(sh, valid, tid, e, m) : relax_in_tile(sh, valid, tid, e, m, steps);
-  };
+  // Region heights: the visit starts from the exact heights inside the tile.
   int relax_steps = 0;
   int hm = h0;
   if (kRegion) {
@@ -712,20 +670,10 @@ __device__ void push_tile(const SolverArgs& a, int t, int sweep, int rounds, boo
       clock.count(a.header, kSparseExactStarts, exact ? 1ULL : 0ULL);
       if (a.exact_start == 0) clock.restart();  // (a check the solve does not use counts in no phase)
     }
-    if (a.exact_start == 0 || !exact) {
-      hm = relax_heights(ex, mask, &relax_steps);
-#ifdef GRABCUT_MAXFLOW_PHASE_CLOCK
-      if (a.bit_relax != 0) {
-        // The profile's check of the bit-parallel search: the Jacobi relaxation's heights.
-        const int jacobi = relax_in_tile(sh, valid, tid, ex, mask);
-        count_bit_relax_check(a.header, valid && jacobi != hm);
-        clock.restart();
-      }
-#endif
-    }
+    if (a.exact_start == 0 || !exact) hm = relax_in_tile(sh, valid, tid, ex, mask, &relax_steps);
   }
   clock.lap(a.header, kSparseRelaxCycles);
-  const int round = push_sync_rounds<kRegion>(sh, rounds, valid, tid, ex, hm, res, a.relax_every, relax_heights);
+  const int round = push_sync_rounds<kRegion>(sh, rounds, valid, tid, ex, hm, res);
   clock.lap(a.header, kSparseRoundsCycles);
   clock.count(a.header, kSparseVisits, 1ULL);
   clock.count(a.header, kSparseRounds, static_cast<unsigned long long>(min(round + 1, rounds)));
@@ -1084,11 +1032,10 @@ std::size_t maxflow_workspace_bytes(const std::vector<GridDesc>& desc) { return 
 void maxflow_cuda(const BatchedGridGraph& graph, std::uint8_t* source_side, std::int64_t* flows, void* workspace,
                   std::size_t workspace_bytes, bool warm_start, cudaStream_t stream,
                   const MaxflowSchedule& schedule) {
-  if (schedule.push_visits < 1 || schedule.local_rounds < 1 || schedule.bfs_cap < 0 || schedule.relax_every < 0) {
+  if (schedule.push_visits < 1 || schedule.local_rounds < 1 || schedule.bfs_cap < 0) {
     throw std::invalid_argument("maxflow_cuda: bad schedule (push_visits " + std::to_string(schedule.push_visits) +
                                 ", local_rounds " + std::to_string(schedule.local_rounds) + ", bfs_cap " +
-                                std::to_string(schedule.bfs_cap) + ", relax_every " +
-                                std::to_string(schedule.relax_every) + ")");
+                                std::to_string(schedule.bfs_cap) + ")");
   }
   const Layout l = make_layout(graph.desc);
   if (graph.desc.empty()) return;
@@ -1179,9 +1126,6 @@ void maxflow_cuda(const BatchedGridGraph& graph, std::uint8_t* source_side, std:
   const bool region = schedule.region && (most_tiles * kRimPixels + 2) * kRegionStep < kInf;
   a.checkerboard = region && schedule.checkerboard ? 1 : 0;
   a.exact_start = region && schedule.exact_start ? 1 : 0;
-  a.bit_relax = region && schedule.bit_relax ? 1 : 0;
-  a.relax_every = region ? schedule.relax_every : 0;
-  a.bit_bfs = region && schedule.bit_bfs ? 1 : 0;
 
   int device = 0;
   GRABCUT_CUDA_CHECK(cudaGetDevice(&device));
@@ -1238,8 +1182,6 @@ MaxflowStats maxflow_read_stats(const void* workspace, cudaStream_t stream) {
   s.sparse_rounds = h.stats[kSparseRounds];
   s.sparse_relax_steps = h.stats[kSparseRelaxSteps];
   s.sparse_exact_starts = h.stats[kSparseExactStarts];
-  s.bit_relax_checked = h.stats[kBitRelaxChecked];
-  s.bit_relax_mismatches = h.stats[kBitRelaxMismatches];
   return s;
 }
 

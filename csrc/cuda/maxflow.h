@@ -68,21 +68,6 @@ struct MaxflowSchedule {
   // latency-bound visit on GrabCut's graphs, bench/RESULTS.md). Costs one step a visit
   // where they are not. Off until measured.
   bool exact_start = false;
-  // With region heights: a push visit computes its tile's exact heights by a bit-parallel
-  // breadth-first search in one warp (a row of the tile a 32-bit word, a level a few
-  // word operations) instead of Jacobi steps of the whole block (~0.3 us each, ~20 a
-  // relaxation on GrabCut's graphs). Off until measured.
-  bool bit_relax = false;
-  // With region heights: a push visit also recomputes its tile's exact heights after
-  // every relax_every rounds (0: only after a round that moved nothing), so excess on
-  // labels that the rounds raise one step at a time reaches its exit in fewer rounds
-  // (the model halves the rounds at 4 or 8; it pays where relaxations are cheap, with
-  // bit_relax). Off until measured. >= 0.
-  int relax_every = 0;
-  // With region heights: a global relabel's sweeps relax each tile by the same
-  // bit-parallel search (from its sinks and its halo's exits) instead of Jacobi steps
-  // of the block. Off until measured.
-  bool bit_bfs = false;
 };
 
 // Region heights with 16 rounds a visit and 16 push sweeps between relabels, with or

@@ -1,13 +1,10 @@
 // One push visit's in-tile work for the GPU max-flow (csrc/cuda/maxflow.cu): the
-// synchronous push-relabel rounds and the exact in-tile relaxations, on a tile loaded into
+// synchronous push-relabel rounds and the exact in-tile relaxation, on a tile loaded into
 // shared memory. In a header so that bench/bench_tile_round.cu times the solver's own
 // round. Device code: include it from .cu files only. `TileShared` is the caller's
 // shared-memory block; what these functions use of it:
 //   unsigned int out[8][kThreads]   what each pixel sent along each arc in a round
 //   int h[2][kPad]                  two label buffers over the padded tile
-//   unsigned int row_arcs[8][kTileH], row_sinks[kTileH], int exit_height[kThreads]
-//                                   relax_in_tile_bits' rows of arcs and sinks, and each
-//                                   pixel's lowest exit into the halo
 #pragma once
 
 #include "cuda/maxflow_tile.h"
@@ -80,96 +77,6 @@ __device__ __forceinline__ int relax_in_tile(TileShared& sh, bool valid, int tid
   return d;
 }
 
-// relax_in_tile's result (the exact in-tile region heights against the frozen halo, in
-// both label buffers on return; this thread's returned) by a breadth-first search in one
-// warp over bit rows (MaxflowSchedule::bit_relax; bit_bfs in a relabel's sweeps). The
-// heights are the least over a pixel's residual paths of (the value where the path
-// leaves: 0 at a sink, one above the halo pixel it steps into) + the steps before it.
-// Values differ by multiples of kRegionStep between exits (halo heights are (D + 1) *
-// kRegionStep, halo_height) and a path inside the tile has fewer than kThreads <
-// kRegionStep steps, so the least value wins whatever the steps: a search from the sinks
-// first, then from the exits of the lowest value left, and so on, each claiming only
-// pixels not yet reached, gives every pixel its exact height. A level of the search is,
-// for each row r (lane r of warp 0), the pixels of r with a residual arc in some
-// direction k into the last level's pixels (row r + dy_k, shifted by dx_k) that no level
-// reached before. Not inlined: inlined, its registers add spills to the push visit's path.
-template <class TileShared>
-__device__ __noinline__ int relax_in_tile_bits(TileShared& sh, bool valid, int tid, long long ex, unsigned int mask) {
-  const int lx = tid % kTileW;
-  const int ly = tid / kTileW;
-  const int me = (ly + 1) * kPadW + lx + 1;
-  const bool sink = valid && ex < 0;
-  // One above this pixel's lowest halo neighbour over a residual arc.
-  const int exit_h = valid && !sink ? relaxed_label(sh.h[0], me, mask & ~inner_directions(lx, ly), kInf) : kInf;
-  __syncthreads();  // every thread is done reading the heights of the round before
-  sh.h[0][me] = kInf;  // (pixels no search reaches)
-  sh.exit_height[tid] = exit_h;
-#pragma unroll
-  for (int k = 0; k < 8; ++k) {
-    const unsigned int row = __ballot_sync(0xffffffffU, valid && (mask & (1U << k)) != 0U);
-    if (lx == 0) sh.row_arcs[k][ly] = row;
-  }
-  const unsigned int sinks = __ballot_sync(0xffffffffU, sink);
-  if (lx == 0) sh.row_sinks[ly] = sinks;
-  __syncthreads();
-  if (tid < 32) {
-    const int r = tid;  // this lane's row; lanes kTileH.. hold empty rows (the search's padding)
-    const bool row = r < kTileH;
-    unsigned int arcs[8];
-#pragma unroll
-    for (int k = 0; k < 8; ++k) arcs[k] = row ? sh.row_arcs[k][r] : 0U;
-    unsigned int reached = 0U;
-    unsigned int front = row ? sh.row_sinks[r] : 0U;
-    int value = 0;  // the value of the exits the search starts from (sinks: 0)
-    for (;;) {
-      front &= ~reached;
-      for (int level = 0; __any_sync(0xffffffffU, front != 0U); ++level) {
-        reached |= front;
-        for (unsigned int bits = front; bits != 0U; bits &= bits - 1U) {
-          sh.h[0][(r + 1) * kPadW + __ffs(static_cast<int>(bits)) - 1 + 1] = value + level;
-        }
-        // (lane r - 1 of lane 0 is lane 31 and lane r + 1 of lane kTileH - 1 is lane
-        // kTileH: both empty rows, so rows off the tile read as empty.)
-        const unsigned int above = __shfl_sync(0xffffffffU, front, (r + 31) & 31);
-        const unsigned int below = __shfl_sync(0xffffffffU, front, (r + 1) & 31);
-        unsigned int next = 0U;
-#pragma unroll
-        for (int k = 0; k < 8; ++k) {
-          const unsigned int from = dir_dy(k) == 0 ? front : (dir_dy(k) > 0 ? below : above);
-          next |= arcs[k] & (dir_dx(k) > 0 ? from >> 1 : (dir_dx(k) < 0 ? from << 1 : from));
-        }
-        front = next & ~reached;
-      }
-      // The next search: from the exits of the lowest value among the pixels not reached
-      // (only rim pixels have exits).
-      int lowest = kInf;
-      unsigned int at = 0U;
-      if (row) {
-        const bool full = r == 0 || r == kTileH - 1;
-        for (int x = 0; x < kTileW; x = full || x == kTileW - 1 ? x + 1 : kTileW - 1) {
-          if ((reached >> x) & 1U) continue;
-          const int e = sh.exit_height[r * kTileW + x];
-          if (e < lowest) {
-            lowest = e;
-            at = 0U;
-          }
-          if (e == lowest && e < kInf) at |= 1U << x;
-        }
-      }
-      value = lowest;
-#pragma unroll
-      for (int o = 16; o > 0; o >>= 1) value = min(value, __shfl_xor_sync(0xffffffffU, value, o));
-      if (value >= kInf) break;
-      front = lowest == value ? at : 0U;
-    }
-  }
-  __syncthreads();
-  const int d = sh.h[0][me];
-  sh.h[1][me] = d;
-  __syncthreads();
-  return d;
-}
-
 // The synchronous push-relabel rounds of push_tile, up to local_rounds, on the tile
 // loaded into sh; valid, ex, hm and res are this thread's pixel's (tid = ly * kTileW +
 // lx: its excess, height and the residuals of its 8 arcs), updated on return.
@@ -185,12 +92,9 @@ __device__ __noinline__ int relax_in_tile_bits(TileShared& sh, bool valid, int t
 // buffer `par` and a new height goes to the other buffer (so a round needs two
 // barriers). kForce (for bench/bench_tile_round's latency rows) ends every round at a
 // plain barrier, so that exactly local_rounds rounds run.
-// Region heights: relax(ex, mask) gives this pixel's exact in-tile height (relax_in_tile's
-// contract, block-uniform); it runs after a round that moved nothing and, with
-// relax_every > 0, after every relax_every rounds (MaxflowSchedule::relax_every).
-template <bool kRegion, bool kForce = false, class TileShared, class Relax>
+template <bool kRegion, bool kForce = false, class TileShared>
 __device__ __forceinline__ int push_sync_rounds(TileShared& sh, int local_rounds, bool valid, int tid, long long& ex,
-                                                int& hm, unsigned int (&res)[8], int relax_every, Relax&& relax) {
+                                                int& hm, unsigned int (&res)[8]) {
   const int lx = tid % kTileW;
   const int ly = tid / kTileW;
   const int me = (ly + 1) * kPadW + lx + 1;
@@ -256,24 +160,13 @@ __device__ __forceinline__ int push_sync_rounds(TileShared& sh, int local_rounds
       break;
     }
     // Region heights: a round that moved nothing ends on exact heights again (the
-    // relabels of a stalled round only climb one step at a time towards them); so does
-    // every relax_every-th round but the visit's last (exact heights only rise above the
-    // rounds' labels, which are valid ones).
-    const bool periodic = relax_every > 0 && (round + 1) % relax_every == 0 && round + 1 < local_rounds;
-    if (kRegion && (!any_pushed || periodic)) {
-      hm = relax(ex, residual_mask(res));
+    // relabels of a stalled round only climb one step at a time towards them).
+    if (kRegion && !any_pushed) {
+      hm = relax_in_tile(sh, valid, tid, ex, residual_mask(res));
       if (!__syncthreads_or(valid && ex > 0 && hm < kInf)) break;
     }
   }
   return round;
-}
-
-// push_sync_rounds with the block's Jacobi relaxation after rounds that moved nothing only.
-template <bool kRegion, bool kForce = false, class TileShared>
-__device__ __forceinline__ int push_sync_rounds(TileShared& sh, int local_rounds, bool valid, int tid, long long& ex,
-                                                int& hm, unsigned int (&res)[8]) {
-  return push_sync_rounds<kRegion, kForce>(sh, local_rounds, valid, tid, ex, hm, res, 0,
-                                           [&](long long e, unsigned int m) { return relax_in_tile(sh, valid, tid, e, m); });
 }
 
 }  // namespace grabcut::cuda::tile

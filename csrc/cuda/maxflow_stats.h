@@ -43,11 +43,6 @@ struct MaxflowStats {
   unsigned long long sparse_rounds = 0;
   unsigned long long sparse_relax_steps = 0;
   unsigned long long sparse_exact_starts = 0;
-  // Profiling build with MaxflowSchedule::bit_relax or bit_bfs: visits and relabel
-  // sweeps' tiles whose bit-parallel heights were checked against the Jacobi
-  // relaxation's, and the pixels that differed (must be 0).
-  unsigned long long bit_relax_checked = 0;
-  unsigned long long bit_relax_mismatches = 0;
 };
 
 // Copies the counters of the last solve on `stream` (synchronises that stream).

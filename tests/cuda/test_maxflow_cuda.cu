@@ -442,19 +442,18 @@ TEST(MaxflowCuda, WarmStartMatchesCold) {
 TEST(MaxflowCuda, EverySchedule) {
   const HostGraph grabcut_like = grabcut_graph(300, 420, 91);
   const HostGraph random = random_graph(150, 190, true, 100, 300, 92);
-  // (region, checkerboard, searches): searches turns on every region switch that is off
-  // by default (exact starts, the bit-parallel search in visits and relabels,
-  // relaxations every 2 rounds).
+  // (region, checkerboard, exact): exact turns on the region switch that is off by
+  // default (exact starts reused).
   struct Heights {
-    bool region, checkerboard, searches;
+    bool region, checkerboard, exact;
   };
-  for (const auto& [region, checkerboard, searches] : {Heights{false, false, false}, Heights{true, false, false},
-                                                       Heights{true, true, false}, Heights{true, true, true}}) {
+  for (const auto& [region, checkerboard, exact] : {Heights{false, false, false}, Heights{true, false, false},
+                                                    Heights{true, true, false}, Heights{true, true, true}}) {
     for (const auto& [cap, grow] :
          {std::pair{0, false}, std::pair{1, false}, std::pair{4, false}, std::pair{1, true}}) {
       for (const auto& [visits, rounds] : {std::pair{8, 24}, std::pair{1, 1}, std::pair{3, 200}}) {
         const std::string what = std::string(region ? "region " : "") + (checkerboard ? "checkerboard " : "") +
-                                 (searches ? "searches " : "") + "cap " + std::to_string(cap) +
+                                 (exact ? "exact starts " : "") + "cap " + std::to_string(cap) +
                                  (grow ? " growing" : "") + " visits " + std::to_string(visits) + " rounds " +
                                  std::to_string(rounds);
         HostGraph g0 = grabcut_like;
@@ -467,10 +466,7 @@ TEST(MaxflowCuda, EverySchedule) {
         batch.schedule.local_rounds = rounds;
         batch.schedule.region = region;
         batch.schedule.checkerboard = checkerboard;
-        batch.schedule.exact_start = searches;
-        batch.schedule.bit_relax = searches;
-        batch.schedule.bit_bfs = searches;
-        batch.schedule.relax_every = searches ? 2 : 0;
+        batch.schedule.exact_start = exact;
         batch.solve(false);
         // A cap stops relabels on these graphs (their waves need more sweeps than 4).
         EXPECT_EQ(batch.stats().capped_relabels > 0, cap > 0) << what;
@@ -546,12 +542,11 @@ TEST(MaxflowCuda, RejectsBadArguments) {
   bg.desc[0].width = 8;
   bg.total_pixels = 64;
   EXPECT_THROW(grabcut::cuda::maxflow_cuda(bg, nullptr, nullptr, nullptr, 0, false, nullptr), std::invalid_argument);
-  for (int field = 0; field < 4; ++field) {
+  for (int field = 0; field < 3; ++field) {
     grabcut::cuda::MaxflowSchedule bad;
     if (field == 0) bad.push_visits = 0;
     if (field == 1) bad.local_rounds = 0;
     if (field == 2) bad.bfs_cap = -1;
-    if (field == 3) bad.relax_every = -1;
     batch.schedule = bad;
     EXPECT_THROW(batch.solve(false), std::invalid_argument) << "schedule field " << field;
   }

@@ -7,9 +7,6 @@
 //   GRABCUT_TEST_REGION=0/1    MaxflowSchedule::region
 //   GRABCUT_TEST_CHECKERBOARD=0/1  MaxflowSchedule::checkerboard
 //   GRABCUT_TEST_EXACT_START=0/1   MaxflowSchedule::exact_start
-//   GRABCUT_TEST_BIT_RELAX=0/1     MaxflowSchedule::bit_relax
-//   GRABCUT_TEST_RELAX_EVERY=N     MaxflowSchedule::relax_every (N >= 0)
-//   GRABCUT_TEST_BIT_BFS=0/1       MaxflowSchedule::bit_bfs
 #pragma once
 
 #include <cstdlib>
@@ -39,9 +36,6 @@ inline grabcut::cuda::MaxflowSchedule schedule_from_environment() {
   flag_from_environment("GRABCUT_TEST_REGION", schedule.region);
   flag_from_environment("GRABCUT_TEST_CHECKERBOARD", schedule.checkerboard);
   flag_from_environment("GRABCUT_TEST_EXACT_START", schedule.exact_start);
-  flag_from_environment("GRABCUT_TEST_BIT_RELAX", schedule.bit_relax);
-  int_from_environment("GRABCUT_TEST_RELAX_EVERY", 0, schedule.relax_every);
-  flag_from_environment("GRABCUT_TEST_BIT_BFS", schedule.bit_bfs);
   return schedule;
 }
 
