@@ -15,7 +15,7 @@ TORCHGRABCUT_CUDA ?= $(if $(and $(NVCC),$(wildcard csrc/cuda/*.cu)),1,0)
 CMAKE_CUDA := $(if $(filter 1,$(TORCHGRABCUT_CUDA)),-DGRABCUT_CUDA=ON -DCMAKE_CUDA_COMPILER=$(NVCC),-DGRABCUT_CUDA=OFF)
 JOBS ?= $(shell nproc)
 
-.PHONY: demo test setup system-deps build cmake-test cmake-sanitize fuzz lint pytest install-test bench eval clean
+.PHONY: demo test setup system-deps build cmake-test cmake-sanitize fuzz lint pytest install-test bench eval clean device-carry
 
 demo: build
 	$(PY) -m torchgrabcut demo -o out
@@ -105,6 +105,15 @@ eval: build
 
 bench: build
 	$(PY) -m torchgrabcut bench
+
+# What scripts/gpu_check.sh needs carried to the GPU machine (both git-ignored): a fresh
+# copy of googletest and of GrabCut-50 (research-only: read from ../shared, never
+# committed). Copied into absent folders: cp -r into an existing one nests a second copy.
+device-carry:
+	rm -rf .gtest data/grabcut50
+	mkdir -p data
+	cp -r /usr/src/googletest .gtest
+	cp -r $(GRABCUT50) data/grabcut50
 
 clean:
 	rm -rf build build-cmake build-asan build-fuzz build-compat build-ext.log out test-artifacts python/torchgrabcut/*.so \

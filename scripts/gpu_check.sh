@@ -65,7 +65,8 @@
 # plot to $OUT/speed.png and the benchmark table to $OUT/bench.md.
 #
 # Needs data/grabcut50 (a copy of ../shared/data/grabcut50, git-ignored, never
-# committed) and .gtest (a copy of /usr/src/googletest, git-ignored).
+# committed) and .gtest (a copy of /usr/src/googletest, git-ignored): `make device-carry`
+# makes both afresh on the dev machine.
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 # Debug information kept: the oomcrash step names native frames with addr2line.
