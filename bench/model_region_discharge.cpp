@@ -101,6 +101,7 @@
 //            --level-relabel exact|local  --relabel exact|capped  --relabel-cap C (12)
 //            --stall-relabel S (0)  --cut sweeps|labels  --relabel-group G (1)  --cost-cluster US (1)
 //            --check-scratch 0|1 (1: every relabel tile visit checked against a relaxation from scratch)
+//            --cost-relax US (0: a relaxation's fixed cost beside its --cost-step per step)
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
@@ -146,6 +147,10 @@ struct Options {
   // Per-step costs (us) for the time estimate: a push-relabel round of a tile, a
   // Jacobi BFS step, a tile's load and write-back, a grid barrier; blocks in the grid.
   double cost_round = 1.4, cost_step = 0.3, cost_load = 2.0, cost_barrier = 3.0;
+  // A relaxation's fixed cost (us) beside its steps': the block's barriers, the halo's
+  // loads and the labels' write-back, which a step count does not see (session 47: a
+  // search of a third of the steps measured slower than the Jacobi steps it replaced).
+  double cost_relax = 0.0;
   int blocks = 264;
   // The tile's inner steps: synchronous Jacobi rounds (every pixel at once, one pixel
   // of progress per round), or Gauss-Seidel line passes (--inner gs): a warp's lanes
@@ -605,7 +610,7 @@ class RegionDischarge {
     c.bfs_steps += steps;
     c.max_rounds = std::max(c.max_rounds, rounds);
     if (o_.inner_gs) return o_.cost_load + o_.cost_pass * (8.0 * rounds + steps) + o_.cost_step * rounds;
-    return o_.cost_load + o_.cost_round * rounds + o_.cost_step * steps;
+    return o_.cost_load + o_.cost_round * rounds + o_.cost_step * steps + o_.cost_relax * runs;
   }
 
   // What the tile's excess has delivered so far: the inflow its halo holds plus the sink
@@ -1030,7 +1035,7 @@ class RegionDischarge {
               steps = relax_from(with_heights(s, height), changed);
               check_against_scratch(s);
             }
-            slowest = std::max(slowest, o_.cost_step * steps);
+            slowest = std::max(slowest, o_.cost_relax + o_.cost_step * steps);
             if (!changed) continue;
             for (int ly = 0; ly < o_.tile_h; ++ly) {
               for (int lx = 0; lx < o_.tile_w; ++lx) {
@@ -1105,7 +1110,7 @@ class RegionDischarge {
           steps = relax_from(with_heights(s, height), changed);
           check_against_scratch(s);
         }
-        cost.push_back(o_.cost_load + o_.cost_step * steps);
+        cost.push_back(o_.cost_load + o_.cost_relax + o_.cost_step * steps);
         if (!changed) continue;
         bool moved = false;
         for (int ly = 0; ly < o_.tile_h; ++ly) {
@@ -1142,7 +1147,7 @@ class RegionDischarge {
       for (int t = 0; t < tiles_x_ * tiles_y_; ++t) {
         Tile s = load(t);
         const int steps = relax(s);
-        cost.push_back(o_.cost_load + o_.cost_step * steps);
+        cost.push_back(o_.cost_load + o_.cost_relax + o_.cost_step * steps);
         for (int ly = 0; ly < o_.tile_h; ++ly) {
           for (int lx = 0; lx < o_.tile_w; ++lx) {
             const auto i = static_cast<std::size_t>(s.at(ly, lx));
@@ -1256,6 +1261,8 @@ bool parse_option(const std::string& a, const char* value, Options& o) {
     o.cost_round = std::stod(v);
   } else if (a == "--cost-step") {
     o.cost_step = std::stod(v);
+  } else if (a == "--cost-relax") {
+    o.cost_relax = std::stod(v);
   } else if (a == "--cost-load") {
     o.cost_load = std::stod(v);
   } else if (a == "--cost-barrier") {
@@ -1326,9 +1333,9 @@ int run(int argc, char** argv) {
     throw std::invalid_argument("unknown mode " + pos[0]);
   }
   std::printf("region discharge model: tiles %dx%d, round cap %d, relax every %d, labels init %s warm %s, global relabel every %d sweeps; "
-              "us per round %.2f, BFS step %.2f, load %.2f, barrier %.2f, %d blocks\n",
+              "us per round %.2f, BFS step %.2f, relaxation %.2f, load %.2f, barrier %.2f, %d blocks\n",
               o.tile_w, o.tile_h, o.round_cap, o.relax_every, o.init_bfs ? "bfs" : "zero", o.warm_bfs ? "bfs" : "zero", o.global_every,
-              o.cost_round, o.cost_step, o.cost_load, o.cost_barrier, o.blocks);
+              o.cost_round, o.cost_step, o.cost_relax, o.cost_load, o.cost_barrier, o.blocks);
   if (o.inner_levels || o.relabel_capped || o.stall_relabel > 0 || o.cut_from_labels) {
     std::printf("inner %s (us per level step %.2f, level relabel %s), parallel %d, global relabel %s (cap %d sweeps), "
                 "relabel on a stall of %d sweeps, cut from %s\n",
