@@ -102,6 +102,10 @@
 //            --stall-relabel S (0)  --cut sweeps|labels  --relabel-group G (1)  --cost-cluster US (1)
 //            --check-scratch 0|1 (1: every relabel tile visit checked against a relaxation from scratch)
 //            --cost-relax US (0: a relaxation's fixed cost beside its --cost-step per step)
+//            --reverse-warm 0|1 (1, --parallel 1: a warm solve's sink capacity inside the last
+//            source side moved backward to its excess first; see Options::reverse_warm)
+//   The summary's block work is the sum of every tile visit's cost over all phases: the
+//   blocks' time a batch of such graphs pays where the model's ms is one graph's latency.
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
@@ -206,6 +210,14 @@ struct Options {
   // --stall-relabel S: a global relabel whenever the count of active tiles has not set
   // a new low for S sweeps (0: never).
   int stall_relabel = 0;
+  // --reverse-warm 1 (--parallel 1): a warm solve first moves the sink capacity that
+  // appeared inside the last cut's source side S backward to S's excess (the solver run
+  // on the reversed graph, S's pixels alone active, arcs between S and the rest walled
+  // off), then solves forward as before. After a GrabCut iteration half of S's pixels
+  // hold a little new sink capacity and S is full of the excess the last solve left
+  // there: forward, every such sink sets the whole pool moving until a relabel stops
+  // it; backward, each deficit meets excess a few pixels away.
+  bool reverse_warm = false;
 };
 
 struct Counts {
@@ -214,12 +226,15 @@ struct Counts {
   long long stalled = 0;  // discharges ended by --stall-rounds
   long long level_steps = 0, relabels = 0, truncated = 0;
   long long critical_rounds = 0;  // over the phases, the most rounds (passes) of a tile
+  long long reverse_barriers = 0;  // --reverse-warm: those of the reverse phases
   double time_us = 0;
+  double work_us = 0;  // the sum over tiles of what they cost (the blocks' work: batches)
   double relabel_us = 0, cut_us = 0;  // parts of time_us: global relabels, the cut's pass
   int max_rounds = 0;
   void operator+=(const Counts& o) {
     level_steps += o.level_steps;
     critical_rounds += o.critical_rounds;
+    reverse_barriers += o.reverse_barriers;
     relabels += o.relabels;
     truncated += o.truncated;
     relabel_us += o.relabel_us;
@@ -237,6 +252,7 @@ struct Counts {
     label_drops += o.label_drops;
     gapped += o.gapped;
     time_us += o.time_us;
+    work_us += o.work_us;
     max_rounds = std::max(max_rounds, o.max_rounds);
   }
 };
@@ -263,6 +279,7 @@ class RegionDischarge {
     } else {
       for (std::size_t p = 0; p < g.size(); ++p) excess_[p] += std::int64_t{g.terminal[p]} - terminal_[p];
       terminal_ = g.terminal;
+      if (o_.reverse_warm && o_.parallel) reverse_phase(c);
       if (o_.warm_bfs) {
         global_relabel(c);
       } else {
@@ -299,7 +316,7 @@ class RegionDischarge {
           deepest = std::max(deepest, c.rounds - before);
         }
         c.critical_rounds += deepest;
-        c.time_us += phase_time(cost) + o_.cost_barrier;
+        c.time_us += phase_time(cost, c) + o_.cost_barrier;
         ++c.barriers;
         if (o_.gap) apply_gap(c);
       }
@@ -321,6 +338,9 @@ class RegionDischarge {
   std::vector<std::int64_t> excess_;    // > 0 excess, < 0 sink capacity left
   std::vector<std::int64_t> residual_;  // 8 per pixel
   std::vector<int> label_;
+  // --reverse-warm: while the reverse phase runs, the pixels that may take part (the last
+  // cut's source side); empty otherwise.
+  std::vector<std::uint8_t> mask_;
   int cap_ = 0;  // --relabel capped: the cap of the next global relabel
 
   std::size_t pix(int y, int x) const { return static_cast<std::size_t>(y) * static_cast<std::size_t>(w_) + static_cast<std::size_t>(x); }
@@ -350,20 +370,67 @@ class RegionDischarge {
     }
   }
 
+  // The reversed graph: excess and sink capacity swap, and each arc's residual with its
+  // reverse's. The solver's steps on it move sink capacity toward excess.
+  void transpose() {
+    for (auto& e : excess_) e = -e;
+    for (int y = 0; y < h_; ++y) {
+      for (int x = 0; x < w_; ++x) {
+        for (int k = 0; k < 4; ++k) {
+          if (!in_grid(y + kDy[k], x + kDx[k])) continue;
+          std::swap(residual_[pix(y, x) * 8 + static_cast<std::size_t>(k)],
+                    residual_[pix(y + kDy[k], x + kDx[k]) * 8 + static_cast<std::size_t>(k ^ 4)]);
+        }
+      }
+    }
+  }
+
+  // --reverse-warm: S = the pixels the last solve's exact labels put on the source side.
+  // On the reversed graph with the arcs between S and the rest set to zero (restored
+  // after), S's pixels alone active, the parallel solve runs to its end: then no sink
+  // capacity in S can reach S's excess within S. Every step moved flow along a residual
+  // arc, so the forward solve that follows starts from a valid state and ends exact.
+  void reverse_phase(Counts& c) {
+    mask_.assign(label_.size(), 0);
+    for (std::size_t p = 0; p < label_.size(); ++p) mask_[p] = label_[p] >= kDInf ? 1 : 0;
+    std::vector<std::pair<std::size_t, std::int64_t>> walls;
+    for (int y = 0; y < h_; ++y) {
+      for (int x = 0; x < w_; ++x) {
+        const std::size_t p = pix(y, x);
+        for (int k = 0; k < 8; ++k) {
+          if (!in_grid(y + kDy[k], x + kDx[k]) || mask_[p] == mask_[pix(y + kDy[k], x + kDx[k])]) continue;
+          const std::size_t i = p * 8 + static_cast<std::size_t>(k);
+          walls.emplace_back(i, residual_[i]);
+          residual_[i] = 0;
+        }
+      }
+    }
+    transpose();
+    const long long barriers = c.barriers;
+    global_relabel(c);
+    parallel_sweeps(c);
+    transpose();
+    for (const auto& [i, r] : walls) residual_[i] = r;
+    mask_.clear();
+    cap_ = o_.relabel_cap;
+    c.reverse_barriers += c.barriers - barriers;
+  }
+
   bool tile_active(int t) const {
     const int x0 = (t % tiles_x_) * o_.tile_w;
     const int y0 = (t / tiles_x_) * o_.tile_h;
     for (int y = y0; y < std::min(h_, y0 + o_.tile_h); ++y) {
       for (int x = x0; x < std::min(w_, x0 + o_.tile_w); ++x) {
         const std::size_t p = pix(y, x);
-        if (excess_[p] > 0 && label_[p] < kDInf) return true;
+        if (excess_[p] > 0 && label_[p] < kDInf && (mask_.empty() || mask_[p] != 0U)) return true;
       }
     }
     return false;
   }
 
   // The time of one phase: its tiles handed to the blocks as they free up.
-  double phase_time(std::vector<double> cost) const {
+  double phase_time(std::vector<double> cost, Counts& c) const {
+    for (const double x : cost) c.work_us += x;
     std::sort(cost.begin(), cost.end(), std::greater<>());
     std::vector<double> block(static_cast<std::size_t>(o_.blocks), 0.0);
     for (const double x : cost) *std::min_element(block.begin(), block.end()) += x;
@@ -427,7 +494,7 @@ class RegionDischarge {
         c.critical_rounds += deepest;
         for (const Tile& s : loaded) store_own(s, c);
         for (const Tile& s : loaded) store_halo(s);
-        c.time_us += phase_time(cost) + o_.cost_barrier;
+        c.time_us += phase_time(cost, c) + o_.cost_barrier;
         ++c.barriers;
         if (o_.gap) apply_gap(c);
       }
@@ -447,6 +514,7 @@ class RegionDischarge {
     std::vector<std::int64_t> excess;        // padded frame (halo: what it received)
     std::vector<std::int64_t> residual;      // 8 per padded cell (tile pixels only)
     std::vector<std::uint8_t> inside;        // a pixel of the tile in the grid
+    std::vector<std::uint8_t> live;          // --reverse-warm's phase: may be active (empty: all)
     int at(int ly, int lx) const { return (ly + 1) * pw + lx + 1; }
   };
 
@@ -477,6 +545,10 @@ class RegionDischarge {
           continue;
         }
         s.inside[i] = 1;
+        if (!mask_.empty()) {
+          if (s.live.empty()) s.live.assign(cells, 0);
+          s.live[i] = mask_[p];
+        }
         s.excess[i] = excess_[p];
         for (int k = 0; k < 8; ++k) s.residual[i * 8 + static_cast<std::size_t>(k)] = residual_[p * 8 + static_cast<std::size_t>(k)];
       }
@@ -511,7 +583,9 @@ class RegionDischarge {
     return steps;
   }
 
-  bool active(const Tile& s, std::size_t i) const { return s.inside[i] != 0U && s.excess[i] > 0 && s.height[i] < kHInf; }
+  bool active(const Tile& s, std::size_t i) const {
+    return s.inside[i] != 0U && s.excess[i] > 0 && s.height[i] < kHInf && (s.live.empty() || s.live[i] != 0U);
+  }
 
   void count_activity(const Tile& s) const {
     std::vector<int> row(static_cast<std::size_t>(s.ph), 0);
@@ -973,7 +1047,7 @@ class RegionDischarge {
     label_ = std::move(next);
     ++c.relabel_sweeps;
     ++c.barriers;
-    c.time_us += phase_time(cost) + o_.cost_barrier;
+    c.time_us += phase_time(cost, c) + o_.cost_barrier;
     list.clear();
     for (std::size_t i = 0; i < request.size(); ++i) {
       if (request[i] != 0U) list.push_back(static_cast<int>(i));
@@ -1161,7 +1235,7 @@ class RegionDischarge {
       label_ = std::move(next);
       ++c.relabel_sweeps;
       ++c.barriers;
-      c.time_us += phase_time(cost) + o_.cost_barrier;
+      c.time_us += phase_time(cost, c) + o_.cost_barrier;
     }
   }
 
@@ -1300,6 +1374,8 @@ bool parse_option(const std::string& a, const char* value, Options& o) {
     o.cut_from_labels = v == "labels";
   } else if (a == "--stall-relabel") {
     o.stall_relabel = std::stoi(v);
+  } else if (a == "--reverse-warm") {
+    o.reverse_warm = std::stoi(v) != 0;
   } else if (a == "--blocks") {
     o.blocks = std::stoi(v);
   } else {
@@ -1338,14 +1414,14 @@ int run(int argc, char** argv) {
               o.cost_round, o.cost_step, o.cost_relax, o.cost_load, o.cost_barrier, o.blocks);
   if (o.inner_levels || o.relabel_capped || o.stall_relabel > 0 || o.cut_from_labels) {
     std::printf("inner %s (us per level step %.2f, level relabel %s), parallel %d, global relabel %s (cap %d sweeps), "
-                "relabel on a stall of %d sweeps, cut from %s\n",
+                "relabel on a stall of %d sweeps, cut from %s, reverse warm phase %d\n",
                 o.inner_levels ? "levels" : (o.inner_gs ? "gs" : "jacobi"), o.cost_level, o.level_local ? "local" : "exact",
                 o.parallel ? 1 : 0, o.relabel_capped ? "capped" : "exact", o.relabel_cap, o.stall_relabel,
-                o.cut_from_labels ? "labels" : "sweeps");
+                o.cut_from_labels ? "labels" : "sweeps", o.reverse_warm ? 1 : 0);
   }
   std::printf("%-14s %-5s | %6s %8s %7s %7s %10s %9s %8s %8s %6s %6s | %8s\n", "graph", "solve", "sweeps", "barriers",
               "relabel", "cutswp", "discharges", "rounds", "maxround", "bfsrun", "capped", "drops", "model ms");
-  std::vector<double> total_ms, cold_ms, cold_barriers, warm_ratio;
+  std::vector<double> work_ms, total_ms, cold_ms, cold_barriers, warm_ratio;
   Counts sum;
   int failures = 0;
   for (std::size_t img = 0; img < count; ++img) {
@@ -1368,7 +1444,7 @@ int run(int argc, char** argv) {
     }
     RegionDischarge model(o);
     grabcut::GridMaxflowSolver reference;
-    double total = 0, warm = 0;
+    double total = 0, warm = 0, work = 0;
     for (std::size_t i = 0; i < seq->graphs.size(); ++i) {
       const HostGridGraph& g = seq->graphs[i];
       std::vector<std::uint8_t> expected(g.size());
@@ -1387,6 +1463,7 @@ int run(int argc, char** argv) {
         std::fflush(stdout);
       }
       total += c.time_us;
+      work += c.work_us;
       if (i == 0) {
         cold_ms.push_back(c.time_us / 1000.0);
         cold_barriers.push_back(static_cast<double>(c.barriers));
@@ -1396,6 +1473,7 @@ int run(int argc, char** argv) {
       sum += c;
     }
     total_ms.push_back(total / 1000.0);
+    work_ms.push_back(work / 1000.0);
     const auto& act = model.activity();
     const double rows = static_cast<double>(std::max(1LL, act.rows));
     std::printf("%-14s rounds' tile rows %lld: with an active pixel %.3f, quiet (none within a row) %.3f; active pixels "
@@ -1420,6 +1498,10 @@ int run(int argc, char** argv) {
               percentile(cold_ms, 0.5), percentile(cold_ms, 1.0), percentile(cold_barriers, 0.5),
               percentile(cold_barriers, 0.9), percentile(cold_barriers, 1.0), percentile(warm_ratio, 0.5),
               percentile(warm_ratio, 1.0), sum.label_drops);
+  std::printf("block work ms (all solves, the sum of the tiles' costs: what a batch pays) median %.2f p90 %.2f max "
+              "%.2f, all sequences %.1f; barriers of reverse phases %lld\n",
+              percentile(work_ms, 0.5), percentile(work_ms, 0.9), percentile(work_ms, 1.0), sum.work_us / 1000.0,
+              sum.reverse_barriers);
   if (failures > 0) {
     std::printf("%d cut mismatches\n", failures);
     return 1;
