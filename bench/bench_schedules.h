@@ -23,11 +23,12 @@ struct NamedSchedule {
 // relabels capped at N sweeps; "rN", N push rounds a visit (else 24); "g", the cap
 // doubled when too short (MaxflowSchedule::grow_cap); "R", region heights
 // (MaxflowSchedule::region, 16 push sweeps between relabels unless "vN" says N); "C",
-// the checkerboard; "E", exact starts reused (MaxflowSchedule::exact_start).
+// the checkerboard; "E", exact starts reused (MaxflowSchedule::exact_start); "W", warm
+// starts' reverse phase (MaxflowSchedule::reverse_warm).
 inline const std::vector<NamedSchedule>& all_schedules() {
   static const std::vector<NamedSchedule> all = {
       // MaxflowSchedule: push visits, local rounds, BFS cap, grow the cap[, region, checkerboard,
-      // exact start]
+      // exact start, reverse warm]
       {"q0", "relabels uncapped, v0.7", {8, 24, 0, false}},
       {"q0c8", "BFS cap 8", {8, 24, 8, false}},
       {"q0c12", "BFS cap 12", {8, 24, 12, false}},
@@ -55,6 +56,9 @@ inline const std::vector<NamedSchedule>& all_schedules() {
        {32, 16, 12, true, true, false, true}},
       {"q0c12r16gRCE", "region heights, 16 rounds, checkerboard, exact starts reused",
        {16, 16, 12, true, true, true, true}},
+      {"q0c12r16gRW", "region heights, 16 rounds, reverse warm", {16, 16, 12, true, true, false, false, true}},
+      {"q0c12r16gRCW", "region heights, 16 rounds, checkerboard, reverse warm",
+       {16, 16, 12, true, true, true, false, true}},
   };
   return all;
 }

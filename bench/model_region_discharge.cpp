@@ -102,8 +102,9 @@
 //            --stall-relabel S (0)  --cut sweeps|labels  --relabel-group G (1)  --cost-cluster US (1)
 //            --check-scratch 0|1 (1: every relabel tile visit checked against a relaxation from scratch)
 //            --cost-relax US (0: a relaxation's fixed cost beside its --cost-step per step)
-//            --reverse-warm 0|1 (1, --parallel 1: a warm solve's sink capacity inside the last
-//            source side moved backward to its excess first; see Options::reverse_warm)
+//            --reverse-warm 0|1|2 (1, --parallel 1: a warm solve's sink capacity inside the last
+//            source side moved backward to its excess first, see Options::reverse_warm; 2: that
+//            phase ends on its first check that finds nothing to move, as the GPU's does)
 //   The summary's block work is the sum of every tile visit's cost over all phases: the
 //   blocks' time a batch of such graphs pays where the model's ms is one graph's latency.
 #include <algorithm>
@@ -218,6 +219,7 @@ struct Options {
   // there: forward, every such sink sets the whole pool moving until a relabel stops
   // it; backward, each deficit meets excess a few pixels away.
   bool reverse_warm = false;
+  bool reverse_short = false;  // --reverse-warm 2: the phase ends without a relabel to the end
 };
 
 struct Counts {
@@ -463,6 +465,8 @@ class RegionDischarge {
         }
       }
       if (tiles.empty()) {
+        // The reverse phase need not be exact (--reverse-warm 2: it ends here).
+        if (!mask_.empty() && o_.reverse_short) return;
         global_relabel(c, true);  // the confirmation of the end runs to the end
         tiles = active_tiles();
         if (tiles.empty()) return;
@@ -1376,6 +1380,7 @@ bool parse_option(const std::string& a, const char* value, Options& o) {
     o.stall_relabel = std::stoi(v);
   } else if (a == "--reverse-warm") {
     o.reverse_warm = std::stoi(v) != 0;
+    o.reverse_short = std::stoi(v) == 2;
   } else if (a == "--blocks") {
     o.blocks = std::stoi(v);
   } else {

@@ -71,6 +71,15 @@
 // Exactness rests, as above, on the preflow and on the last relabel, which runs to the
 // end: a lexicographic distance is infinite exactly where a pixel distance is, so the
 // check and the cut are unchanged.
+// MaxflowSchedule::reverse_warm (with region heights, warm starts): a first launch of
+// the kernel (kMasked) solves the reversed graph on the last cut's source side S alone:
+// its init adds the terminals' change, walls off the pixels outside S (height kWall: no
+// label, never a sink, never pushed to, never active) and negates every excess and flow,
+// which turns residual p -> q into residual q -> p and sink capacity into excess; the
+// solve then carries S's new sink capacity back to S's excess (and ends on the first
+// check that finds nothing to move, capped relabel or not), and its end negates them
+// again. Every step moved flow along a residual arc, so the state stays one the usual
+// solve, the second launch, may start from; exactness is that solve's, as above.
 // MaxflowSchedule::checkerboard (with region heights) makes the solve's push sweep i
 // visit only the tiles of colour i % 2 (the rest wait one sweep), so that tiles sharing
 // an edge never push at each other's stale heights in one sweep.
@@ -108,6 +117,10 @@ namespace cg = cooperative_groups;
 
 using namespace tile;  // NOLINT(google-build-using-namespace): the tile's geometry
 constexpr int kMinBlocksPerSm = 2;  // two blocks of kThreads per SM (64 registers)
+// MaxflowSchedule::reverse_warm's wall: the height of a pixel outside the source side
+// while the reverse phase runs. Above kInf, so nothing treats it as a label (a halo at
+// kWall is never lower, a stored kWall is never active), and kWall + 1 still fits an int.
+constexpr int kWall = 0x7ffffff0;
 
 struct GraphDev {
   long long offset;
@@ -216,6 +229,7 @@ struct SolverArgs {
   int grow_cap;      // MaxflowSchedule::grow_cap
   int checkerboard;  // MaxflowSchedule::checkerboard
   int exact_start;   // MaxflowSchedule::exact_start
+  int keep_stats;    // add to the statistics of the launch before (reverse_warm's phase)
 };
 
 struct TileCtx {
@@ -439,6 +453,9 @@ __device__ __forceinline__ void trace_sweep(int /*sweep*/, detail::SweepKind /*k
 // ---------------------------------------------------------------- init
 // Per tile, in-grid pixels only: a batch's layout may leave gaps between graphs
 // whose inputs were never written, and the solver must not read them.
+// kMasked (reverse_warm's phase, always a warm start): then the pixels outside the last
+// cut's source side (height below kInf) become walls, and excess and flows change sign.
+template <bool kMasked>
 __device__ void init_tile(const SolverArgs& a, int t) {
   const TileCtx c = tile_ctx(a, t);
   const int tid = static_cast<int>(threadIdx.x);
@@ -447,7 +464,15 @@ __device__ void init_tile(const SolverArgs& a, int t) {
   if (!in_grid(c, x, y)) return;
   const long long i = pix(c, x, y);
   const std::int32_t term = __ldg(a.terminal + i);
-  if (a.warm) {
+  if (kMasked) {
+    const long long old = a.old_term[i];
+    a.excess[i] = -(a.excess[i] + static_cast<long long>(term) - old);
+    if (__ldcg(a.height + i) < kInf) a.height[i] = kWall;
+    for (int d = 0; d < 4; ++d) {
+      int* f = a.flow + static_cast<long long>(d) * a.pixels + i;
+      *f = -*f;
+    }
+  } else if (a.warm) {
     const long long old = a.old_term[i];
     a.excess[i] += static_cast<long long>(term) - old;
   } else {
@@ -457,8 +482,11 @@ __device__ void init_tile(const SolverArgs& a, int t) {
   a.old_term[i] = term;
 }
 
+template <bool kMasked>
 __device__ void init_phase(const SolverArgs& a) {
-  for (int t = static_cast<int>(blockIdx.x); t < a.num_tiles; t += static_cast<int>(gridDim.x)) init_tile(a, t);
+  for (int t = static_cast<int>(blockIdx.x); t < a.num_tiles; t += static_cast<int>(gridDim.x)) {
+    init_tile<kMasked>(a, t);
+  }
   const long long stride = static_cast<long long>(gridDim.x) * blockDim.x;
   for (long long t = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x; t < a.num_tiles; t += stride) {
     a.pmark[t] = 0;
@@ -473,7 +501,7 @@ __device__ void init_phase(const SolverArgs& a) {
     a.header->list_count[threadIdx.x] = 0U;
     a.header->list_next[threadIdx.x] = 0U;
   }
-  if (blockIdx.x == 0 && threadIdx.x < kStatSlots) a.header->stats[threadIdx.x] = 0ULL;
+  if (blockIdx.x == 0 && threadIdx.x < kStatSlots && a.keep_stats == 0) a.header->stats[threadIdx.x] = 0ULL;
   trace_reset();
 }
 
@@ -508,9 +536,14 @@ __device__ __forceinline__ int sweep_label(const SolverArgs& a, long long p, boo
   return first ? (__ldcg(a.excess + p) < 0 ? 0 : kInf) : __ldcg(a.height + p);
 }
 
-// The same for the pixel at (x, y) of tile c's graph, kInf off the grid.
+// The same for the pixel at (x, y) of tile c's graph, kInf off the grid; kMasked: kWall
+// at a wall (whose stored height stays kWall through the phase).
+template <bool kMasked>
 __device__ __forceinline__ int sweep_label(const SolverArgs& a, const TileCtx& c, int x, int y, bool first) {
-  return in_grid(c, x, y) ? sweep_label(a, pix(c, x, y), first) : kInf;
+  if (!in_grid(c, x, y)) return kInf;
+  const long long p = pix(c, x, y);
+  if (kMasked && first && __ldcg(a.height + p) == kWall) return kWall;
+  return sweep_label(a, p, first);
 }
 
 // The residual arcs of pixel (x, y) (index p, in the grid), bit k for direction k:
@@ -547,7 +580,7 @@ __device__ __forceinline__ void list_changed_tile(const SolverArgs& a, const Til
 // tiles of a retired graph.
 // Relaxes tile t until it is locally stable. Returns true (block-uniform) if the tile
 // changed a label.
-template <bool kRegion>
+template <bool kRegion, bool kMasked>
 __device__ bool bfs_tile(const SolverArgs& a, int t, int sweep, bool first, Shared& sh) {
   const TileCtx c = tile_ctx(a, t);
   const int tid = static_cast<int>(threadIdx.x);
@@ -555,8 +588,9 @@ __device__ bool bfs_tile(const SolverArgs& a, int t, int sweep, bool first, Shar
   const int ly = tid / kTileW;
   const int x = c.x0 + lx;
   const int y = c.y0 + ly;
-  const bool valid = in_grid(c, x, y);
-  const long long p = valid ? pix(c, x, y) : 0;
+  const long long p = in_grid(c, x, y) ? pix(c, x, y) : 0;
+  // A wall takes no part: it keeps kInf here and its stored kWall.
+  const bool valid = in_grid(c, x, y) && !(kMasked && __ldcg(a.height + p) == kWall);
   const int me = (ly + 1) * kPadW + lx + 1;
   int d = kInf;
   unsigned int mask = 0;
@@ -567,7 +601,7 @@ __device__ bool bfs_tile(const SolverArgs& a, int t, int sweep, bool first, Shar
   // The first sweep gives the sink pixels label 0, and every other label is >= 1.
   const bool sink = d == 0;
   for_each_halo_slot(c, [&](int i, int gx, int gy) {
-    const int hv = halo_height<kRegion>(sweep_label(a, c, gx, gy, first));
+    const int hv = halo_height<kRegion>(sweep_label<kMasked>(a, c, gx, gy, first));
     sh.h[0][i] = hv;
     sh.h[1][i] = hv;
   });
@@ -617,7 +651,7 @@ __device__ void keep_unfinished_graphs_live(const SolverArgs& a, int sweep, int 
 
 // Runs push-relabel on tile t, which is on this sweep's list. sparse: the sweep's list
 // holds fewer tiles than the grid has blocks (profiled by phase in a profiling build).
-template <bool kRegion>
+template <bool kRegion, bool kMasked>
 __device__ void push_tile(const SolverArgs& a, int t, int sweep, int rounds, bool sparse, Shared& sh) {
   const int tid = static_cast<int>(threadIdx.x);
   VisitClock clock(sparse);
@@ -626,7 +660,7 @@ __device__ void push_tile(const SolverArgs& a, int t, int sweep, int rounds, boo
   const int ly = tid / kTileW;
   const int x = c.x0 + lx;
   const int y = c.y0 + ly;
-  const bool valid = in_grid(c, x, y);
+  bool valid = in_grid(c, x, y);
   const long long p = valid ? pix(c, x, y) : 0;
   const int me = (ly + 1) * kPadW + lx + 1;
   // Every load of the visit is issued before the first barrier, so the visit waits for
@@ -641,6 +675,13 @@ __device__ void push_tile(const SolverArgs& a, int t, int sweep, int rounds, boo
   }
 #pragma unroll
   for (int k = 0; k < 8; ++k) res[k] = valid ? load_residual(a, c, x, y, p, k) : 0U;
+  if (kMasked && h0 == kWall) {  // a wall: as if off the grid (its halo height stays kWall)
+    valid = false;
+    e0 = 0;
+    h0 = kInf;
+#pragma unroll
+    for (int k = 0; k < 8; ++k) res[k] = 0U;
+  }
   for_each_halo_slot(c, [&](int i, int gx, int gy) {
     const int hv = in_grid(c, gx, gy) ? halo_height<kRegion>(__ldcg(a.height + pix(c, gx, gy))) : kInf;
     sh.h[0][i] = hv;
@@ -779,6 +820,22 @@ __device__ void cut_tile(const SolverArgs& a, int t, Shared& sh) {
   __syncthreads();
 }
 
+// The end of reverse_warm's phase: excess and flows back to their signs (the walls keep
+// kWall until the next launch's first relabel sweep labels every pixel).
+__device__ void unmask_tile(const SolverArgs& a, int t) {
+  const TileCtx c = tile_ctx(a, t);
+  const int tid = static_cast<int>(threadIdx.x);
+  const int x = c.x0 + tid % kTileW;
+  const int y = c.y0 + tid / kTileW;
+  if (!in_grid(c, x, y)) return;
+  const long long i = pix(c, x, y);
+  a.excess[i] = -a.excess[i];
+  for (int d = 0; d < 4; ++d) {
+    int* f = a.flow + static_cast<long long>(d) * a.pixels + i;
+    *f = -*f;
+  }
+}
+
 __device__ __forceinline__ unsigned int read_counter(const SolverArgs& a, int sweep) {
   return __ldcg(&a.header->counter[sweep % 3]);
 }
@@ -860,12 +917,14 @@ __device__ __forceinline__ void clear_list_slot(const SolverArgs& a, int sweep) 
   a.header->list_next[(sweep + 2) % 3] = 0U;
 }
 
-template <bool kRegion>
+// kMasked: MaxflowSchedule::reverse_warm's phase (with kRegion): the reversed graph on
+// the last source side, then excess and flows back to their signs, and no cut.
+template <bool kRegion, bool kMasked>
 __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm) maxflow_kernel(SolverArgs a) {
   __shared__ Shared sh;
   cg::grid_group grid = cg::this_grid();
   const bool leader = blockIdx.x == 0 && threadIdx.x == 0;
-  init_phase(a);
+  init_phase<kMasked>(a);
   grid.sync();
   PhaseClock phase_clock;  // block 0: the grid's time per phase
   PhaseClock busy_clock;   // every block: its time working in sweeps
@@ -906,7 +965,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm) maxflow_kernel(Solv
         clear_list_slot(a, sweep);
       }
       busy_clock.start();
-      const auto relax = [&](int t) { bfs_tile<kRegion>(a, t, sweep, first, sh); };
+      const auto relax = [&](int t) { bfs_tile<kRegion, kMasked>(a, t, sweep, first, sh); };
       const auto live = [&](int t) { return graph_live(a, __ldg(a.tile_graph + t), relabel); };
       const int relaxed =
           first ? sweep_tiles(a, sh, live, relax) : pull_tiles(a, sh, sweep, list_size(a, sweep), relax);
@@ -942,7 +1001,8 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm) maxflow_kernel(Solv
     if (read_counter(a, sweep) == 0U) {
       // Nothing to push: the solve is done, unless the relabel stopped at its cap and
       // left pixels unlabelled (their excess waited): then a whole relabel decides.
-      if (!capped) break;
+      // (reverse_warm's phase need not end exact: the forward solve does.)
+      if (!capped || kMasked) break;
       uncapped = true;
       // The excess of some graph lies beyond the cap: stopping short of it again would
       // waste the next relabel too.
@@ -970,7 +1030,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm) maxflow_kernel(Solv
         if (kRegion && a.checkerboard != 0 && tile_colour(a, t) != colour) {
           defer_tile(a, t, sweep);
         } else {
-          push_tile<kRegion>(a, t, sweep, a.local_rounds, sparse, sh);
+          push_tile<kRegion, kMasked>(a, t, sweep, a.local_rounds, sparse, sh);
         }
       });
       push_tiles += static_cast<unsigned int>(pushed);
@@ -982,7 +1042,11 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm) maxflow_kernel(Solv
     }
   }
   for (int t = static_cast<int>(blockIdx.x); t < a.num_tiles; t += static_cast<int>(gridDim.x)) {
-    cut_tile(a, t, sh);
+    if (kMasked) {
+      unmask_tile(a, t);
+    } else {
+      cut_tile(a, t, sh);
+    }
   }
   if (threadIdx.x == 0) {
     atomicAdd(&a.header->stats[kBfsTiles], static_cast<unsigned long long>(bfs_tiles));
@@ -990,9 +1054,9 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm) maxflow_kernel(Solv
     atomicAdd(&a.header->stats[kCheckTiles], static_cast<unsigned long long>(check_tiles));
   }
   if (leader) {
-    a.header->stats[kRelabels] = relabels;
-    a.header->stats[kBfsSweeps] = bfs_sweeps;
-    a.header->stats[kPushSweeps] = push_sweeps;
+    a.header->stats[kRelabels] += relabels;
+    a.header->stats[kBfsSweeps] += bfs_sweeps;
+    a.header->stats[kPushSweeps] += push_sweeps;
     a.header->stats[kGridBlocks] = gridDim.x;
   }
 }
@@ -1126,6 +1190,7 @@ void maxflow_cuda(const BatchedGridGraph& graph, std::uint8_t* source_side, std:
   const bool region = schedule.region && (most_tiles * kRimPixels + 2) * kRegionStep < kInf;
   a.checkerboard = region && schedule.checkerboard ? 1 : 0;
   a.exact_start = region && schedule.exact_start ? 1 : 0;
+  a.keep_stats = 0;
 
   int device = 0;
   GRABCUT_CUDA_CHECK(cudaGetDevice(&device));
@@ -1134,18 +1199,25 @@ void maxflow_cuda(const BatchedGridGraph& graph, std::uint8_t* source_side, std:
   if (coop == 0) throw std::runtime_error("maxflow_cuda: the device does not support cooperative launches");
   int sms = 0;
   GRABCUT_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-  int per_sm = 0;
-  // The region schedule is its own instantiation, so the default's registers stay as they were.
-  const void* kernel = region ? reinterpret_cast<const void*>(maxflow_kernel<true>)
-                              : reinterpret_cast<const void*>(maxflow_kernel<false>);
-  GRABCUT_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kThreads, 0));
-  if (per_sm < 1) throw std::runtime_error("maxflow_cuda: the solver kernel cannot be resident");
-  const int blocks = static_cast<int>(std::min<long long>(num_tiles, static_cast<long long>(per_sm) * sms));
-  if (num_tiles + static_cast<long long>(kThreads) * blocks > 0x7fffffffLL) {
-    throw std::invalid_argument("maxflow_cuda: batch too large (tile count)");
+  // The region schedule is its own instantiation, so the default's registers stay as they
+  // were; so is reverse_warm's phase.
+  const auto launch = [&](const void* kernel) {
+    int per_sm = 0;
+    GRABCUT_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kThreads, 0));
+    if (per_sm < 1) throw std::runtime_error("maxflow_cuda: the solver kernel cannot be resident");
+    const int blocks = static_cast<int>(std::min<long long>(num_tiles, static_cast<long long>(per_sm) * sms));
+    if (num_tiles + static_cast<long long>(kThreads) * blocks > 0x7fffffffLL) {
+      throw std::invalid_argument("maxflow_cuda: batch too large (tile count)");
+    }
+    void* args[] = {&a};
+    GRABCUT_CUDA_CHECK(cudaLaunchCooperativeKernel(kernel, dim3(blocks), dim3(kThreads), args, 0, stream));
+  };
+  if (region && warm_start && schedule.reverse_warm) {
+    launch(reinterpret_cast<const void*>(maxflow_kernel<true, true>));
+    a.keep_stats = 1;  // the solve's statistics count both launches
   }
-  void* args[] = {&a};
-  GRABCUT_CUDA_CHECK(cudaLaunchCooperativeKernel(kernel, dim3(blocks), dim3(kThreads), args, 0, stream));
+  launch(region ? reinterpret_cast<const void*>(maxflow_kernel<true, false>)
+                : reinterpret_cast<const void*>(maxflow_kernel<false, false>));
 }
 
 namespace detail {

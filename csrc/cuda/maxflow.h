@@ -68,6 +68,16 @@ struct MaxflowSchedule {
   // latency-bound visit on GrabCut's graphs, bench/RESULTS.md). Costs one step a visit
   // where they are not. Off until measured.
   bool exact_start = false;
+  // With region heights, on a warm start: before the usual solve, the sink capacity that
+  // the new terminals opened inside the last cut's source side S is moved backward,
+  // toward S's excess (the solver run on the reversed graph, S's pixels alone taking
+  // part, the rest a wall), until a check finds none of it that can move (some may lie
+  // beyond a capped relabel's reach: the usual solve takes it). After a
+  // GrabCut iteration about half of S's pixels hold a little new sink capacity and S is
+  // full of the excess the last solve left there: solved forward, each such sink sets
+  // the whole pool moving until a relabel stops it; backward, each deficit meets excess
+  // a few pixels away (bench/RESULTS.md, issue 33). A second launch, its own relabels.
+  bool reverse_warm = false;
 };
 
 // Region heights with 16 rounds a visit and 16 push sweeps between relabels, with or

@@ -437,23 +437,25 @@ TEST(MaxflowCuda, WarmStartMatchesCold) {
 
 // Every schedule (relabels never capped, capped at 1 and 4 sweeps, and at 1 sweep doubled
 // each time it proves too short; short and long visits; pixel heights, region heights
-// with and without the checkerboard), whatever the environment says: the CPU's cut and
-// flow, cold and warm.
+// with and without the checkerboard, warm starts with and without the reverse phase),
+// whatever the environment says: the CPU's cut and flow, cold and warm.
 TEST(MaxflowCuda, EverySchedule) {
   const HostGraph grabcut_like = grabcut_graph(300, 420, 91);
   const HostGraph random = random_graph(150, 190, true, 100, 300, 92);
-  // (region, checkerboard, exact): exact turns on the region switch that is off by
-  // default (exact starts reused).
+  // (region, checkerboard, exact, reverse): exact and reverse turn on the region switches
+  // that are off by default (exact starts reused, the reverse phase of warm starts).
   struct Heights {
-    bool region, checkerboard, exact;
+    bool region, checkerboard, exact, reverse;
   };
-  for (const auto& [region, checkerboard, exact] : {Heights{false, false, false}, Heights{true, false, false},
-                                                    Heights{true, true, false}, Heights{true, true, true}}) {
+  for (const auto& [region, checkerboard, exact, reverse] :
+       {Heights{false, false, false, false}, Heights{true, false, false, true}, Heights{true, true, false, false},
+        Heights{true, true, true, true}}) {
     for (const auto& [cap, grow] :
          {std::pair{0, false}, std::pair{1, false}, std::pair{4, false}, std::pair{1, true}}) {
       for (const auto& [visits, rounds] : {std::pair{8, 24}, std::pair{1, 1}, std::pair{3, 200}}) {
         const std::string what = std::string(region ? "region " : "") + (checkerboard ? "checkerboard " : "") +
-                                 (exact ? "exact starts " : "") + "cap " + std::to_string(cap) +
+                                 (exact ? "exact starts " : "") + (reverse ? "reverse warm " : "") + "cap " +
+                                 std::to_string(cap) +
                                  (grow ? " growing" : "") + " visits " + std::to_string(visits) + " rounds " +
                                  std::to_string(rounds);
         HostGraph g0 = grabcut_like;
@@ -467,6 +469,7 @@ TEST(MaxflowCuda, EverySchedule) {
         batch.schedule.region = region;
         batch.schedule.checkerboard = checkerboard;
         batch.schedule.exact_start = exact;
+        batch.schedule.reverse_warm = reverse;
         batch.solve(false);
         // A cap stops relabels on these graphs (their waves need more sweeps than 4).
         EXPECT_EQ(batch.stats().capped_relabels > 0, cap > 0) << what;

@@ -7,6 +7,7 @@
 //   GRABCUT_TEST_REGION=0/1    MaxflowSchedule::region
 //   GRABCUT_TEST_CHECKERBOARD=0/1  MaxflowSchedule::checkerboard
 //   GRABCUT_TEST_EXACT_START=0/1   MaxflowSchedule::exact_start
+//   GRABCUT_TEST_REVERSE_WARM=0/1  MaxflowSchedule::reverse_warm
 #pragma once
 
 #include <cstdlib>
@@ -36,6 +37,7 @@ inline grabcut::cuda::MaxflowSchedule schedule_from_environment() {
   flag_from_environment("GRABCUT_TEST_REGION", schedule.region);
   flag_from_environment("GRABCUT_TEST_CHECKERBOARD", schedule.checkerboard);
   flag_from_environment("GRABCUT_TEST_EXACT_START", schedule.exact_start);
+  flag_from_environment("GRABCUT_TEST_REVERSE_WARM", schedule.reverse_warm);
   return schedule;
 }
 
