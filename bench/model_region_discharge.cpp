@@ -1422,7 +1422,7 @@ int run(int argc, char** argv) {
                 "relabel on a stall of %d sweeps, cut from %s, reverse warm phase %d\n",
                 o.inner_levels ? "levels" : (o.inner_gs ? "gs" : "jacobi"), o.cost_level, o.level_local ? "local" : "exact",
                 o.parallel ? 1 : 0, o.relabel_capped ? "capped" : "exact", o.relabel_cap, o.stall_relabel,
-                o.cut_from_labels ? "labels" : "sweeps", o.reverse_warm ? 1 : 0);
+                o.cut_from_labels ? "labels" : "sweeps", o.reverse_short ? 2 : (o.reverse_warm ? 1 : 0));
   }
   std::printf("%-14s %-5s | %6s %8s %7s %7s %10s %9s %8s %8s %6s %6s | %8s\n", "graph", "solve", "sweeps", "barriers",
               "relabel", "cutswp", "discharges", "rounds", "maxround", "bfsrun", "capped", "drops", "model ms");
