@@ -104,7 +104,8 @@
 //            --cost-relax US (0: a relaxation's fixed cost beside its --cost-step per step)
 //            --reverse-warm 0|1|2 (1, --parallel 1: a warm solve's sink capacity inside the last
 //            source side moved backward to its excess first, see Options::reverse_warm; 2: that
-//            phase ends on its first check that finds nothing to move, as the GPU's does)
+//            phase ends on its first check that finds nothing to move, and its relabels skip
+//            the tiles with no pixel of the source side, as the GPU's does)
 //   The summary's block work is the sum of every tile visit's cost over all phases: the
 //   blocks' time a batch of such graphs pays where the model's ms is one graph's latency.
 #include <algorithm>
@@ -219,7 +220,9 @@ struct Options {
   // there: forward, every such sink sets the whole pool moving until a relabel stops
   // it; backward, each deficit meets excess a few pixels away.
   bool reverse_warm = false;
-  bool reverse_short = false;  // --reverse-warm 2: the phase ends without a relabel to the end
+  // --reverse-warm 2: the phase ends without a relabel to the end, and its relabels skip
+  // the tiles with no pixel of S.
+  bool reverse_short = false;
 };
 
 struct Counts {
@@ -416,6 +419,17 @@ class RegionDischarge {
     mask_.clear();
     cap_ = o_.relabel_cap;
     c.reverse_barriers += c.barriers - barriers;
+  }
+
+  bool tile_has_mask(int t) const {
+    const int x0 = (t % tiles_x_) * o_.tile_w;
+    const int y0 = (t / tiles_x_) * o_.tile_h;
+    for (int y = y0; y < std::min(h_, y0 + o_.tile_h); ++y) {
+      for (int x = x0; x < std::min(w_, x0 + o_.tile_w); ++x) {
+        if (mask_[pix(y, x)] != 0U) return true;
+      }
+    }
+    return false;
   }
 
   bool tile_active(int t) const {
@@ -1178,6 +1192,9 @@ class RegionDischarge {
       std::vector<std::uint8_t> request(static_cast<std::size_t>(tiles), 0);
       std::vector<double> cost;
       for (const int t : list) {
+        // --reverse-warm 2, as the GPU: a tile with no pixel of S takes no part in the
+        // reverse phase's relabels (nothing in it can move).
+        if (!mask_.empty() && o_.reverse_short && !tile_has_mask(t)) continue;
         Tile s = load(t);  // halo heights (D + 1) * B from the labels of the sweep before
         bool changed = false;
         int steps = 0;

@@ -18,7 +18,7 @@
 //   old_term[p] int32  the terminal of the last solve (for warm starts).
 //   resmask[p]  uint8  which arcs of p have residual capacity (a global relabel's
 //                      first sweep writes it, its later sweeps read it).
-// That is 33 bytes per pixel, plus 24 bytes per 32x16 tile and 40 bytes per graph.
+// That is 33 bytes per pixel, plus 28 bytes per 32x16 tile and 40 bytes per graph.
 //
 // Why this representation is a valid preflow of an equivalent graph: splitting the
 // net terminal t into source capacity s + D and sink capacity k + D (s - k = t) with
@@ -152,7 +152,7 @@ struct Header {
 static_assert(sizeof(Header) <= 256, "header fits its slot");
 
 struct Layout {
-  std::size_t header = 0, graphs = 0, graph_active = 0, tile_graph = 0, pmark = 0, bmark = 0, lists = 0;
+  std::size_t header = 0, graphs = 0, graph_active = 0, tile_graph = 0, pmark = 0, bmark = 0, lists = 0, tile_s = 0;
   std::size_t excess = 0, height = 0, flow = 0, old_term = 0, resmask = 0, total = 0;
   long long pixels = 0;  // extent of the per-pixel arrays (max offset + h * w)
   long long tiles = 0;
@@ -193,6 +193,7 @@ Layout make_layout(const std::vector<GridDesc>& desc) {
   l.pmark = take(4 * nt);
   l.bmark = take(4 * nt);
   l.lists = take(4 * 3 * nt);
+  l.tile_s = take(4 * nt);
   l.excess = take(8 * np);
   l.height = take(4 * np);
   l.flow = take(4 * 4 * np);
@@ -219,6 +220,7 @@ struct SolverArgs {
   int* pmark;   // last sweep + 1 the tile was put on a push list for
   int* bmark;   // last sweep + 1 the tile was put on a BFS list for
   int* lists;   // 3 x num_tiles: the tiles of sweep s are in row s % 3
+  int* tile_s;  // reverse_warm's phase: the tile holds a pixel of the source side (not a wall)
   Header* header;
   std::uint8_t* source_side;
   unsigned long long* flows;  // may be null
@@ -454,25 +456,38 @@ __device__ __forceinline__ void trace_sweep(int /*sweep*/, detail::SweepKind /*k
 // Per tile, in-grid pixels only: a batch's layout may leave gaps between graphs
 // whose inputs were never written, and the solver must not read them.
 // kMasked (reverse_warm's phase, always a warm start): then the pixels outside the last
-// cut's source side (height below kInf) become walls, and excess and flows change sign.
+// cut's source side (height below kInf) become walls, excess and flows change sign, and
+// tile_s says which tiles hold a pixel of the source side.
+// Block-uniform (kMasked: it ends on a block barrier).
 template <bool kMasked>
 __device__ void init_tile(const SolverArgs& a, int t) {
   const TileCtx c = tile_ctx(a, t);
   const int tid = static_cast<int>(threadIdx.x);
   const int x = c.x0 + tid % kTileW;
   const int y = c.y0 + tid / kTileW;
+  if (kMasked) {
+    bool source = false;
+    if (in_grid(c, x, y)) {
+      const long long i = pix(c, x, y);
+      const long long old = a.old_term[i];
+      const std::int32_t term = __ldg(a.terminal + i);
+      a.excess[i] = -(a.excess[i] + static_cast<long long>(term) - old);
+      a.old_term[i] = term;
+      source = __ldcg(a.height + i) >= kInf;
+      if (!source) a.height[i] = kWall;
+      for (int d = 0; d < 4; ++d) {
+        int* f = a.flow + static_cast<long long>(d) * a.pixels + i;
+        *f = -*f;
+      }
+    }
+    const bool any = __syncthreads_or(source);
+    if (tid == 0) a.tile_s[t] = any ? 1 : 0;
+    return;
+  }
   if (!in_grid(c, x, y)) return;
   const long long i = pix(c, x, y);
   const std::int32_t term = __ldg(a.terminal + i);
-  if (kMasked) {
-    const long long old = a.old_term[i];
-    a.excess[i] = -(a.excess[i] + static_cast<long long>(term) - old);
-    if (__ldcg(a.height + i) < kInf) a.height[i] = kWall;
-    for (int d = 0; d < 4; ++d) {
-      int* f = a.flow + static_cast<long long>(d) * a.pixels + i;
-      *f = -*f;
-    }
-  } else if (a.warm) {
+  if (a.warm) {
     const long long old = a.old_term[i];
     a.excess[i] += static_cast<long long>(term) - old;
   } else {
@@ -965,8 +980,13 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm) maxflow_kernel(Solv
         clear_list_slot(a, sweep);
       }
       busy_clock.start();
-      const auto relax = [&](int t) { bfs_tile<kRegion, kMasked>(a, t, sweep, first, sh); };
-      const auto live = [&](int t) { return graph_live(a, __ldg(a.tile_graph + t), relabel); };
+      // (reverse_warm's phase: a tile of walls only has nothing to relax or check.)
+      const auto relax = [&](int t) {
+        if (!kMasked || __ldcg(a.tile_s + t) != 0) bfs_tile<kRegion, kMasked>(a, t, sweep, first, sh);
+      };
+      const auto live = [&](int t) {
+        return graph_live(a, __ldg(a.tile_graph + t), relabel) && (!kMasked || __ldcg(a.tile_s + t) != 0);
+      };
       const int relaxed =
           first ? sweep_tiles(a, sh, live, relax) : pull_tiles(a, sh, sweep, list_size(a, sweep), relax);
       bfs_tiles += static_cast<unsigned int>(relaxed);
@@ -992,7 +1012,10 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm) maxflow_kernel(Solv
       clear_list_slot(a, sweep);
     }
     const int checked = sweep_tiles(
-        a, sh, [&](int t) { return graph_live(a, __ldg(a.tile_graph + t), relabel); },
+        a, sh,
+        [&](int t) {
+          return graph_live(a, __ldg(a.tile_graph + t), relabel) && (!kMasked || __ldcg(a.tile_s + t) != 0);
+        },
         [&](int t) { check_tile(a, t, sweep, row); });
     check_tiles += static_cast<unsigned int>(checked);
     trace_tiles(sweep, checked);
@@ -1172,6 +1195,7 @@ void maxflow_cuda(const BatchedGridGraph& graph, std::uint8_t* source_side, std:
   a.pmark = reinterpret_cast<int*>(base + l.pmark);
   a.bmark = reinterpret_cast<int*>(base + l.bmark);
   a.lists = reinterpret_cast<int*>(base + l.lists);
+  a.tile_s = reinterpret_cast<int*>(base + l.tile_s);
   a.header = reinterpret_cast<Header*>(base + l.header);
   a.source_side = source_side;
   a.flows = reinterpret_cast<unsigned long long*>(flows);
