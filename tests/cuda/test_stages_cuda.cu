@@ -639,16 +639,21 @@ TEST(Driver, BoxInitMatchesCpu) {
 }
 
 // The masks do not depend on the max-flow's schedule (its cut is unique): relabels never
-// capped and capped at 2 sweeps (fixed, and doubled when too short), called directly and
-// captured into a CUDA graph, give grabcut_cpu's results (the other tests run the
-// default schedule, capped at 12 and doubled when too short, or the environment's:
-// test_schedule.h).
+// capped and capped at 2 sweeps (fixed, and doubled when too short), and the batches'
+// region schedule with warm starts' reverse phase, called directly and captured into a
+// CUDA graph, give grabcut_cpu's results (the other tests run the default schedule,
+// capped at 12 and doubled when too short, or the environment's: test_schedule.h).
 TEST(Driver, EveryScheduleMatchesCpu) {
-  for (int variant = 0; variant < 3; ++variant) {
+  for (int variant = 0; variant < 4; ++variant) {
     grabcut::cuda::MaxflowSchedule schedule;
-    schedule.bfs_cap = variant >= 1 ? 2 : 0;
-    schedule.grow_cap = variant == 2;
-    SCOPED_TRACE("cap " + std::to_string(schedule.bfs_cap) + (schedule.grow_cap ? " growing" : ""));
+    if (variant == 3) {
+      schedule = grabcut::cuda::region_schedule(/*checkerboard=*/true);
+      schedule.reverse_warm = true;
+    }
+    schedule.bfs_cap = variant == 0 ? 0 : (variant == 3 ? schedule.bfs_cap : 2);
+    schedule.grow_cap = variant >= 2;
+    SCOPED_TRACE("cap " + std::to_string(schedule.bfs_cap) + (schedule.grow_cap ? " growing" : "") +
+                 (schedule.reverse_warm ? " region checkerboard reverse warm" : ""));
     std::mt19937 rng(17);
     GrabCutOptions o;
     o.max_iter = 5;
