@@ -84,10 +84,16 @@ std::size_t grabcut_workspace_bytes(const BatchLayout& layout, const GrabCutOpti
 
 MaxflowSchedule grabcut_schedule(const BatchLayout& layout) {
   // Measured: single graphs, and batches of 49 and 490; the checkerboard paid only in
-  // the batches, region heights alone only on large single graphs. A batch of a few
-  // graphs is treated as its largest graph alone.
+  // the batches, region heights alone only on large single graphs, and warm starts'
+  // reverse phase in the batches (-14% and -18%) but not on one large graph (+4% at the
+  // median at 1024x1024; bench/RESULTS.md, session 48). A batch of a few graphs is
+  // treated as its largest graph alone.
   constexpr int kCheckerboardMinGraphs = 8;
-  if (layout.batch() >= kCheckerboardMinGraphs) return region_schedule(/*checkerboard=*/true);
+  if (layout.batch() >= kCheckerboardMinGraphs) {
+    MaxflowSchedule batch = region_schedule(/*checkerboard=*/true);
+    batch.reverse_warm = true;
+    return batch;
+  }
   constexpr std::int64_t kRegionMinTiles = 256;
   for (const BatchImage& im : layout.images) {
     const std::int64_t tiles = (static_cast<std::int64_t>(im.width) + tile::kTileW - 1) / tile::kTileW *
