@@ -76,7 +76,8 @@ struct MaxflowSchedule {
   // GrabCut iteration about half of S's pixels hold a little new sink capacity and S is
   // full of the excess the last solve left there: solved forward, each such sink sets
   // the whole pool moving until a relabel stops it; backward, each deficit meets excess
-  // a few pixels away (bench/RESULTS.md, issue 33). A second launch, its own relabels.
+  // a few pixels away (bench/RESULTS.md, issue 33). A second launch, its own relabels:
+  // GrabCut's batches take it (grabcut_schedule), one large graph loses by it.
   bool reverse_warm = false;
 };
 
