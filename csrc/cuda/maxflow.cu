@@ -453,6 +453,16 @@ __device__ __forceinline__ void trace_sweep(int /*sweep*/, detail::SweepKind /*k
 #endif
 
 // ---------------------------------------------------------------- init
+// reverse_warm's phase starts and ends by negating pixel i's excess and flows (residual
+// p -> q = c - f becomes c + f: the reversed graph, and back).
+__device__ __forceinline__ void negate_pixel(const SolverArgs& a, long long i) {
+  a.excess[i] = -a.excess[i];
+  for (int d = 0; d < 4; ++d) {
+    int* f = a.flow + static_cast<long long>(d) * a.pixels + i;
+    *f = -*f;
+  }
+}
+
 // Per tile, in-grid pixels only: a batch's layout may leave gaps between graphs
 // whose inputs were never written, and the solver must not read them.
 // kMasked (reverse_warm's phase, always a warm start): then the pixels outside the last
@@ -471,14 +481,11 @@ __device__ void init_tile(const SolverArgs& a, int t) {
       const long long i = pix(c, x, y);
       const long long old = a.old_term[i];
       const std::int32_t term = __ldg(a.terminal + i);
-      a.excess[i] = -(a.excess[i] + static_cast<long long>(term) - old);
+      a.excess[i] += static_cast<long long>(term) - old;
       a.old_term[i] = term;
+      negate_pixel(a, i);
       source = __ldcg(a.height + i) >= kInf;
       if (!source) a.height[i] = kWall;
-      for (int d = 0; d < 4; ++d) {
-        int* f = a.flow + static_cast<long long>(d) * a.pixels + i;
-        *f = -*f;
-      }
     }
     const bool any = __syncthreads_or(source);
     if (tid == 0) a.tile_s[t] = any ? 1 : 0;
@@ -842,13 +849,7 @@ __device__ void unmask_tile(const SolverArgs& a, int t) {
   const int tid = static_cast<int>(threadIdx.x);
   const int x = c.x0 + tid % kTileW;
   const int y = c.y0 + tid / kTileW;
-  if (!in_grid(c, x, y)) return;
-  const long long i = pix(c, x, y);
-  a.excess[i] = -a.excess[i];
-  for (int d = 0; d < 4; ++d) {
-    int* f = a.flow + static_cast<long long>(d) * a.pixels + i;
-    *f = -*f;
-  }
+  if (in_grid(c, x, y)) negate_pixel(a, pix(c, x, y));
 }
 
 __device__ __forceinline__ unsigned int read_counter(const SolverArgs& a, int sweep) {
@@ -932,6 +933,13 @@ __device__ __forceinline__ void clear_list_slot(const SolverArgs& a, int sweep) 
   a.header->list_next[(sweep + 2) % 3] = 0U;
 }
 
+// Whether tile t takes part in this launch's relabels and checks: every tile, except in
+// reverse_warm's phase a tile of walls only (nothing in it can move).
+template <bool kMasked>
+__device__ __forceinline__ bool takes_part(const SolverArgs& a, int t) {
+  return !kMasked || __ldcg(a.tile_s + t) != 0;
+}
+
 // kMasked: MaxflowSchedule::reverse_warm's phase (with kRegion): the reversed graph on
 // the last source side, then excess and flows back to their signs, and no cut.
 template <bool kRegion, bool kMasked>
@@ -967,6 +975,10 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm) maxflow_kernel(Solv
         a.graph_active[row * a.num_graphs + g] = 0;
       }
     }
+    // The tiles of this relabel's first sweep and of its check.
+    const auto live = [&](int t) {
+      return graph_live(a, __ldg(a.tile_graph + t), relabel) && takes_part<kMasked>(a, t);
+    };
     // Global relabel: exact BFS from the sink over the live graphs, or its first
     // bfs_cap sweeps (every block takes the same decisions: they read the same counters
     // after the same barriers).
@@ -980,12 +992,8 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm) maxflow_kernel(Solv
         clear_list_slot(a, sweep);
       }
       busy_clock.start();
-      // (reverse_warm's phase: a tile of walls only has nothing to relax or check.)
       const auto relax = [&](int t) {
-        if (!kMasked || __ldcg(a.tile_s + t) != 0) bfs_tile<kRegion, kMasked>(a, t, sweep, first, sh);
-      };
-      const auto live = [&](int t) {
-        return graph_live(a, __ldg(a.tile_graph + t), relabel) && (!kMasked || __ldcg(a.tile_s + t) != 0);
+        if (takes_part<kMasked>(a, t)) bfs_tile<kRegion, kMasked>(a, t, sweep, first, sh);
       };
       const int relaxed =
           first ? sweep_tiles(a, sh, live, relax) : pull_tiles(a, sh, sweep, list_size(a, sweep), relax);
@@ -1011,12 +1019,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm) maxflow_kernel(Solv
       a.header->counter[(sweep + 1) % 3] = 0U;
       clear_list_slot(a, sweep);
     }
-    const int checked = sweep_tiles(
-        a, sh,
-        [&](int t) {
-          return graph_live(a, __ldg(a.tile_graph + t), relabel) && (!kMasked || __ldcg(a.tile_s + t) != 0);
-        },
-        [&](int t) { check_tile(a, t, sweep, row); });
+    const int checked = sweep_tiles(a, sh, live, [&](int t) { check_tile(a, t, sweep, row); });
     check_tiles += static_cast<unsigned int>(checked);
     trace_tiles(sweep, checked);
     grid.sync();

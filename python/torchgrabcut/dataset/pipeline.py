@@ -149,7 +149,8 @@ class PostProcessor:
         self.queue: queue.Queue[tuple[str, Any] | None] = queue.Queue(maxsize=2 * CHUNK_BATCHES)
         self.error: BaseException | None = None
         self.results: dict[int, dict[int, dict[str, Any]]] = {}
-        self.truths: dict[int, dict[int, Truth]] = {}  # image index -> its boxes' ground truths (main thread)
+        # image index -> its boxes' ground truths (set by the main thread, used up by this one)
+        self.truths: dict[int, dict[int, Truth]] = {}
         self.unreadable: dict[int, str] = {}  # image index -> why it could not be read
         self.thread = threading.Thread(target=self._loop, name="torchgrabcut-dataset-post", daemon=True)
         self.thread.start()
