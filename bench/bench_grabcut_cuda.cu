@@ -12,7 +12,9 @@
 // alone, 5 iterations from its box, schedules alternated image by image; then the median,
 // 90th percentile and slowest image per schedule. Every schedule's masks are
 // checked against grabcut_cpu. With `batch`, also all images as one batch per
-// schedule (the GPU benchmark's GrabCut-50 list call at native sizes).
+// schedule (the GPU benchmark's GrabCut-50 list call at native sizes);
+// GRABCUT_BENCH_ITERATIONS=1 then also times the batch iteration by iteration and
+// stage by stage (time_iterations).
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -271,25 +273,25 @@ double time_grabcut_graph(Problem& pr, const GrabCutOptions& options, cudaStream
   return ms;
 }
 
-// The stages one by one on the 1024x1024 problem (after a full run, so the mask is
-// the converged one; the stage inputs are valid).
-void time_stages(Problem& pr, const GrabCutOptions& options, cudaStream_t stream, int repeats) {
+// The stages one by one on a problem's whole batch (after a full run, so the masks
+// are the converged ones; the stage inputs are valid). `what` names the problem.
+void time_stages(Problem& pr, const GrabCutOptions& options, cudaStream_t stream, int repeats, const char* what) {
   namespace gc = grabcut::cuda;
   const int k = options.components;
   gc::WorkspaceCarver counter(nullptr, 0);
   gc::carve_stage_scratch(pr.layout, k, true, counter);
-  const auto total = static_cast<std::size_t>(pr.pixels);
-  std::vector<gc::GridDesc> desc(1);
-  desc[0].offset = 0;
-  desc[0].height = pr.layout.images[0].height;
-  desc[0].width = pr.layout.images[0].width;
+  const auto total = static_cast<std::size_t>(pr.layout.total_pixels());
+  std::vector<gc::GridDesc> desc;
+  for (const gc::BatchImage& im : pr.layout.images) {
+    if (im.pixels() > 0) desc.push_back(im);
+  }
   const std::size_t mf_bytes = gc::maxflow_workspace_bytes(desc);
   DevicePtr scratch_mem = device_alloc(counter.used());
   DevicePtr component = device_alloc(total);
   DevicePtr side = device_alloc(total);
   DevicePtr terminal = device_alloc(total * 4);
   DevicePtr nlinks = device_alloc(4 * total * 4);
-  DevicePtr flows = device_alloc(8);
+  DevicePtr flows = device_alloc(8 * desc.size());
   DevicePtr mf = device_alloc(mf_bytes);
   gc::WorkspaceCarver carver(scratch_mem.get(), counter.used());
   const gc::StageScratch s = gc::carve_stage_scratch(pr.layout, k, true, carver);
@@ -308,6 +310,7 @@ void time_stages(Problem& pr, const GrabCutOptions& options, cudaStream_t stream
   graph.terminal = term;
   for (int d = 0; d < 4; ++d) graph.nlink[d] = nl[d];
   auto* src = static_cast<std::uint8_t*>(side.get());
+  const gc::MaxflowSchedule schedule = gc::grabcut_schedule(pr.layout);
   const auto nothing = [] {};
   struct Row {
     const char* name;
@@ -332,16 +335,16 @@ void time_stages(Problem& pr, const GrabCutOptions& options, cudaStream_t stream
                   })});
   rows.push_back({"maxflow (cold)", time_median(stream, repeats, nothing, [&] {
                     gc::maxflow_cuda(graph, src, static_cast<std::int64_t*>(flows.get()), mf.get(), mf_bytes, false,
-                                     stream);
+                                     stream, schedule);
                   })});
   rows.push_back({"maxflow (warm, same graph)", time_median(stream, repeats, nothing, [&] {
                     gc::maxflow_cuda(graph, src, static_cast<std::int64_t*>(flows.get()), mf.get(), mf_bytes, true,
-                                     stream);
+                                     stream, schedule);
                   })});
   rows.push_back({"update_masks", time_median(stream, repeats, nothing, [&] {
                     gc::update_masks_cuda(batch, masks, src, nullptr, stream);
                   })});
-  std::printf("  stages of 1024x1024 (median ms):\n");
+  std::printf("  stages of %s (median ms):\n", what);
   for (const Row& r : rows) std::printf("    %-28s %9.3f\n", r.name, r.ms);
 }
 
@@ -424,6 +427,32 @@ bool equals_reference(Problem& pr, const std::vector<std::vector<std::uint8_t>>&
   return ok;
 }
 
+// Where a batch's time goes, iteration by iteration (GRABCUT_BENCH_ITERATIONS=1): the
+// whole call with max_iter = 0..5 per schedule (each iteration's cost is the
+// difference of two neighbours; 0 is the model's initialisation alone), then the
+// stages one by one on the batch, so the max-flow's share of an iteration is what
+// the other stages leave.
+void time_iterations(Problem& pr, const GrabCutOptions& options, cudaStream_t stream, int repeats,
+                     const std::vector<grabcut::bench::NamedSchedule>& schedules) {
+  std::printf("  the batch by iterations (ms, median of %d): max_iter = 0 1 2 3 4 5, then each iteration's cost\n",
+              repeats);
+  for (const auto& n : schedules) {
+    std::vector<double> ms;
+    for (int it = 0; it <= options.max_iter; ++it) {
+      GrabCutOptions o = options;
+      o.max_iter = it;
+      ms.push_back(time_grabcut(pr, o, stream, repeats, n.schedule));
+    }
+    std::printf("    %-24s", n.name);
+    for (const double t : ms) std::printf(" %8.3f", t);
+    std::printf("   |");
+    for (std::size_t it = 1; it < ms.size(); ++it) std::printf(" %8.3f", ms[it] - ms[it - 1]);
+    std::printf("\n");
+  }
+  time_grabcut(pr, options, stream, 3);  // converged masks for the stages
+  time_stages(pr, options, stream, repeats, "the batch");
+}
+
 // The list form (see the usage at the top).
 int run_list(const std::string& list, int repeats, bool batch, cudaStream_t stream) {
   const auto items = grabcut::testing::read_image_list(list);
@@ -478,6 +507,8 @@ int run_list(const std::string& list, int repeats, bool batch, cudaStream_t stre
       ok = equals_reference(*pr, all_masks, all_models, n.name) && ok;
       std::printf("  all %zu images as one batch, %-24s %8.3f ms\n", all.size(), n.name, t);
     }
+    const char* iterations = std::getenv("GRABCUT_BENCH_ITERATIONS");
+    if (iterations != nullptr && std::strcmp(iterations, "1") == 0) time_iterations(*pr, options, stream, repeats, schedules);
   }
   if (!ok) {
     std::printf("FAILED: GPU and CPU results differ\n");
@@ -531,7 +562,7 @@ int main(int argc, char** argv) {
         std::printf("1024x1024 CUDA graph capture FAILED: %s\n", e.what());
         ok = false;
       }
-      time_stages(*pr, options, stream, repeats);
+      time_stages(*pr, options, stream, repeats, "1024x1024");
     }
     {
       std::vector<Size> extents;

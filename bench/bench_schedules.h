@@ -59,6 +59,8 @@ inline const std::vector<NamedSchedule>& all_schedules() {
       {"q0c12r16gRW", "region heights, 16 rounds, reverse warm", {16, 16, 12, true, true, false, false, true}},
       {"q0c12r16gRCW", "region heights, 16 rounds, checkerboard, reverse warm",
        {16, 16, 12, true, true, true, false, true}},
+      {"q0c12r16gRCWE", "region heights, 16 rounds, checkerboard, reverse warm, exact starts reused",
+       {16, 16, 12, true, true, true, true, true}},
   };
   return all;
 }
