@@ -24,11 +24,12 @@ struct NamedSchedule {
 // doubled when too short (MaxflowSchedule::grow_cap); "R", region heights
 // (MaxflowSchedule::region, 16 push sweeps between relabels unless "vN" says N); "C",
 // the checkerboard; "E", exact starts reused (MaxflowSchedule::exact_start); "W", warm
-// starts' reverse phase (MaxflowSchedule::reverse_warm).
+// starts' reverse phase (MaxflowSchedule::reverse_warm); "BN", the band of visited labels
+// (MaxflowSchedule::band = N).
 inline const std::vector<NamedSchedule>& all_schedules() {
   static const std::vector<NamedSchedule> all = {
       // MaxflowSchedule: push visits, local rounds, BFS cap, grow the cap[, region, checkerboard,
-      // exact start, reverse warm]
+      // exact start, reverse warm, band]
       {"q0", "relabels uncapped, v0.7", {8, 24, 0, false}},
       {"q0c8", "BFS cap 8", {8, 24, 8, false}},
       {"q0c12", "BFS cap 12", {8, 24, 12, false}},
@@ -61,6 +62,15 @@ inline const std::vector<NamedSchedule>& all_schedules() {
        {16, 16, 12, true, true, true, false, true}},
       {"q0c12r16gRCWE", "region heights, 16 rounds, checkerboard, reverse warm, exact starts reused",
        {16, 16, 12, true, true, true, true, true}},
+      {"q0c12r16gRB4", "region heights, 16 rounds, band 4", {16, 16, 12, true, true, false, false, false, 4}},
+      {"q0c12r16gRCB4", "region heights, 16 rounds, checkerboard, band 4",
+       {16, 16, 12, true, true, true, false, false, 4}},
+      {"q0c12r16gRCWB2", "region heights, 16 rounds, checkerboard, reverse warm, band 2",
+       {16, 16, 12, true, true, true, false, true, 2}},
+      {"q0c12r16gRCWB4", "region heights, 16 rounds, checkerboard, reverse warm, band 4",
+       {16, 16, 12, true, true, true, false, true, 4}},
+      {"q0c12r16gRCWB8", "region heights, 16 rounds, checkerboard, reverse warm, band 8",
+       {16, 16, 12, true, true, true, false, true, 8}},
   };
   return all;
 }

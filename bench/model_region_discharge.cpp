@@ -223,6 +223,15 @@ struct Options {
   // --reverse-warm 2: the phase ends without a relabel to the end, and its relabels skip
   // the tiles with no pixel of S.
   bool reverse_short = false;
+  // --band B (--parallel 1): a sweep of a forward solve (not a reverse phase) discharges
+  // only the tiles with an active pixel whose label is at most B above the lowest active
+  // label (0: every active tile), so excess near the sink goes first and excess farther
+  // out may be cut off before it moves.
+  int band = 0;
+  // --skip-settled 1: a global relabel leaves out the tiles that an earlier complete
+  // relabel of the same solve found cut off from every sink (all labels infinite): the
+  // pixels that reach no sink only grow in number during a solve, so they stay so.
+  bool skip_settled = false;
 };
 
 struct Counts {
@@ -234,6 +243,9 @@ struct Counts {
   long long reverse_barriers = 0;  // --reverse-warm: those of the reverse phases
   double time_us = 0;
   double work_us = 0;  // the sum over tiles of what they cost (the blocks' work: batches)
+  double relabel_work_us = 0;  // the part of work_us in global relabels' sweeps
+  double cold_work_us = 0;     // the part of work_us in cold solves
+  long long settled_skips = 0;  // --skip-settled: relabel tile visits left out
   double relabel_us = 0, cut_us = 0;  // parts of time_us: global relabels, the cut's pass
   int max_rounds = 0;
   void operator+=(const Counts& o) {
@@ -258,6 +270,9 @@ struct Counts {
     gapped += o.gapped;
     time_us += o.time_us;
     work_us += o.work_us;
+    relabel_work_us += o.relabel_work_us;
+    cold_work_us += o.cold_work_us;
+    settled_skips += o.settled_skips;
     max_rounds = std::max(max_rounds, o.max_rounds);
   }
 };
@@ -279,6 +294,7 @@ class RegionDischarge {
   // returns the canonical cut (1 = source side).
   std::vector<std::uint8_t> solve(const HostGridGraph& g, bool warm, Counts& c) {
     cap_ = o_.relabel_cap;  // each solve starts from the option's cap
+    settled_.clear();
     if (!warm || g.height != h_ || g.width != w_) {
       start_cold(g);
     } else {
@@ -347,6 +363,8 @@ class RegionDischarge {
   // cut's source side); empty otherwise.
   std::vector<std::uint8_t> mask_;
   int cap_ = 0;  // --relabel capped: the cap of the next global relabel
+  // --skip-settled: the tiles a complete relabel of this solve found cut off (empty: none)
+  std::vector<std::uint8_t> settled_;
 
   std::size_t pix(int y, int x) const { return static_cast<std::size_t>(y) * static_cast<std::size_t>(w_) + static_cast<std::size_t>(x); }
   bool in_grid(int y, int x) const { return y >= 0 && y < h_ && x >= 0 && x < w_; }
@@ -461,6 +479,31 @@ class RegionDischarge {
     return tiles;
   }
 
+  // --band: the active tiles with an active pixel within the band above the lowest
+  // active label.
+  std::vector<int> lowest_band(const std::vector<int>& tiles) const {
+    int lowest = kDInf;
+    std::vector<int> tile_low(tiles.size(), kDInf);
+    for (std::size_t i = 0; i < tiles.size(); ++i) {
+      const int t = tiles[i];
+      const int x0 = (t % tiles_x_) * o_.tile_w;
+      const int y0 = (t / tiles_x_) * o_.tile_h;
+      for (int y = y0; y < std::min(h_, y0 + o_.tile_h); ++y) {
+        for (int x = x0; x < std::min(w_, x0 + o_.tile_w); ++x) {
+          const std::size_t p = pix(y, x);
+          if (excess_[p] > 0 && label_[p] < kDInf && (mask_.empty() || mask_[p] != 0U))
+            tile_low[i] = std::min(tile_low[i], label_[p]);
+        }
+      }
+      lowest = std::min(lowest, tile_low[i]);
+    }
+    std::vector<int> kept;
+    for (std::size_t i = 0; i < tiles.size(); ++i) {
+      if (tile_low[i] <= lowest + o_.band) kept.push_back(tiles[i]);
+    }
+    return kept;
+  }
+
   void parallel_sweeps(Counts& c) {
     int since_global = 0;
     std::size_t fewest = SIZE_MAX;  // the fewest active tiles since the last global relabel
@@ -478,6 +521,8 @@ class RegionDischarge {
           since_fewer = 0;
         }
       }
+      const bool banded = o_.band > 0 && mask_.empty();  // not in the reverse phase
+      if (banded && !tiles.empty()) tiles = lowest_band(tiles);
       if (tiles.empty()) {
         // The reverse phase need not be exact (--reverse-warm 2: it ends here).
         if (!mask_.empty() && o_.reverse_short) return;
@@ -490,7 +535,9 @@ class RegionDischarge {
       // from what the first pushed into it.
       for (int colour = 0; colour < o_.colours; ++colour) {
         std::vector<int> phase_tiles;
-        for (const int t : colour == 0 ? tiles : active_tiles()) {
+        std::vector<int> candidates = colour == 0 ? tiles : active_tiles();
+        if (colour > 0 && banded && !candidates.empty()) candidates = lowest_band(candidates);
+        for (const int t : candidates) {
           if (o_.colours == 1 || ((t % tiles_x_) + (t / tiles_x_)) % 2 == colour) phase_tiles.push_back(t);
         }
         if (phase_tiles.empty()) continue;
@@ -954,6 +1001,20 @@ class RegionDischarge {
     }
   }
 
+  // --skip-settled: after a complete relabel, the tiles whose pixels all reach no sink.
+  void mark_settled() {
+    settled_.assign(static_cast<std::size_t>(tiles_x_ * tiles_y_), 0);
+    for (int t = 0; t < tiles_x_ * tiles_y_; ++t) {
+      const int x0 = (t % tiles_x_) * o_.tile_w;
+      const int y0 = (t / tiles_x_) * o_.tile_h;
+      bool all = true;
+      for (int y = y0; y < std::min(h_, y0 + o_.tile_h) && all; ++y) {
+        for (int x = x0; x < std::min(w_, x0 + o_.tile_w) && all; ++x) all = label_[pix(y, x)] >= kDInf;
+      }
+      settled_[static_cast<std::size_t>(t)] = all ? 1 : 0;
+    }
+  }
+
   // ------------------------------------------------------------ tile-level passes
   // A global relabel of the region labels, exact or capped (--relabel).
   void global_relabel(Counts& c, bool whole = false) {
@@ -963,7 +1024,11 @@ class RegionDischarge {
       // A relabel stopped at its cap resets the labels it did not reach to the cap; the
       // cap doubles after each such stop (v0.13c's grow_cap), so that excess which
       // reaches no sink cannot climb, be reset and climb again for ever.
-      if (capped_labels(c, whole ? 0 : cap_)) cap_ *= 2;
+      if (capped_labels(c, whole ? 0 : cap_)) {
+        cap_ *= 2;
+      } else if (o_.skip_settled) {
+        mark_settled();
+      }
     } else {
       exact_labels(c);
     }
@@ -1065,7 +1130,9 @@ class RegionDischarge {
     label_ = std::move(next);
     ++c.relabel_sweeps;
     ++c.barriers;
+    const double work_before = c.work_us;
     c.time_us += phase_time(cost, c) + o_.cost_barrier;
+    c.relabel_work_us += c.work_us - work_before;
     list.clear();
     for (std::size_t i = 0; i < request.size(); ++i) {
       if (request[i] != 0U) list.push_back(static_cast<int>(i));
@@ -1195,6 +1262,10 @@ class RegionDischarge {
         // --reverse-warm 2, as the GPU: a tile with no pixel of S takes no part in the
         // reverse phase's relabels (nothing in it can move).
         if (!mask_.empty() && o_.reverse_short && !tile_has_mask(t)) continue;
+        if (!settled_.empty() && mask_.empty() && settled_[static_cast<std::size_t>(t)] != 0U) {
+          ++c.settled_skips;
+          continue;
+        }
         Tile s = load(t);  // halo heights (D + 1) * B from the labels of the sweep before
         bool changed = false;
         int steps = 0;
@@ -1398,6 +1469,10 @@ bool parse_option(const std::string& a, const char* value, Options& o) {
   } else if (a == "--reverse-warm") {
     o.reverse_warm = std::stoi(v) != 0;
     o.reverse_short = std::stoi(v) == 2;
+  } else if (a == "--skip-settled") {
+    o.skip_settled = std::stoi(v) != 0;
+  } else if (a == "--band") {
+    o.band = std::stoi(v);
   } else if (a == "--blocks") {
     o.blocks = std::stoi(v);
   } else {
@@ -1486,6 +1561,7 @@ int run(int argc, char** argv) {
       }
       total += c.time_us;
       work += c.work_us;
+      if (i == 0) c.cold_work_us = c.work_us;
       if (i == 0) {
         cold_ms.push_back(c.time_us / 1000.0);
         cold_barriers.push_back(static_cast<double>(c.barriers));
@@ -1524,6 +1600,10 @@ int run(int argc, char** argv) {
               "%.2f, all sequences %.1f; barriers of reverse phases %lld\n",
               percentile(work_ms, 0.5), percentile(work_ms, 0.9), percentile(work_ms, 1.0), sum.work_us / 1000.0,
               sum.reverse_barriers);
+  std::printf("block work ms of all sequences by kind: cold solves %.1f, warm %.1f; global relabels' sweeps %.1f, "
+              "the rest (push visits, checks) %.1f; settled tiles left out of relabels %lld\n",
+              sum.cold_work_us / 1000.0, (sum.work_us - sum.cold_work_us) / 1000.0, sum.relabel_work_us / 1000.0,
+              (sum.work_us - sum.relabel_work_us) / 1000.0, sum.settled_skips);
   if (failures > 0) {
     std::printf("%d cut mismatches\n", failures);
     return 1;

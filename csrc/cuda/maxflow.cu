@@ -18,7 +18,7 @@
 //   old_term[p] int32  the terminal of the last solve (for warm starts).
 //   resmask[p]  uint8  which arcs of p have residual capacity (a global relabel's
 //                      first sweep writes it, its later sweeps read it).
-// That is 33 bytes per pixel, plus 28 bytes per 32x16 tile and 40 bytes per graph.
+// That is 33 bytes per pixel, plus 32 bytes per 32x16 tile and 56 bytes per graph.
 //
 // Why this representation is a valid preflow of an equivalent graph: splitting the
 // net terminal t into source capacity s + D and sink capacity k + D (s - k = t) with
@@ -80,6 +80,15 @@
 // check that finds nothing to move, capped relabel or not), and its end negates them
 // again. Every step moved flow along a residual arc, so the state stays one the usual
 // solve, the second launch, may start from; exactness is that solve's, as above.
+// MaxflowSchedule::band (with region heights; not in reverse_warm's phase): a push sweep
+// visits a listed tile only if its lowest active region label (tile_low: as its last
+// visit or check left it, lowered by what its neighbours pushed into it) is at most
+// `band` above its graph's lowest (graph_low: the least tile_low offered for the sweep by
+// the sweep before, band_key); the others wait on the next sweep's list. Excess near the sinks
+// moves first, and excess farther out is often cut off by the next relabel before it
+// moves. Only the order of visits depends on these values, never the result; the tile
+// that offered its graph's lowest value always passes, so every sweep with listed tiles
+// of a graph visits one of them or defers it by its colour only.
 // MaxflowSchedule::checkerboard (with region heights) makes the solve's push sweep i
 // visit only the tiles of colour i % 2 (the rest wait one sweep), so that tiles sharing
 // an edge never push at each other's stale heights in one sweep.
@@ -152,7 +161,8 @@ struct Header {
 static_assert(sizeof(Header) <= 256, "header fits its slot");
 
 struct Layout {
-  std::size_t header = 0, graphs = 0, graph_active = 0, tile_graph = 0, pmark = 0, bmark = 0, lists = 0, tile_s = 0;
+  std::size_t header = 0, graphs = 0, graph_active = 0, graph_low = 0, tile_graph = 0, pmark = 0, bmark = 0,
+              lists = 0, tile_s = 0, tile_low = 0;
   std::size_t excess = 0, height = 0, flow = 0, old_term = 0, resmask = 0, total = 0;
   long long pixels = 0;  // extent of the per-pixel arrays (max offset + h * w)
   long long tiles = 0;
@@ -189,11 +199,13 @@ Layout make_layout(const std::vector<GridDesc>& desc) {
   l.header = take(256);
   l.graphs = take(sizeof(GraphDev) * desc.size());
   l.graph_active = take(4 * 2 * desc.size());
+  l.graph_low = take(8 * 2 * desc.size());
   l.tile_graph = take(4 * nt);
   l.pmark = take(4 * nt);
   l.bmark = take(4 * nt);
   l.lists = take(4 * 3 * nt);
   l.tile_s = take(4 * nt);
+  l.tile_low = take(4 * nt);
   l.excess = take(8 * np);
   l.height = take(4 * np);
   l.flow = take(4 * 4 * np);
@@ -221,6 +233,8 @@ struct SolverArgs {
   int* bmark;   // last sweep + 1 the tile was put on a BFS list for
   int* lists;   // 3 x num_tiles: the tiles of sweep s are in row s % 3
   int* tile_s;  // reverse_warm's phase: the tile holds a pixel of the source side (not a wall)
+  int* tile_low;   // MaxflowSchedule::band: the tile's lowest active region label, as last seen
+  unsigned long long* graph_low;  // MaxflowSchedule::band: 2 x num_graphs, the lowest offered (band_key)
   Header* header;
   std::uint8_t* source_side;
   unsigned long long* flows;  // may be null
@@ -232,6 +246,7 @@ struct SolverArgs {
   int checkerboard;  // MaxflowSchedule::checkerboard
   int exact_start;   // MaxflowSchedule::exact_start
   int keep_stats;    // add to the statistics of the launch before (reverse_warm's phase)
+  int band;          // MaxflowSchedule::band (0: every listed tile is visited)
 };
 
 struct TileCtx {
@@ -317,6 +332,8 @@ struct __align__(16) Shared {
   int warp_count[kThreads / 32];
   int pulled[2];  // the tile a block took from a sweep list (alternating, see pull_tiles)
   unsigned int sent;  // push_tile: bit (dy + 1) * 3 + dx + 1 for each neighbour tile the visit sent excess to
+  int sent_low[9];    // MaxflowSchedule::band: per bit of `sent`, the lowest region label pushed into
+  int warp_low[kThreads / 32];  // block_min's partial results
 };
 
 // ---------------------------------------------------------------- statistics
@@ -504,7 +521,7 @@ __device__ void init_tile(const SolverArgs& a, int t) {
   a.old_term[i] = term;
 }
 
-template <bool kMasked>
+template <bool kBand, bool kMasked>
 __device__ void init_phase(const SolverArgs& a) {
   for (int t = static_cast<int>(blockIdx.x); t < a.num_tiles; t += static_cast<int>(gridDim.x)) {
     init_tile<kMasked>(a, t);
@@ -513,6 +530,13 @@ __device__ void init_phase(const SolverArgs& a) {
   for (long long t = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x; t < a.num_tiles; t += stride) {
     a.pmark[t] = 0;
     a.bmark[t] = 0;
+    if (kBand && a.band != 0) a.tile_low[t] = kInf;
+  }
+  if (kBand && a.band != 0) {
+    for (long long g = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x; g < 2LL * a.num_graphs;
+         g += stride) {
+      a.graph_low[g] = ~0ULL;
+    }
   }
   for (long long g = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x; g < 2LL * a.num_graphs;
        g += stride) {
@@ -550,6 +574,42 @@ __device__ __forceinline__ void list_for_next_sweep(const SolverArgs& a, int* ma
     a.lists[static_cast<long long>(slot) * a.num_tiles + i] = t;
   }
 }
+
+// ---------------------------------------------------------------- band
+// MaxflowSchedule::band's values (see the top of the file). The visits of sweep s offer
+// to row (s + 1) % 2 of graph_low, which sweep s + 1 reads while the next offers go to
+// the other row. An offer is a key (~(s + 1) << 32 | label): a later sweep's key is
+// smaller, so atomicMin replaces what was left from two sweeps before without a pass
+// to clear it, and a row whose key names another sweep got no offer for this one.
+__device__ __forceinline__ unsigned long long band_key(int sweep, int low) {
+  return (static_cast<unsigned long long>(~static_cast<unsigned int>(sweep)) << 32) | static_cast<unsigned int>(low);
+}
+
+// A tile of graph b listed for sweep + 1 whose lowest active region label is `low`.
+__device__ __forceinline__ void offer_band(const SolverArgs& a, int b, int low, int sweep) {
+  atomicMin(a.graph_low + static_cast<long long>((sweep + 1) & 1) * a.num_graphs + b, band_key(sweep + 1, low));
+}
+
+// Whether push sweep `sweep` leaves listed tile t for the next sweep.
+__device__ __forceinline__ bool out_of_band(const SolverArgs& a, int t, int sweep) {
+  const int b = __ldg(a.tile_graph + t);
+  const unsigned long long key = __ldcg(a.graph_low + static_cast<long long>(sweep & 1) * a.num_graphs + b);
+  if ((key >> 32) != (band_key(sweep, 0) >> 32)) return false;  // (never: t itself offered)
+  return static_cast<long long>(__ldcg(a.tile_low + t)) > static_cast<long long>(key & 0xffffffffULL) + a.band;
+}
+
+// The least of v over the block, for every thread (block-uniform: it has a barrier).
+__device__ __forceinline__ int block_min(Shared& sh, int v) {
+  for (int o = 16; o > 0; o >>= 1) v = min(v, __shfl_xor_sync(0xffffffffU, v, o));
+  if ((threadIdx.x & 31) == 0) sh.warp_low[threadIdx.x >> 5] = v;
+  __syncthreads();
+  int m = kInf;
+  for (int w = 0; w < kThreads / 32; ++w) m = min(m, sh.warp_low[w]);
+  return m;
+}
+
+// The region label of a pixel at height h (below kInf) under region heights.
+__device__ __forceinline__ int region_label(int h) { return h / kRegionStep; }
 
 // ---------------------------------------------------------------- BFS sweep
 // Pixel p's label as a relabel's sweep finds it: in the first sweep 0 for a sink
@@ -639,21 +699,36 @@ __device__ bool bfs_tile(const SolverArgs& a, int t, int sweep, bool first, Shar
 // ---------------------------------------------------------------- check
 // Marks tile t, and its graph in graph_active's row `row`, if a pixel of it has excess
 // and a finite label.
-__device__ void check_tile(const SolverArgs& a, int t, int sweep, int row) {
+// kBand (MaxflowSchedule::band's kernel): its lowest active region label too.
+template <bool kBand>
+__device__ void check_tile(const SolverArgs& a, int t, int sweep, int row, Shared& sh) {
   const TileCtx c = tile_ctx(a, t);
   const int tid = static_cast<int>(threadIdx.x);
   const int x = c.x0 + tid % kTileW;
   const int y = c.y0 + tid / kTileW;
   bool act = false;
+  int h = kInf;
   if (in_grid(c, x, y)) {
     const long long p = pix(c, x, y);
-    act = __ldcg(a.excess + p) > 0 && __ldcg(a.height + p) < kInf;
+    h = __ldcg(a.height + p);
+    act = __ldcg(a.excess + p) > 0 && h < kInf;
   }
   const bool tile_active = __syncthreads_or(act);
-  if (tile_active && tid == 0) {
+  const bool band = kBand && a.band != 0;
+  if (!tile_active) {
+    // (What a neighbour pushes into the tile later lowers this.)
+    if (band && tid == 0) __stcg(a.tile_low + t, kInf);
+    return;
+  }
+  const int low = band ? block_min(sh, act ? region_label(h) : kInf) : kInf;
+  if (tid == 0) {
     list_for_next_sweep(a, a.pmark, t, sweep);
     atomicAdd(&a.header->counter[sweep % 3], 1U);
     atomicOr(a.graph_active + row * a.num_graphs + c.b, 1);
+    if (band) {
+      __stcg(a.tile_low + t, low);
+      offer_band(a, c.b, low, sweep);
+    }
   }
 }
 
@@ -673,7 +748,8 @@ __device__ void keep_unfinished_graphs_live(const SolverArgs& a, int sweep, int 
 
 // Runs push-relabel on tile t, which is on this sweep's list. sparse: the sweep's list
 // holds fewer tiles than the grid has blocks (profiled by phase in a profiling build).
-template <bool kRegion, bool kMasked>
+// kBand: MaxflowSchedule::band's kernel (its offers).
+template <bool kRegion, bool kMasked, bool kBand>
 __device__ void push_tile(const SolverArgs& a, int t, int sweep, int rounds, bool sparse, Shared& sh) {
   const int tid = static_cast<int>(threadIdx.x);
   VisitClock clock(sparse);
@@ -711,6 +787,7 @@ __device__ void push_tile(const SolverArgs& a, int t, int sweep, int rounds, boo
     sh.e[i] = 0;
   });
   if (tid == 0) sh.sent = 0U;
+  if (tid < 9) sh.sent_low[tid] = kInf;
   if (!__syncthreads_or(valid && e0 > 0 && h0 < kInf)) return;
   sh.h[0][me] = h0;
 #pragma unroll
@@ -770,8 +847,12 @@ __device__ void push_tile(const SolverArgs& a, int t, int sweep, int rounds, boo
       }
     }
     remain = ex > 0 && hm < kInf;
+    // MaxflowSchedule::band: the lowest region label the tile keeps active (slot 4 of
+    // sent_low, the tile itself, which no halo slot names).
+    if (kBand && a.band != 0 && remain) atomicMin(&sh.sent_low[4], region_label(hm));
   }
   const bool again = __syncthreads_or(remain);  // (and the halo's inflow is complete)
+  const bool band = kBand && a.band != 0;  // MaxflowSchedule::band's offers
   for_each_halo_slot(c, [&](int i, int gx, int gy) {
     const long long v = sh.e[i];
     if (v == 0) return;
@@ -779,14 +860,30 @@ __device__ void push_tile(const SolverArgs& a, int t, int sweep, int rounds, boo
     const int dx = gx < c.x0 ? -1 : (gx >= c.x0 + kTileW ? 1 : 0);
     const int dy = gy < c.y0 ? -1 : (gy >= c.y0 + kTileH ? 1 : 0);
     atomicOr(&sh.sent, 1U << ((dy + 1) * 3 + dx + 1));
+    // (The halo's height, frozen through the visit, is (D + 1) * kRegionStep: finite,
+    // since excess went there.)
+    if (band) atomicMin(&sh.sent_low[(dy + 1) * 3 + dx + 1], region_label(sh.h[0][i]) - 1);
   });
   __syncthreads();
   // The tiles that take part in the next sweep: the neighbours the visit sent excess to
   // and this tile if it kept some, listed side by side by threads 0..8 (each list_for_next_sweep
-  // waits for two atomics), counted once.
+  // waits for two atomics), counted once. With MaxflowSchedule::band each offers its
+  // lowest active label: this tile the one it kept (stored: a diagonal neighbour's push
+  // in this sweep may be overwritten, which only delays this tile), a neighbour the
+  // lowest it was sent.
   const unsigned int next = sh.sent | (again ? 1U << 4 : 0U);
   if (tid < 9 && (next & (1U << tid)) != 0U) {
-    list_for_next_sweep(a, a.pmark, c.tile_start + (c.ty + tid / 3 - 1) * c.tiles_x + c.tx + tid % 3 - 1, sweep);
+    const int listed = c.tile_start + (c.ty + tid / 3 - 1) * c.tiles_x + c.tx + tid % 3 - 1;
+    list_for_next_sweep(a, a.pmark, listed, sweep);
+    if (band) {
+      const int low = sh.sent_low[tid];
+      if (tid == 4) {
+        __stcg(a.tile_low + listed, low);
+      } else {
+        atomicMin(a.tile_low + listed, low);
+      }
+      offer_band(a, c.b, low, sweep);
+    }
   }
   if (tid == 0 && next != 0U) atomicAdd(&a.header->counter[sweep % 3], 1U);
   clock.lap(a.header, kSparseWriteCycles);
@@ -800,10 +897,13 @@ __device__ __forceinline__ int tile_colour(const SolverArgs& a, int t) {
   return (c.tx + c.ty) & 1;
 }
 
+// A listed tile that this sweep passes on to the next (its colour, or MaxflowSchedule::band).
+template <bool kBand>
 __device__ __forceinline__ void defer_tile(const SolverArgs& a, int t, int sweep) {
   if (threadIdx.x == 0) {
     list_for_next_sweep(a, a.pmark, t, sweep);
     atomicAdd(&a.header->counter[sweep % 3], 1U);
+    if (kBand && a.band != 0) offer_band(a, __ldg(a.tile_graph + t), __ldcg(a.tile_low + t), sweep);
   }
 }
 
@@ -942,12 +1042,14 @@ __device__ __forceinline__ bool takes_part(const SolverArgs& a, int t) {
 
 // kMasked: MaxflowSchedule::reverse_warm's phase (with kRegion): the reversed graph on
 // the last source side, then excess and flows back to their signs, and no cut.
-template <bool kRegion, bool kMasked>
+// kBand: MaxflowSchedule::band (with kRegion, without kMasked), its own instantiation so
+// that the other kernels keep their registers.
+template <bool kRegion, bool kMasked, bool kBand = false>
 __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm) maxflow_kernel(SolverArgs a) {
   __shared__ Shared sh;
   cg::grid_group grid = cg::this_grid();
   const bool leader = blockIdx.x == 0 && threadIdx.x == 0;
-  init_phase<kMasked>(a);
+  init_phase<kBand, kMasked>(a);
   grid.sync();
   PhaseClock phase_clock;  // block 0: the grid's time per phase
   PhaseClock busy_clock;   // every block: its time working in sweeps
@@ -1019,7 +1121,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm) maxflow_kernel(Solv
       a.header->counter[(sweep + 1) % 3] = 0U;
       clear_list_slot(a, sweep);
     }
-    const int checked = sweep_tiles(a, sh, live, [&](int t) { check_tile(a, t, sweep, row); });
+    const int checked = sweep_tiles(a, sh, live, [&](int t) { check_tile<kBand>(a, t, sweep, row, sh); });
     check_tiles += static_cast<unsigned int>(checked);
     trace_tiles(sweep, checked);
     grid.sync();
@@ -1053,10 +1155,11 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm) maxflow_kernel(Solv
       const unsigned int listed = list_size(a, sweep);
       const bool sparse = listed < gridDim.x;
       const int pushed = pull_tiles(a, sh, sweep, listed, [&](int t) {
-        if (kRegion && a.checkerboard != 0 && tile_colour(a, t) != colour) {
-          defer_tile(a, t, sweep);
+        if ((kRegion && a.checkerboard != 0 && tile_colour(a, t) != colour) ||
+            (kBand && a.band != 0 && out_of_band(a, t, sweep))) {
+          defer_tile<kBand>(a, t, sweep);
         } else {
-          push_tile<kRegion, kMasked>(a, t, sweep, a.local_rounds, sparse, sh);
+          push_tile<kRegion, kMasked, kBand>(a, t, sweep, a.local_rounds, sparse, sh);
         }
       });
       push_tiles += static_cast<unsigned int>(pushed);
@@ -1122,10 +1225,10 @@ std::size_t maxflow_workspace_bytes(const std::vector<GridDesc>& desc) { return 
 void maxflow_cuda(const BatchedGridGraph& graph, std::uint8_t* source_side, std::int64_t* flows, void* workspace,
                   std::size_t workspace_bytes, bool warm_start, cudaStream_t stream,
                   const MaxflowSchedule& schedule) {
-  if (schedule.push_visits < 1 || schedule.local_rounds < 1 || schedule.bfs_cap < 0) {
+  if (schedule.push_visits < 1 || schedule.local_rounds < 1 || schedule.bfs_cap < 0 || schedule.band < 0) {
     throw std::invalid_argument("maxflow_cuda: bad schedule (push_visits " + std::to_string(schedule.push_visits) +
                                 ", local_rounds " + std::to_string(schedule.local_rounds) + ", bfs_cap " +
-                                std::to_string(schedule.bfs_cap) + ")");
+                                std::to_string(schedule.bfs_cap) + ", band " + std::to_string(schedule.band) + ")");
   }
   const Layout l = make_layout(graph.desc);
   if (graph.desc.empty()) return;
@@ -1199,6 +1302,8 @@ void maxflow_cuda(const BatchedGridGraph& graph, std::uint8_t* source_side, std:
   a.bmark = reinterpret_cast<int*>(base + l.bmark);
   a.lists = reinterpret_cast<int*>(base + l.lists);
   a.tile_s = reinterpret_cast<int*>(base + l.tile_s);
+  a.tile_low = reinterpret_cast<int*>(base + l.tile_low);
+  a.graph_low = reinterpret_cast<unsigned long long*>(base + l.graph_low);
   a.header = reinterpret_cast<Header*>(base + l.header);
   a.source_side = source_side;
   a.flows = reinterpret_cast<unsigned long long*>(flows);
@@ -1218,6 +1323,7 @@ void maxflow_cuda(const BatchedGridGraph& graph, std::uint8_t* source_side, std:
   a.checkerboard = region && schedule.checkerboard ? 1 : 0;
   a.exact_start = region && schedule.exact_start ? 1 : 0;
   a.keep_stats = 0;
+  a.band = 0;  // never in reverse_warm's phase
 
   int device = 0;
   GRABCUT_CUDA_CHECK(cudaGetDevice(&device));
@@ -1243,8 +1349,13 @@ void maxflow_cuda(const BatchedGridGraph& graph, std::uint8_t* source_side, std:
     launch(reinterpret_cast<const void*>(maxflow_kernel<true, true>));
     a.keep_stats = 1;  // the solve's statistics count both launches
   }
-  launch(region ? reinterpret_cast<const void*>(maxflow_kernel<true, false>)
-                : reinterpret_cast<const void*>(maxflow_kernel<false, false>));
+  a.band = region ? schedule.band : 0;
+  if (a.band != 0) {
+    launch(reinterpret_cast<const void*>(maxflow_kernel<true, false, true>));
+  } else {
+    launch(region ? reinterpret_cast<const void*>(maxflow_kernel<true, false>)
+                  : reinterpret_cast<const void*>(maxflow_kernel<false, false>));
+  }
 }
 
 namespace detail {

@@ -8,6 +8,7 @@
 //   GRABCUT_TEST_CHECKERBOARD=0/1  MaxflowSchedule::checkerboard
 //   GRABCUT_TEST_EXACT_START=0/1   MaxflowSchedule::exact_start
 //   GRABCUT_TEST_REVERSE_WARM=0/1  MaxflowSchedule::reverse_warm
+//   GRABCUT_TEST_BAND=N        MaxflowSchedule::band (N >= 0)
 #pragma once
 
 #include <cstdlib>
@@ -38,6 +39,7 @@ inline grabcut::cuda::MaxflowSchedule schedule_from_environment() {
   flag_from_environment("GRABCUT_TEST_CHECKERBOARD", schedule.checkerboard);
   flag_from_environment("GRABCUT_TEST_EXACT_START", schedule.exact_start);
   flag_from_environment("GRABCUT_TEST_REVERSE_WARM", schedule.reverse_warm);
+  int_from_environment("GRABCUT_TEST_BAND", 0, schedule.band);
   return schedule;
 }
 
