@@ -228,6 +228,12 @@ struct Options {
   // label (0: every active tile), so excess near the sink goes first and excess farther
   // out may be cut off before it moves.
   int band = 0;
+  // --capped-wait 1 (with --relabel capped), as the GPU solver: a relabel stopped at its
+  // cap leaves the pixels it did not reach unlabelled (their excess waits), and the cap
+  // doubles only when the relabel proved too short (nothing left to push after it: then
+  // a relabel to the end follows). Without it the unreached pixels take the cap as their
+  // label (active) and the cap doubles after every stop.
+  bool capped_wait = false;
   // --skip-settled 1: a global relabel leaves out the tiles that an earlier complete
   // relabel of the same solve found cut off from every sink (all labels infinite): the
   // pixels that reach no sink only grow in number during a solve, so they stay so.
@@ -363,6 +369,7 @@ class RegionDischarge {
   // cut's source side); empty otherwise.
   std::vector<std::uint8_t> mask_;
   int cap_ = 0;  // --relabel capped: the cap of the next global relabel
+  bool last_capped_ = false;  // the last global relabel stopped at its cap
   // --skip-settled: the tiles a complete relabel of this solve found cut off (empty: none)
   std::vector<std::uint8_t> settled_;
 
@@ -506,6 +513,7 @@ class RegionDischarge {
 
   void parallel_sweeps(Counts& c) {
     int since_global = 0;
+    bool just_relabelled = true;  // (--capped-wait: a solve starts after a relabel)
     std::size_t fewest = SIZE_MAX;  // the fewest active tiles since the last global relabel
     int since_fewer = 0;            // sweeps since that low was set
     for (;;) {
@@ -523,6 +531,23 @@ class RegionDischarge {
       }
       const bool banded = o_.band > 0 && mask_.empty();  // not in the reverse phase
       if (banded && !tiles.empty()) tiles = lowest_band(tiles);
+      if (tiles.empty() && o_.capped_wait) {
+        // As the GPU: a relabel (capped) unless one just ran, its check; when that finds
+        // nothing, the end if it ran to its end, else a relabel to the end (the cap
+        // doubled) and its check.
+        if (!just_relabelled) {
+          global_relabel(c);
+          tiles = active_tiles();
+        }
+        while (tiles.empty()) {
+          if (!last_capped_ || (!mask_.empty() && o_.reverse_short)) return;
+          cap_ *= 2;
+          global_relabel(c, true);
+          tiles = active_tiles();
+        }
+        if (banded) tiles = lowest_band(tiles);
+      }
+      just_relabelled = false;
       if (tiles.empty()) {
         // The reverse phase need not be exact (--reverse-warm 2: it ends here).
         if (!mask_.empty() && o_.reverse_short) return;
@@ -567,6 +592,7 @@ class RegionDischarge {
       if (o_.global_every > 0 && ++since_global == o_.global_every) {
         global_relabel(c);
         since_global = 0;
+        just_relabelled = true;
       }
     }
   }
@@ -1024,8 +1050,9 @@ class RegionDischarge {
       // A relabel stopped at its cap resets the labels it did not reach to the cap; the
       // cap doubles after each such stop (v0.13c's grow_cap), so that excess which
       // reaches no sink cannot climb, be reset and climb again for ever.
-      if (capped_labels(c, whole ? 0 : cap_)) {
-        cap_ *= 2;
+      last_capped_ = capped_labels(c, whole ? 0 : cap_);
+      if (last_capped_) {
+        if (!o_.capped_wait) cap_ *= 2;
       } else if (o_.skip_settled) {
         mark_settled();
       }
@@ -1095,6 +1122,7 @@ class RegionDischarge {
   // the number of sweeps (see capped_labels).
   void stop_at_cap(Counts& c, int sweeps) {
     ++c.truncated;
+    if (o_.capped_wait) return;
     for (int& d : label_) {
       if (d >= kDInf) d = sweeps;
     }
@@ -1471,6 +1499,8 @@ bool parse_option(const std::string& a, const char* value, Options& o) {
     o.reverse_short = std::stoi(v) == 2;
   } else if (a == "--skip-settled") {
     o.skip_settled = std::stoi(v) != 0;
+  } else if (a == "--capped-wait") {
+    o.capped_wait = std::stoi(v) != 0;
   } else if (a == "--band") {
     o.band = std::stoi(v);
   } else if (a == "--blocks") {
