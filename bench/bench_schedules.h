@@ -69,6 +69,11 @@ inline const std::vector<NamedSchedule>& all_schedules() {
        {16, 16, 12, true, true, true, false, true, 2}},
       {"q0c12r16gRCWB4", "region heights, 16 rounds, checkerboard, reverse warm, band 4",
        {16, 16, 12, true, true, true, false, true, 4}},
+      {"q0c12r24gRCW", "region heights, 24 rounds, checkerboard, reverse warm",
+       {16, 24, 12, true, true, true, false, true}},
+      {"q0c12r32gRCW", "region heights, 32 rounds, checkerboard, reverse warm",
+       {16, 32, 12, true, true, true, false, true}},
+      {"q0c12r24gRC", "region heights, 24 rounds, checkerboard", {16, 24, 12, true, true, true}},
       {"q0c12r16gRCWB8", "region heights, 16 rounds, checkerboard, reverse warm, band 8",
        {16, 16, 12, true, true, true, false, true, 8}},
   };
