@@ -102,6 +102,7 @@
 //            --stall-relabel S (0)  --cut sweeps|labels  --relabel-group G (1)  --cost-cluster US (1)
 //            --check-scratch 0|1 (1: every relabel tile visit checked against a relaxation from scratch)
 //            --cost-relax US (0: a relaxation's fixed cost beside its --cost-step per step)
+//            --dump DIR (list: the first graphs written as graph files, nothing solved)
 //            --reverse-warm 0|1|2 (1, --parallel 1: a warm solve's sink capacity inside the last
 //            source side moved backward to its excess first, see Options::reverse_warm; 2: that
 //            phase ends on its first check that finds nothing to move, and its relabels skip
@@ -223,6 +224,7 @@ struct Options {
   // --reverse-warm 2: the phase ends without a relabel to the end, and its relabels skip
   // the tiles with no pixel of S.
   bool reverse_short = false;
+  std::string dump_dir;  // --dump DIR: see run()
   // --band B (--parallel 1): a sweep of a forward solve (not a reverse phase) discharges
   // only the tiles with an active pixel whose label is at most B above the lowest active
   // label (0: every active tile), so excess near the sink goes first and excess farther
@@ -1501,6 +1503,8 @@ bool parse_option(const std::string& a, const char* value, Options& o) {
     o.skip_settled = std::stoi(v) != 0;
   } else if (a == "--capped-wait") {
     o.capped_wait = std::stoi(v) != 0;
+  } else if (a == "--dump") {
+    o.dump_dir = v;
   } else if (a == "--band") {
     o.band = std::stoi(v);
   } else if (a == "--blocks") {
@@ -1524,6 +1528,21 @@ int run(int argc, char** argv) {
     }
   }
   if (pos.empty()) throw std::invalid_argument("usage: model_region_discharge synthetic [SIDE [SEED]] | list FILE [COUNT] | graphs FILE... [options]");
+  // --dump DIR (list): each image's first graph (GrabCut's cold solve) written to
+  // DIR/NAME.tgcg for the GPU benchmarks (bench_maxflow_cuda batch), nothing solved.
+  if (!o.dump_dir.empty()) {
+    if (pos[0] != "list" || pos.size() < 2) throw std::invalid_argument("--dump: with list FILE only");
+    int written = 0;
+    for (const auto& item : grabcut::testing::read_image_list(pos[1])) {
+      const std::optional<Sequence> seq = from_image(item);
+      if (!seq) continue;
+      const std::string stem = item.name.substr(0, item.name.find_last_of('.'));
+      grabcut::testing::write_graph_file(o.dump_dir + "/" + stem + ".tgcg", seq->graphs.front());
+      ++written;
+    }
+    std::printf("%d graphs written to %s\n", written, o.dump_dir.c_str());
+    return 0;
+  }
   std::vector<grabcut::testing::ListedImage> items;
   std::size_t count = 1;
   if (pos[0] == "list") {

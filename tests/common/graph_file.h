@@ -1,5 +1,6 @@
 // A grid graph in a file, so that the torch-free models and benchmarks can solve graphs
-// that Python built (bench/mincut_bench.py --dump writes them): the bytes "TGCG1\n",
+// that Python built (bench/mincut_bench.py --dump writes them) or the model wrote
+// (model_region_discharge list ... --dump DIR): the bytes "TGCG1\n",
 // then height and width as little-endian int32, then the terminals (height x width
 // int32, row-major; > 0 source, < 0 sink) and the four forward n-link planes of
 // core/maxflow.h in the order kRight, kDownRight, kDown, kDownLeft (each height x width
@@ -42,6 +43,20 @@ inline HostGridGraph read_graph_file(const std::string& path) {
     }
   }
   return g;
+}
+
+// Writes g in the format above (this host's int32 byte order, which read_graph_file
+// assumes too: little-endian on every machine the project runs on).
+inline void write_graph_file(const std::string& path, const HostGridGraph& g) {
+  std::ofstream out(path, std::ios::binary);
+  if (!out) throw std::runtime_error("cannot write " + path);
+  out.write("TGCG1\n", 6);
+  const std::int32_t hw[2] = {g.height, g.width};
+  out.write(reinterpret_cast<const char*>(hw), sizeof hw);
+  const auto bytes = static_cast<std::streamsize>(g.size() * sizeof(std::int32_t));
+  out.write(reinterpret_cast<const char*>(g.terminal.data()), bytes);
+  for (const auto& plane : g.nlink) out.write(reinterpret_cast<const char*>(plane.data()), bytes);
+  if (!out) throw std::runtime_error(path + ": write failed");
 }
 
 }  // namespace grabcut::testing

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <fstream>
+#include <iterator>
 #include <random>
 #include <stdexcept>
 #include <string>
@@ -178,6 +179,12 @@ TEST(BenchmarkInputs, GraphFileRoundTripAndBadFiles) {
       EXPECT_EQ(g.nlink[d][static_cast<std::size_t>(i)], values[static_cast<std::size_t>((1 + d) * n + i)]);
     }
   }
+  // write_graph_file writes the same bytes back.
+  const std::string again = temp_path("again.tgcg");
+  testing::write_graph_file(again, g);
+  std::ifstream in(again, std::ios::binary);
+  const std::string written((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(written, graph_bytes(h, w, values));
   // Bad magic, truncated data, a negative n-link, an n-link off the grid, a bad size.
   std::vector<std::int32_t> negative = values;
   negative[static_cast<std::size_t>(n)] = -1;
