@@ -252,6 +252,7 @@ struct Counts {
   double time_us = 0;
   double work_us = 0;  // the sum over tiles of what they cost (the blocks' work: batches)
   double relabel_work_us = 0;  // the part of work_us in global relabels' sweeps
+  double relabel_first_work_us = 0;  // the part of that in their first sweeps (every live tile)
   double cold_work_us = 0;     // the part of work_us in cold solves
   long long settled_skips = 0;  // --skip-settled: relabel tile visits left out
   double relabel_us = 0, cut_us = 0;  // parts of time_us: global relabels, the cut's pass
@@ -279,6 +280,7 @@ struct Counts {
     time_us += o.time_us;
     work_us += o.work_us;
     relabel_work_us += o.relabel_work_us;
+    relabel_first_work_us += o.relabel_first_work_us;
     cold_work_us += o.cold_work_us;
     settled_skips += o.settled_skips;
     max_rounds = std::max(max_rounds, o.max_rounds);
@@ -1307,6 +1309,7 @@ class RegionDischarge {
           check_against_scratch(s);
         }
         cost.push_back(o_.cost_load + o_.cost_relax + o_.cost_step * steps);
+        if (sweeps == 0) c.relabel_first_work_us += cost.back();
         if (!changed) continue;
         bool moved = false;
         for (int ly = 0; ly < o_.tile_h; ++ly) {
@@ -1650,8 +1653,10 @@ int run(int argc, char** argv) {
               percentile(work_ms, 0.5), percentile(work_ms, 0.9), percentile(work_ms, 1.0), sum.work_us / 1000.0,
               sum.reverse_barriers);
   std::printf("block work ms of all sequences by kind: cold solves %.1f, warm %.1f; global relabels' sweeps %.1f, "
-              "the rest (push visits, checks) %.1f; settled tiles left out of relabels %lld\n",
+              "of which their first sweeps %.1f; the rest (push visits, checks) %.1f; settled tiles left out of "
+              "relabels %lld\n",
               sum.cold_work_us / 1000.0, (sum.work_us - sum.cold_work_us) / 1000.0, sum.relabel_work_us / 1000.0,
+              sum.relabel_first_work_us / 1000.0,
               (sum.work_us - sum.relabel_work_us) / 1000.0, sum.settled_skips);
   if (failures > 0) {
     std::printf("%d cut mismatches\n", failures);
