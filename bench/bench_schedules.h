@@ -25,11 +25,11 @@ struct NamedSchedule {
 // (MaxflowSchedule::region, 16 push sweeps between relabels unless "vN" says N); "C",
 // the checkerboard; "E", exact starts reused (MaxflowSchedule::exact_start); "W", warm
 // starts' reverse phase (MaxflowSchedule::reverse_warm); "BN", the band of visited labels
-// (MaxflowSchedule::band = N).
+// (MaxflowSchedule::band = N); "L", the relabels' rim lists (MaxflowSchedule::rim_lists).
 inline const std::vector<NamedSchedule>& all_schedules() {
   static const std::vector<NamedSchedule> all = {
       // MaxflowSchedule: push visits, local rounds, BFS cap, grow the cap[, region, checkerboard,
-      // exact start, reverse warm, band]
+      // exact start, reverse warm, band, rim lists]
       {"q0", "relabels uncapped, v0.7", {8, 24, 0, false}},
       {"q0c8", "BFS cap 8", {8, 24, 8, false}},
       {"q0c12", "BFS cap 12", {8, 24, 12, false}},
@@ -74,6 +74,14 @@ inline const std::vector<NamedSchedule>& all_schedules() {
       {"q0c12r32gRCW", "region heights, 32 rounds, checkerboard, reverse warm",
        {16, 32, 12, true, true, true, false, true}},
       {"q0c12r24gRC", "region heights, 24 rounds, checkerboard", {16, 24, 12, true, true, true}},
+      {"q0c12r16gRL", "region heights, 16 rounds, rim lists",
+       {16, 16, 12, true, true, false, false, false, 0, true}},
+      {"q0c12r16gRCL", "region heights, 16 rounds, checkerboard, rim lists",
+       {16, 16, 12, true, true, true, false, false, 0, true}},
+      {"q0c12r16gRCWL", "region heights, 16 rounds, checkerboard, reverse warm, rim lists",
+       {16, 16, 12, true, true, true, false, true, 0, true}},
+      {"q0c12r24gRCWL", "region heights, 24 rounds, checkerboard, reverse warm, rim lists",
+       {16, 24, 12, true, true, true, false, true, 0, true}},
       {"q0c12r16gRCWB8", "region heights, 16 rounds, checkerboard, reverse warm, band 8",
        {16, 16, 12, true, true, true, false, true, 8}},
   };

@@ -225,6 +225,10 @@ struct Options {
   // the tiles with no pixel of S.
   bool reverse_short = false;
   std::string dump_dir;  // --dump DIR: see run()
+  // --rim-requests 1 (--relabel capped): a relabel sweep's tile whose labels moved asks
+  // the next sweep to relax only the neighbours next to a rim pixel that moved (those
+  // whose halo changed), not itself (it is at its fixpoint against its halo) nor the rest.
+  bool rim_requests = false;
   // --band B (--parallel 1): a sweep of a forward solve (not a reverse phase) discharges
   // only the tiles with an active pixel whose label is at most B above the lowest active
   // label (0: every active tile), so excess near the sink goes first and excess farther
@@ -1312,6 +1316,7 @@ class RegionDischarge {
         if (sweeps == 0) c.relabel_first_work_us += cost.back();
         if (!changed) continue;
         bool moved = false;
+        unsigned sides = 0;  // --rim-requests: bit (dy + 1) * 3 + dx + 1 for each neighbour that sees a moved label
         for (int ly = 0; ly < o_.tile_h; ++ly) {
           for (int lx = 0; lx < o_.tile_w; ++lx) {
             const auto i = static_cast<std::size_t>(s.at(ly, lx));
@@ -1319,11 +1324,29 @@ class RegionDischarge {
             const std::size_t p = pix(s.y0 + ly, s.x0 + lx);
             height[p] = s.height[i];
             next[p] = s.height[i] >= kHInf ? kDInf : s.height[i] / b;
-            if (next[p] != label_[p]) moved = true;
+            if (next[p] == label_[p]) continue;
+            moved = true;
+            const int ys = ly == 0 ? -1 : (ly == o_.tile_h - 1 ? 1 : 0);
+            const int xs = lx == 0 ? -1 : (lx == o_.tile_w - 1 ? 1 : 0);
+            for (int dy = std::min(ys, 0); dy <= std::max(ys, 0); ++dy) {
+              for (int dx = std::min(xs, 0); dx <= std::max(xs, 0); ++dx) {
+                if (dy != 0 || dx != 0) sides |= 1U << ((dy + 1) * 3 + dx + 1);
+              }
+            }
           }
         }
         // Only a label that moved changes what the neighbours see in their halo.
         if (!moved) continue;
+        if (o_.rim_requests) {
+          for (int k = 0; k < 9; ++k) {
+            const int nx = t % tiles_x_ + k % 3 - 1;
+            const int ny = t / tiles_x_ + k / 3 - 1;
+            if ((sides >> k & 1U) != 0U && nx >= 0 && ny >= 0 && nx < tiles_x_ && ny < tiles_y_) {
+              request[static_cast<std::size_t>(ny * tiles_x_ + nx)] = 1;
+            }
+          }
+          continue;
+        }
         request_block_and_neighbours(request, t, tiles_x_, tiles_y_);
       }
       end_relabel_sweep(c, cost, next, request, list);
@@ -1508,6 +1531,8 @@ bool parse_option(const std::string& a, const char* value, Options& o) {
     o.capped_wait = std::stoi(v) != 0;
   } else if (a == "--dump") {
     o.dump_dir = v;
+  } else if (a == "--rim-requests") {
+    o.rim_requests = std::stoi(v) != 0;
   } else if (a == "--band") {
     o.band = std::stoi(v);
   } else if (a == "--blocks") {

@@ -171,15 +171,15 @@ if [[ " $STEPS " == *" cmake "* ]]; then
     # And under region heights (MaxflowSchedule::region), alone and with the checkerboard,
     # 16 push sweeps between relabels (issue 33), the checkerboard also with warm starts'
     # reverse phase (MaxflowSchedule::reverse_warm), and then with the band of visited
-    # labels (MaxflowSchedule::band, 1: the narrowest).
+    # labels (MaxflowSchedule::band, 1: the narrowest) and the relabels' rim lists.
     for mode in "0 0 0" "1 0 0" "1 1 0" "1 1 1"; do
       read -r checkerboard reverse band <<< "$mode"
       GRABCUT_TEST_REGION=1 GRABCUT_TEST_CHECKERBOARD=$checkerboard GRABCUT_TEST_REVERSE_WARM=$reverse \
-        GRABCUT_TEST_BAND=$band GRABCUT_TEST_ROUNDS=16 GRABCUT_TEST_VISITS=16 \
+        GRABCUT_TEST_BAND=$band GRABCUT_TEST_RIM_LISTS=$band GRABCUT_TEST_ROUNDS=16 GRABCUT_TEST_VISITS=16 \
         timeout 240 build-gpu/cuda_tests --gtest_brief=1 --gtest_filter='-Mincut3dCuda.*:MaxflowCuda.EverySchedule' \
         > "$LOGS/cuda_tests_region$checkerboard$reverse$band.log" 2>&1
       [[ $? -eq 0 ]] || status=1
-      echo "region heights, checkerboard $checkerboard, reverse warm $reverse, band $band:"
+      echo "region heights, checkerboard $checkerboard, reverse warm $reverse, band and rim lists $band:"
       grep -E "grabcut 1024|PASSED|FAILED" "$LOGS/cuda_tests_region$checkerboard$reverse$band.log" | tail -6
     done
   fi

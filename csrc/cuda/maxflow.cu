@@ -247,6 +247,7 @@ struct SolverArgs {
   int exact_start;   // MaxflowSchedule::exact_start
   int keep_stats;    // add to the statistics of the launch before (reverse_warm's phase)
   int band;          // MaxflowSchedule::band (0: every listed tile is visited)
+  int rim_lists;     // MaxflowSchedule::rim_lists
 };
 
 struct TileCtx {
@@ -657,6 +658,22 @@ __device__ __forceinline__ void list_changed_tile(const SolverArgs& a, const Til
   if (i == 0) atomicAdd(&a.header->counter[sweep % 3], 1U);
 }
 
+// MaxflowSchedule::rim_lists: the same for the neighbours in `sides` only (bit
+// (dy + 1) * 3 + dx + 1: a neighbour whose halo holds a label of the tile that moved,
+// with region heights a region label), the sweep counting the tile if it listed one. The
+// tile itself is at its fixpoint against its halo: only a neighbour's move can change it.
+__device__ __forceinline__ void list_seen_neighbours(const SolverArgs& a, const TileCtx& c, int i, int sweep,
+                                                     unsigned int sides) {
+  if (i < 9 && (sides & (1U << i)) != 0U) {
+    const int ntx = c.tx + i % 3 - 1;
+    const int nty = c.ty + i / 3 - 1;
+    if (ntx >= 0 && ntx < c.tiles_x && nty >= 0 && nty < c.tiles_y) {
+      list_for_next_sweep(a, a.bmark, c.tile_start + nty * c.tiles_x + ntx, sweep);
+    }
+  }
+  if (i == 0 && sides != 0U) atomicAdd(&a.header->counter[sweep % 3], 1U);
+}
+
 // The first sweep of a relabel visits every live tile; later ones the tiles next to
 // (or equal to) a tile that changed a label in the previous sweep, which are never
 // tiles of a retired graph.
@@ -689,10 +706,31 @@ __device__ bool bfs_tile(const SolverArgs& a, int t, int sweep, bool first, Shar
   });
   sh.h[0][me] = d;
   __syncthreads();
+  // MaxflowSchedule::rim_lists (region heights): which neighbours' halos see a region
+  // label of this tile move
+  // (the last tile's readers of sh.sent finished before the barrier above; every write
+  // below follows relax_to_fixpoint's barriers).
+  const bool rim_lists = kRegion && a.rim_lists != 0;
+  if (rim_lists && tid == 0) sh.sent = 0U;
+  const int before = d;  // what the neighbours' halos held for this pixel
   const bool changed = relax_to_fixpoint(sh, me, valid && !sink && mask != 0U, mask, d);
   if (valid && (first || changed)) __stcg(a.height + p, d);
+  if (rim_lists && changed && region_label(d) != region_label(before)) {
+    const int xs = lx == 0 ? -1 : (lx == kTileW - 1 ? 1 : 0);
+    const int ys = ly == 0 ? -1 : (ly == kTileH - 1 ? 1 : 0);
+    // The neighbour beside the rim, above or below it, and at a corner the diagonal one.
+    unsigned int sides = ys != 0 ? 1U << ((ys + 1) * 3 + 1) : 0U;
+    if (xs != 0) sides |= (1U << (4 + xs)) | (ys != 0 ? 1U << ((ys + 1) * 3 + xs + 1) : 0U);
+    if (sides != 0U) atomicOr(&sh.sent, sides);
+  }
   const bool tile_changed = __syncthreads_or(changed);
-  if (tile_changed) list_changed_tile(a, c, tid, sweep);
+  if (tile_changed) {
+    if (rim_lists) {
+      list_seen_neighbours(a, c, tid, sweep, sh.sent);
+    } else {
+      list_changed_tile(a, c, tid, sweep);
+    }
+  }
   return tile_changed;
 }
 
@@ -1324,6 +1362,7 @@ void maxflow_cuda(const BatchedGridGraph& graph, std::uint8_t* source_side, std:
   a.exact_start = region && schedule.exact_start ? 1 : 0;
   a.keep_stats = 0;
   a.band = 0;  // never in reverse_warm's phase
+  a.rim_lists = schedule.rim_lists ? 1 : 0;
 
   int device = 0;
   GRABCUT_CUDA_CHECK(cudaGetDevice(&device));

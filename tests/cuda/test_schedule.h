@@ -9,6 +9,7 @@
 //   GRABCUT_TEST_EXACT_START=0/1   MaxflowSchedule::exact_start
 //   GRABCUT_TEST_REVERSE_WARM=0/1  MaxflowSchedule::reverse_warm
 //   GRABCUT_TEST_BAND=N        MaxflowSchedule::band (N >= 0)
+//   GRABCUT_TEST_RIM_LISTS=0/1 MaxflowSchedule::rim_lists
 #pragma once
 
 #include <cstdlib>
@@ -40,6 +41,7 @@ inline grabcut::cuda::MaxflowSchedule schedule_from_environment() {
   flag_from_environment("GRABCUT_TEST_EXACT_START", schedule.exact_start);
   flag_from_environment("GRABCUT_TEST_REVERSE_WARM", schedule.reverse_warm);
   int_from_environment("GRABCUT_TEST_BAND", 0, schedule.band);
+  flag_from_environment("GRABCUT_TEST_RIM_LISTS", schedule.rim_lists);
   return schedule;
 }
 
