@@ -82,6 +82,8 @@ inline const std::vector<NamedSchedule>& all_schedules() {
        {16, 16, 12, true, true, true, false, true, 0, true}},
       {"q0c12r24gRCWL", "region heights, 24 rounds, checkerboard, reverse warm, rim lists",
        {16, 24, 12, true, true, true, false, true, 0, true}},
+      {"q0c12r24gRCWLB4", "region heights, 24 rounds, checkerboard, reverse warm, rim lists, band 4",
+       {16, 24, 12, true, true, true, false, true, 4, true}},
       {"q0c12r16gRCWB8", "region heights, 16 rounds, checkerboard, reverse warm, band 8",
        {16, 16, 12, true, true, true, false, true, 8}},
   };
