@@ -107,8 +107,17 @@
 //            source side moved backward to its excess first, see Options::reverse_warm; 2: that
 //            phase ends on its first check that finds nothing to move, and its relabels skip
 //            the tiles with no pixel of the source side, as the GPU's does)
+//            --band B  --skip-settled 0|1  --capped-wait 0|1  --rim-requests 0|1 (see Options)
 //   The summary's block work is the sum of every tile visit's cost over all phases: the
 //   blocks' time a batch of such graphs pays where the model's ms is one graph's latency.
+//
+//   The GPU solver's schedule (bench/RESULTS.md, session 49: the reverse phase predicted
+//   at -24% of the crops' work where the H100 measured -18%; older settings said -41%):
+//     --tile 32x16 --parallel 1 --relabel capped --relabel-cap 12 --round-cap 16 --gap 0
+//     --cut labels --capped-wait 1 --init-labels bfs --cost-round 0.76 --cost-load 5
+//     --cost-step 0.3, and for the batches --colours 2 --global-every 8 --reverse-warm 2
+//     (the GPU's 16 push sweeps between relabels are one colour each), for one large
+//     graph --global-every 16.
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
