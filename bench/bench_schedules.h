@@ -76,6 +76,8 @@ inline const std::vector<NamedSchedule>& all_schedules() {
       {"q0c12r24gRC", "region heights, 24 rounds, checkerboard", {16, 24, 12, true, true, true}},
       {"q0c12r16gRL", "region heights, 16 rounds, rim lists",
        {16, 16, 12, true, true, false, false, false, 0, true}},
+      {"q0c12r24gRL", "region heights, 24 rounds, rim lists",
+       {16, 24, 12, true, true, false, false, false, 0, true}},
       {"q0c12r16gRCL", "region heights, 16 rounds, checkerboard, rim lists",
        {16, 16, 12, true, true, true, false, false, 0, true}},
       {"q0c12r16gRCWL", "region heights, 16 rounds, checkerboard, reverse warm, rim lists",
