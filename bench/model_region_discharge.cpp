@@ -107,7 +107,8 @@
 //            source side moved backward to its excess first, see Options::reverse_warm; 2: that
 //            phase ends on its first check that finds nothing to move, and its relabels skip
 //            the tiles with no pixel of the source side, as the GPU's does)
-//            --band B  --skip-settled 0|1  --capped-wait 0|1  --rim-requests 0|1 (see Options)
+//            --band B  --skip-settled 0|1  --capped-wait 0|1  --rim-requests 0|1
+//            --sinkless-first 0|1  --cost-store US (see Options)
 //   The summary's block work is the sum of every tile visit's cost over all phases: the
 //   blocks' time a batch of such graphs pays where the model's ms is one graph's latency.
 //
@@ -238,6 +239,11 @@ struct Options {
   // the next sweep to relax only the neighbours next to a rim pixel that moved (those
   // whose halo changed), not itself (it is at its fixpoint against its halo) nor the rest.
   bool rim_requests = false;
+  // --sinkless-first 1 (--relabel capped): a relabel's first sweep only stores infinite
+  // labels in a tile with no sink pixel in it or its halo (--cost-store us) instead of
+  // loading and relaxing it.
+  bool sinkless_first = false;
+  double cost_store = 1.0;
   // --band B (--parallel 1): a sweep of a forward solve (not a reverse phase) discharges
   // only the tiles with an active pixel whose label is at most B above the lowest active
   // label (0: every active tile), so excess near the sink goes first and excess farther
@@ -268,6 +274,7 @@ struct Counts {
   double relabel_first_work_us = 0;  // the part of that in their first sweeps (every live tile)
   double cold_work_us = 0;     // the part of work_us in cold solves
   long long settled_skips = 0;  // --skip-settled: relabel tile visits left out
+  long long sinkless_skips = 0;  // --sinkless-first: first-sweep visits that only stored
   double relabel_us = 0, cut_us = 0;  // parts of time_us: global relabels, the cut's pass
   int max_rounds = 0;
   void operator+=(const Counts& o) {
@@ -296,6 +303,7 @@ struct Counts {
     relabel_first_work_us += o.relabel_first_work_us;
     cold_work_us += o.cold_work_us;
     settled_skips += o.settled_skips;
+    sinkless_skips += o.sinkless_skips;
     max_rounds = std::max(max_rounds, o.max_rounds);
   }
 };
@@ -1044,6 +1052,18 @@ class RegionDischarge {
     }
   }
 
+  // --sinkless-first: whether tile t or its halo holds a sink pixel (excess < 0).
+  bool sink_near(int t) const {
+    const int x0 = (t % tiles_x_) * o_.tile_w;
+    const int y0 = (t / tiles_x_) * o_.tile_h;
+    for (int y = std::max(0, y0 - 1); y < std::min(h_, y0 + o_.tile_h + 1); ++y) {
+      for (int x = std::max(0, x0 - 1); x < std::min(w_, x0 + o_.tile_w + 1); ++x) {
+        if (excess_[pix(y, x)] < 0) return true;
+      }
+    }
+    return false;
+  }
+
   // --skip-settled: after a complete relabel, the tiles whose pixels all reach no sink.
   void mark_settled() {
     settled_.assign(static_cast<std::size_t>(tiles_x_ * tiles_y_), 0);
@@ -1311,6 +1331,14 @@ class RegionDischarge {
           ++c.settled_skips;
           continue;
         }
+        if (sweeps == 0 && o_.sinkless_first && !sink_near(t)) {
+          // --sinkless-first: no sink in the tile or its halo, so every label stays
+          // infinite; the visit only stores that (no load).
+          cost.push_back(o_.cost_store);
+          c.relabel_first_work_us += cost.back();
+          ++c.sinkless_skips;
+          continue;
+        }
         Tile s = load(t);  // halo heights (D + 1) * B from the labels of the sweep before
         bool changed = false;
         int steps = 0;
@@ -1540,6 +1568,10 @@ bool parse_option(const std::string& a, const char* value, Options& o) {
     o.capped_wait = std::stoi(v) != 0;
   } else if (a == "--dump") {
     o.dump_dir = v;
+  } else if (a == "--sinkless-first") {
+    o.sinkless_first = std::stoi(v) != 0;
+  } else if (a == "--cost-store") {
+    o.cost_store = std::stod(v);
   } else if (a == "--rim-requests") {
     o.rim_requests = std::stoi(v) != 0;
   } else if (a == "--band") {
@@ -1688,10 +1720,10 @@ int run(int argc, char** argv) {
               sum.reverse_barriers);
   std::printf("block work ms of all sequences by kind: cold solves %.1f, warm %.1f; global relabels' sweeps %.1f, "
               "of which their first sweeps %.1f; the rest (push visits, checks) %.1f; settled tiles left out of "
-              "relabels %lld\n",
+              "relabels %lld; first-sweep visits that only stored %lld\n",
               sum.cold_work_us / 1000.0, (sum.work_us - sum.cold_work_us) / 1000.0, sum.relabel_work_us / 1000.0,
               sum.relabel_first_work_us / 1000.0,
-              (sum.work_us - sum.relabel_work_us) / 1000.0, sum.settled_skips);
+              (sum.work_us - sum.relabel_work_us) / 1000.0, sum.settled_skips, sum.sinkless_skips);
   if (failures > 0) {
     std::printf("%d cut mismatches\n", failures);
     return 1;
