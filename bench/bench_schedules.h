@@ -25,11 +25,12 @@ struct NamedSchedule {
 // (MaxflowSchedule::region, 16 push sweeps between relabels unless "vN" says N); "C",
 // the checkerboard; "E", exact starts reused (MaxflowSchedule::exact_start); "W", warm
 // starts' reverse phase (MaxflowSchedule::reverse_warm); "BN", the band of visited labels
-// (MaxflowSchedule::band = N); "L", the relabels' rim lists (MaxflowSchedule::rim_lists).
+// (MaxflowSchedule::band = N); "L", the relabels' rim lists (MaxflowSchedule::rim_lists);
+// "XN", exact heights again every N rounds of a visit (MaxflowSchedule::relax_every = N).
 inline const std::vector<NamedSchedule>& all_schedules() {
   static const std::vector<NamedSchedule> all = {
       // MaxflowSchedule: push visits, local rounds, BFS cap, grow the cap[, region, checkerboard,
-      // exact start, reverse warm, band, rim lists]
+      // exact start, reverse warm, band, rim lists, relax every]
       {"q0", "relabels uncapped, v0.7", {8, 24, 0, false}},
       {"q0c8", "BFS cap 8", {8, 24, 8, false}},
       {"q0c12", "BFS cap 12", {8, 24, 12, false}},
@@ -86,6 +87,14 @@ inline const std::vector<NamedSchedule>& all_schedules() {
        {16, 24, 12, true, true, true, false, true, 0, true}},
       {"q0c12r24gRCWLB4", "region heights, 24 rounds, checkerboard, reverse warm, rim lists, band 4",
        {16, 24, 12, true, true, true, false, true, 4, true}},
+      {"q0c12r24gRCWLX16", "region heights, 24 rounds relaxed every 16, checkerboard, reverse warm, rim lists",
+       {16, 24, 12, true, true, true, false, true, 0, true, 16}},
+      {"q0c12r32gRCWLX16", "region heights, 32 rounds relaxed every 16, checkerboard, reverse warm, rim lists",
+       {16, 32, 12, true, true, true, false, true, 0, true, 16}},
+      {"q0c12r24gRCLX16", "region heights, 24 rounds relaxed every 16, checkerboard, rim lists",
+       {16, 24, 12, true, true, true, false, false, 0, true, 16}},
+      {"q0c12r24gRLX16", "region heights, 24 rounds relaxed every 16, rim lists",
+       {16, 24, 12, true, true, false, false, false, 0, true, 16}},
       {"q0c12r16gRCWB8", "region heights, 16 rounds, checkerboard, reverse warm, band 8",
        {16, 16, 12, true, true, true, false, true, 8}},
   };

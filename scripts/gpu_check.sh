@@ -171,11 +171,12 @@ if [[ " $STEPS " == *" cmake "* ]]; then
     # And under region heights (MaxflowSchedule::region), alone and with the checkerboard,
     # 16 push sweeps between relabels (issue 33), the checkerboard also with warm starts'
     # reverse phase (MaxflowSchedule::reverse_warm), and then with the band of visited
-    # labels (MaxflowSchedule::band, 1: the narrowest) and the relabels' rim lists.
+    # labels (MaxflowSchedule::band, 1: the narrowest), the relabels' rim lists and
+    # exact heights every 5 rounds of a visit (MaxflowSchedule::relax_every).
     for mode in "0 0 0" "1 0 0" "1 1 0" "1 1 1"; do
       read -r checkerboard reverse band <<< "$mode"
       GRABCUT_TEST_REGION=1 GRABCUT_TEST_CHECKERBOARD=$checkerboard GRABCUT_TEST_REVERSE_WARM=$reverse \
-        GRABCUT_TEST_BAND=$band GRABCUT_TEST_RIM_LISTS=$band GRABCUT_TEST_ROUNDS=16 GRABCUT_TEST_VISITS=16 \
+        GRABCUT_TEST_BAND=$band GRABCUT_TEST_RIM_LISTS=$band GRABCUT_TEST_RELAX_EVERY=$((band * 5)) GRABCUT_TEST_ROUNDS=16 GRABCUT_TEST_VISITS=16 \
         timeout 240 build-gpu/cuda_tests --gtest_brief=1 --gtest_filter='-Mincut3dCuda.*:MaxflowCuda.EverySchedule' \
         > "$LOGS/cuda_tests_region$checkerboard$reverse$band.log" 2>&1
       [[ $? -eq 0 ]] || status=1

@@ -248,6 +248,7 @@ struct SolverArgs {
   int keep_stats;    // add to the statistics of the launch before (reverse_warm's phase)
   int band;          // MaxflowSchedule::band (0: every listed tile is visited)
   int rim_lists;     // MaxflowSchedule::rim_lists
+  int relax_every;   // MaxflowSchedule::relax_every (region heights; 0: only after a round that pushed nothing)
 };
 
 struct TileCtx {
@@ -851,7 +852,7 @@ __device__ void push_tile(const SolverArgs& a, int t, int sweep, int rounds, boo
     if (a.exact_start == 0 || !exact) hm = relax_in_tile(sh, valid, tid, ex, mask, &relax_steps);
   }
   clock.lap(a.header, kSparseRelaxCycles);
-  const int round = push_sync_rounds<kRegion>(sh, rounds, valid, tid, ex, hm, res);
+  const int round = push_sync_rounds<kRegion>(sh, rounds, valid, tid, ex, hm, res, a.relax_every);
   clock.lap(a.header, kSparseRoundsCycles);
   clock.count(a.header, kSparseVisits, 1ULL);
   clock.count(a.header, kSparseRounds, static_cast<unsigned long long>(min(round + 1, rounds)));
@@ -1263,10 +1264,12 @@ std::size_t maxflow_workspace_bytes(const std::vector<GridDesc>& desc) { return 
 void maxflow_cuda(const BatchedGridGraph& graph, std::uint8_t* source_side, std::int64_t* flows, void* workspace,
                   std::size_t workspace_bytes, bool warm_start, cudaStream_t stream,
                   const MaxflowSchedule& schedule) {
-  if (schedule.push_visits < 1 || schedule.local_rounds < 1 || schedule.bfs_cap < 0 || schedule.band < 0) {
+  if (schedule.push_visits < 1 || schedule.local_rounds < 1 || schedule.bfs_cap < 0 || schedule.band < 0 ||
+      schedule.relax_every < 0) {
     throw std::invalid_argument("maxflow_cuda: bad schedule (push_visits " + std::to_string(schedule.push_visits) +
                                 ", local_rounds " + std::to_string(schedule.local_rounds) + ", bfs_cap " +
-                                std::to_string(schedule.bfs_cap) + ", band " + std::to_string(schedule.band) + ")");
+                                std::to_string(schedule.bfs_cap) + ", band " + std::to_string(schedule.band) +
+                                ", relax_every " + std::to_string(schedule.relax_every) + ")");
   }
   const Layout l = make_layout(graph.desc);
   if (graph.desc.empty()) return;
@@ -1363,6 +1366,7 @@ void maxflow_cuda(const BatchedGridGraph& graph, std::uint8_t* source_side, std:
   a.keep_stats = 0;
   a.band = 0;  // never in reverse_warm's phase
   a.rim_lists = schedule.rim_lists ? 1 : 0;
+  a.relax_every = region ? schedule.relax_every : 0;
 
   int device = 0;
   GRABCUT_CUDA_CHECK(cudaGetDevice(&device));

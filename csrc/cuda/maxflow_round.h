@@ -91,10 +91,12 @@ __device__ __forceinline__ int relax_in_tile(TileShared& sh, bool valid, int tid
 // it off the residuals at the end (res0 - res). The neighbours' heights come from label
 // buffer `par` and a new height goes to the other buffer (so a round needs two
 // barriers). kForce (for bench/bench_tile_round's latency rows) ends every round at a
-// plain barrier, so that exactly local_rounds rounds run.
+// plain barrier, so that exactly local_rounds rounds run. relax_every (region heights,
+// MaxflowSchedule::relax_every): exact heights again after every so many rounds that
+// still pushed, as after one that pushed nothing (0: only then), unless no round follows.
 template <bool kRegion, bool kForce = false, class TileShared>
 __device__ __forceinline__ int push_sync_rounds(TileShared& sh, int local_rounds, bool valid, int tid, long long& ex,
-                                                int& hm, unsigned int (&res)[8]) {
+                                                int& hm, unsigned int (&res)[8], int relax_every = 0) {
   const int lx = tid % kTileW;
   const int ly = tid / kTileW;
   const int me = (ly + 1) * kPadW + lx + 1;
@@ -160,8 +162,9 @@ __device__ __forceinline__ int push_sync_rounds(TileShared& sh, int local_rounds
       break;
     }
     // Region heights: a round that moved nothing ends on exact heights again (the
-    // relabels of a stalled round only climb one step at a time towards them).
-    if (kRegion && !any_pushed) {
+    // relabels of a stalled round only climb one step at a time towards them), and with
+    // relax_every so does every relax_every-th round.
+    if (kRegion && (!any_pushed || (relax_every > 0 && (round + 1) % relax_every == 0 && round + 1 < local_rounds))) {
       hm = relax_in_tile(sh, valid, tid, ex, residual_mask(res));
       if (!__syncthreads_or(valid && ex > 0 && hm < kInf)) break;
     }

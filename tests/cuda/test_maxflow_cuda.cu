@@ -442,24 +442,27 @@ TEST(MaxflowCuda, WarmStartMatchesCold) {
 TEST(MaxflowCuda, EverySchedule) {
   const HostGraph grabcut_like = grabcut_graph(300, 420, 91);
   const HostGraph random = random_graph(150, 190, true, 100, 300, 92);
-  // (region, checkerboard, exact, reverse, band, rim): exact, reverse, band and rim turn
-  // on the region switches that are off by default (exact starts reused, the reverse
-  // phase of warm starts, the band of visited labels: 1, the narrowest, and 4, the
-  // relabels' lists of the neighbours that see a move).
+  // (region, checkerboard, exact, reverse, band, rim, relax): exact, reverse, band, rim and
+  // relax turn on the region switches that are off by default (exact starts reused, the
+  // reverse phase of warm starts, the band of visited labels: 1, the narrowest, and 4,
+  // the relabels' lists of the neighbours that see a move, exact heights again every 5
+  // or 16 rounds of a visit).
   struct Heights {
     bool region, checkerboard, exact, reverse;
     int band;
     bool rim;
+    int relax;
   };
-  for (const auto& [region, checkerboard, exact, reverse, band, rim] :
-       {Heights{false, false, false, false, 0, false}, Heights{true, false, false, true, 1, true},
-        Heights{true, true, false, false, 0, false}, Heights{true, true, true, true, 4, true}}) {
+  for (const auto& [region, checkerboard, exact, reverse, band, rim, relax] :
+       {Heights{false, false, false, false, 0, false, 0}, Heights{true, false, false, true, 1, true, 5},
+        Heights{true, true, false, false, 0, false, 0}, Heights{true, true, true, true, 4, true, 16}}) {
     for (const auto& [cap, grow] :
          {std::pair{0, false}, std::pair{1, false}, std::pair{4, false}, std::pair{1, true}}) {
       for (const auto& [visits, rounds] : {std::pair{8, 24}, std::pair{1, 1}, std::pair{3, 200}}) {
         const std::string what = std::string(region ? "region " : "") + (checkerboard ? "checkerboard " : "") +
                                  (exact ? "exact starts " : "") + (reverse ? "reverse warm " : "") +
-                                 (rim ? "rim lists " : "") + "band " + std::to_string(band) + " cap " +
+                                 (rim ? "rim lists " : "") + "band " + std::to_string(band) + " relax every " +
+                                 std::to_string(relax) + " cap " +
                                  std::to_string(cap) +
                                  (grow ? " growing" : "") + " visits " + std::to_string(visits) + " rounds " +
                                  std::to_string(rounds);
@@ -477,6 +480,7 @@ TEST(MaxflowCuda, EverySchedule) {
         batch.schedule.reverse_warm = reverse;
         batch.schedule.band = band;
         batch.schedule.rim_lists = rim;
+        batch.schedule.relax_every = relax;
         batch.solve(false);
         // A cap stops relabels on these graphs (their waves need more sweeps than 4).
         EXPECT_EQ(batch.stats().capped_relabels > 0, cap > 0) << what;

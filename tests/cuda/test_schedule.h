@@ -10,6 +10,7 @@
 //   GRABCUT_TEST_REVERSE_WARM=0/1  MaxflowSchedule::reverse_warm
 //   GRABCUT_TEST_BAND=N        MaxflowSchedule::band (N >= 0)
 //   GRABCUT_TEST_RIM_LISTS=0/1 MaxflowSchedule::rim_lists
+//   GRABCUT_TEST_RELAX_EVERY=N MaxflowSchedule::relax_every (N >= 0)
 #pragma once
 
 #include <cstdlib>
@@ -42,6 +43,7 @@ inline grabcut::cuda::MaxflowSchedule schedule_from_environment() {
   flag_from_environment("GRABCUT_TEST_REVERSE_WARM", schedule.reverse_warm);
   int_from_environment("GRABCUT_TEST_BAND", 0, schedule.band);
   flag_from_environment("GRABCUT_TEST_RIM_LISTS", schedule.rim_lists);
+  int_from_environment("GRABCUT_TEST_RELAX_EVERY", 0, schedule.relax_every);
   return schedule;
 }
 
