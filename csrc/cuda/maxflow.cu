@@ -89,6 +89,10 @@
 // moves. Only the order of visits depends on these values, never the result; the tile
 // that offered its graph's lowest value always passes, so every sweep with listed tiles
 // of a graph visits one of them or defers it by its colour only.
+// MaxflowSchedule::rim_lists (region heights): a relabel sweep lists only the neighbours
+// whose halo holds a region label of the tile that moved (list_seen_neighbours); the
+// same fixpoint, fewer tiles relaxed. MaxflowSchedule::relax_every (region heights): a
+// visit also relaxes to exact heights after every relax_every-th round that still pushed.
 // MaxflowSchedule::checkerboard (with region heights) makes the solve's push sweep i
 // visit only the tiles of colour i % 2 (the rest wait one sweep), so that tiles sharing
 // an edge never push at each other's stale heights in one sweep.
