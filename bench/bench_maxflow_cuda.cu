@@ -21,6 +21,13 @@
 //   bench_maxflow_cuda batch N FILE...  instead, the files cycled to N graphs as one batch,
 //                                 solved cold under each picked schedule: median of 10 ms,
 //                                 graphs a second, barriers, checked as above
+//   bench_maxflow_cuda sequence N DIR  instead, GrabCut's five solves of each graph in DIR
+//                                 (model_region_discharge list ... --dump DIR: DIR/NAME.tgcg
+//                                 cold, DIR/iK/NAME.tgcg the terminals of iteration K),
+//                                 cycled to N graphs as one batch: each iteration's solve
+//                                 (cold, then warm) timed from the state the ones before it
+//                                 leave, median of 5, with its counts (and the profiling
+//                                 build's phases); the last one checked as above
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -31,9 +38,11 @@
 #include <cstdlib>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <functional>
 #include <memory>
 #include <random>
+#include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
@@ -453,6 +462,80 @@ int run_batch_files(int argc, char** argv) {
   return ok ? 0 : 1;
 }
 
+// bench_maxflow_cuda sequence N DIR (see the top of the file): where a batch's warm
+// solves go, iteration by iteration, under each picked schedule.
+int run_sequence(int argc, char** argv) {
+  const int count = argc > 3 ? std::atoi(argv[2]) : 0;
+  if (count < 1) {
+    std::fprintf(stderr, "usage: bench_maxflow_cuda sequence N DIR\n");
+    return 2;
+  }
+  const std::vector<grabcut::bench::NamedSchedule> variants = schedules_or_report();
+  if (variants.empty()) return 2;
+  namespace fs = std::filesystem;
+  const fs::path dir = argv[3];
+  std::vector<fs::path> cold;
+  for (const auto& e : fs::directory_iterator(dir)) {
+    if (e.is_regular_file() && e.path().extension() == ".tgcg") cold.push_back(e.path());
+  }
+  std::sort(cold.begin(), cold.end());
+  if (cold.empty()) throw std::runtime_error(dir.string() + ": no graph files");
+  constexpr int kIterations = 5;
+  // terminals[k][f]: file f's terminals in iteration k (the last one present where an
+  // image stopped early: its later solves change nothing).
+  std::vector<HostGraph> files;
+  std::vector<std::vector<std::vector<std::int32_t>>> terminals(kIterations);
+  for (const fs::path& f : cold) {
+    files.push_back(grabcut::testing::read_graph_file(f.string()));
+    terminals[0].push_back(files.back().terminal);
+    for (int k = 1; k < kIterations; ++k) {
+      const fs::path later = dir / ("i" + std::to_string(k)) / f.filename();
+      terminals[static_cast<std::size_t>(k)].push_back(
+          fs::exists(later) ? grabcut::testing::read_graph_file(later.string()).terminal
+                            : terminals[static_cast<std::size_t>(k - 1)].back());
+    }
+  }
+  std::vector<HostGraph> graphs;
+  for (int i = 0; i < count; ++i) graphs.push_back(files[static_cast<std::size_t>(i) % files.size()]);
+  Batch batch(graphs);
+  graphs.clear();
+  const auto set_iteration = [&](int k) {
+    for (int i = 0; i < count; ++i) {
+      batch.set_terminals(static_cast<std::size_t>(i),
+                          terminals[static_cast<std::size_t>(k)][static_cast<std::size_t>(i) % files.size()]);
+    }
+  };
+  std::printf("a batch of %d graphs from %zu images, %zu pixels, GrabCut's %d solves\n", count, files.size(),
+              batch.pixels(), kIterations);
+  bool ok = true;
+  for (const auto& v : variants) {
+    batch.schedule = v.schedule;
+    float total = 0;
+    for (int k = 0; k < kIterations; ++k) {
+      const float ms = median_ms(
+          5,
+          [&] {
+            for (int j = 0; j < k; ++j) {
+              set_iteration(j);
+              batch.solve(j > 0, nullptr);
+            }
+            set_iteration(k);
+          },
+          [&] { batch.solve(k > 0, nullptr); });
+      total += ms;
+      const auto st = batch.stats();
+      std::printf("  %-14s iteration %d (%s) %9.3f ms  barriers %llu  relabels %llu\n", v.key, k, k > 0 ? "warm" : "cold",
+                  ms, grid_barriers(st), st.global_relabels);
+      print_stats(v.key, st);
+    }
+    const bool good = batch.verify();
+    ok = ok && good;
+    std::printf("  %-14s all five %9.3f ms%s\n", v.key, total, good ? "" : " !! (the last cut differs)");
+  }
+  std::printf("cuts == CPU solver's, capacity == flow: %s\n", ok ? "yes" : "NO (BUG)");
+  return ok ? 0 : 1;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -466,6 +549,14 @@ int main(int argc, char** argv) {
   std::printf("device: %s, %d SMs, L2 %d MB\n", prop.name, prop.multiProcessorCount, prop.l2CacheSize >> 20);
   if (argc > 1 && std::strcmp(argv[1], "graphs") == 0) return run_graph_files(argc, argv);
   if (argc > 1 && std::strcmp(argv[1], "batch") == 0) return run_batch_files(argc, argv);
+  if (argc > 1 && std::strcmp(argv[1], "sequence") == 0) {
+    try {
+      return run_sequence(argc, argv);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "error: %s\n", e.what());
+      return 1;
+    }
+  }
 
   std::vector<HostGraph> g1{grabcut_graph(1024, 1024, 1)};
   const std::vector<std::int32_t> t0 = g1[0].terminal;

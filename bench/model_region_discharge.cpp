@@ -102,7 +102,7 @@
 //            --stall-relabel S (0)  --cut sweeps|labels  --relabel-group G (1)  --cost-cluster US (1)
 //            --check-scratch 0|1 (1: every relabel tile visit checked against a relaxation from scratch)
 //            --cost-relax US (0: a relaxation's fixed cost beside its --cost-step per step)
-//            --dump DIR (list: the first graphs written as graph files, nothing solved)
+//            --dump DIR (list: the graphs written as graph files, nothing solved: see run())
 //            --reverse-warm 0|1|2 (1, --parallel 1: a warm solve's sink capacity inside the last
 //            source side moved backward to its excess first, see Options::reverse_warm; 2: that
 //            phase ends on its first check that finds nothing to move, and its relabels skip
@@ -124,6 +124,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <deque>
+#include <filesystem>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -1598,7 +1599,9 @@ int run(int argc, char** argv) {
   }
   if (pos.empty()) throw std::invalid_argument("usage: model_region_discharge synthetic [SIDE [SEED]] | list FILE [COUNT] | graphs FILE... [options]");
   // --dump DIR (list): each image's first graph (GrabCut's cold solve) written to
-  // DIR/NAME.tgcg for the GPU benchmarks (bench_maxflow_cuda batch), nothing solved.
+  // DIR/NAME.tgcg for the GPU benchmarks (bench_maxflow_cuda batch), and its later
+  // iterations' graphs (the same n-links, new terminals: the warm solves) to
+  // DIR/iK/NAME.tgcg (bench_maxflow_cuda sequence); nothing solved.
   if (!o.dump_dir.empty()) {
     if (pos[0] != "list" || pos.size() < 2) throw std::invalid_argument("--dump: with list FILE only");
     int written = 0;
@@ -1607,6 +1610,11 @@ int run(int argc, char** argv) {
       if (!seq) continue;
       const std::string stem = item.name.substr(0, item.name.find_last_of('.'));
       grabcut::testing::write_graph_file(o.dump_dir + "/" + stem + ".tgcg", seq->graphs.front());
+      for (std::size_t k = 1; k < seq->graphs.size(); ++k) {
+        const std::string sub = o.dump_dir + "/i" + std::to_string(k);
+        std::filesystem::create_directories(sub);
+        grabcut::testing::write_graph_file(sub + "/" + stem + ".tgcg", seq->graphs[k]);
+      }
       ++written;
     }
     std::printf("%d graphs written to %s\n", written, o.dump_dir.c_str());
