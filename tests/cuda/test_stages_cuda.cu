@@ -641,10 +641,10 @@ TEST(Driver, BoxInitMatchesCpu) {
 // The masks do not depend on the max-flow's schedule (its cut is unique): relabels never
 // capped and capped at 2 sweeps (fixed, and doubled when too short), and the batches'
 // region schedule with warm starts' reverse phase (and with the band of visited labels,
-// the relabels' rim lists and longer visits relaxed every 16 rounds),
-// called directly and captured into a
-// CUDA graph, give grabcut_cpu's results (the other tests run the default schedule,
-// capped at 12 and doubled when too short, or the environment's: test_schedule.h).
+// the relabels' rim lists and longer visits relaxed every 16 rounds), called directly
+// and captured into a CUDA graph, give grabcut_cpu's results (the other tests run the
+// default schedule, capped at 12 and doubled when too short, or the environment's:
+// test_schedule.h).
 TEST(Driver, EveryScheduleMatchesCpu) {
   for (int variant = 0; variant < 5; ++variant) {
     grabcut::cuda::MaxflowSchedule schedule;
