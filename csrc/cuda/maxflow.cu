@@ -712,9 +712,8 @@ __device__ bool bfs_tile(const SolverArgs& a, int t, int sweep, bool first, Shar
   sh.h[0][me] = d;
   __syncthreads();
   // MaxflowSchedule::rim_lists (region heights): which neighbours' halos see a region
-  // label of this tile move
-  // (the last tile's readers of sh.sent finished before the barrier above; every write
-  // below follows relax_to_fixpoint's barriers).
+  // label of this tile move (the last tile's readers of sh.sent finished before the
+  // barrier above; every write below follows relax_to_fixpoint's barriers).
   const bool rim_lists = kRegion && a.rim_lists != 0;
   if (rim_lists && tid == 0) sh.sent = 0U;
   const int before = d;  // what the neighbours' halos held for this pixel
