@@ -93,6 +93,8 @@ inline const std::vector<NamedSchedule>& all_schedules() {
        {16, 32, 12, true, true, true, false, true, 0, true, 16}},
       {"q0c12r24gRCLX16", "region heights, 24 rounds relaxed every 16, checkerboard, rim lists",
        {16, 24, 12, true, true, true, false, false, 0, true, 16}},
+      {"q0c12r24gRCLB4X16", "region heights, 24 rounds relaxed every 16, checkerboard, rim lists, band 4",
+       {16, 24, 12, true, true, true, false, false, 4, true, 16}},
       {"q0c12r24gRLX16", "region heights, 24 rounds relaxed every 16, rim lists",
        {16, 24, 12, true, true, false, false, false, 0, true, 16}},
       {"q0c12r16gRCWB8", "region heights, 16 rounds, checkerboard, reverse warm, band 8",
