@@ -90,7 +90,7 @@
 // that offered its graph's lowest value always passes, so every sweep with listed tiles
 // of a graph visits one of them or defers it by its colour only.
 // MaxflowSchedule::rim_lists (region heights): a relabel sweep lists only the neighbours
-// whose halo holds a region label of the tile that moved (list_seen_neighbours); the
+// whose halo holds a region label of the tile that moved (bfs_tile's sides); the
 // same fixpoint, fewer tiles relaxed. MaxflowSchedule::relax_every (region heights): a
 // visit also relaxes to exact heights after every relax_every-th round that still pushed.
 // MaxflowSchedule::checkerboard (with region heights) makes the solve's push sweep i
@@ -538,15 +538,10 @@ __device__ void init_phase(const SolverArgs& a) {
     a.bmark[t] = 0;
     if (kBand && a.band != 0) a.tile_low[t] = kInf;
   }
-  if (kBand && a.band != 0) {
-    for (long long g = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x; g < 2LL * a.num_graphs;
-         g += stride) {
-      a.graph_low[g] = ~0ULL;
-    }
-  }
   for (long long g = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x; g < 2LL * a.num_graphs;
        g += stride) {
     a.graph_active[g] = 0;
+    if (kBand && a.band != 0) a.graph_low[g] = ~0ULL;
   }
   if (blockIdx.x == 0 && threadIdx.x < 4) {
     a.header->counter[threadIdx.x] = 0U;
@@ -649,24 +644,11 @@ __device__ __forceinline__ unsigned int sweep_arcs(const SolverArgs& a, const Ti
   return mask;
 }
 
-// A sweep's visit of tile c changed a label: the tile and its neighbours go on the
-// next sweep's list, and the sweep counts the tile. i is the calling thread's index
-// among those that visited the tile (threads 0..8 list, thread 0 counts).
-__device__ __forceinline__ void list_changed_tile(const SolverArgs& a, const TileCtx& c, int i, int sweep) {
-  if (i < 9) {
-    const int ntx = c.tx + i % 3 - 1;
-    const int nty = c.ty + i / 3 - 1;
-    if (ntx >= 0 && ntx < c.tiles_x && nty >= 0 && nty < c.tiles_y) {
-      list_for_next_sweep(a, a.bmark, c.tile_start + nty * c.tiles_x + ntx, sweep);
-    }
-  }
-  if (i == 0) atomicAdd(&a.header->counter[sweep % 3], 1U);
-}
-
-// MaxflowSchedule::rim_lists: the same for the neighbours in `sides` only (bit
-// (dy + 1) * 3 + dx + 1: a neighbour whose halo holds a label of the tile that moved,
-// with region heights a region label), the sweep counting the tile if it listed one. The
-// tile itself is at its fixpoint against its halo: only a neighbour's move can change it.
+// A sweep's visit of tile c changed a label seen by the tiles in `sides` (bit
+// (dy + 1) * 3 + dx + 1 for the tile at (dx, dy) from it, the tile itself included): they
+// go on the next sweep's list, and the sweep counts the tile if it listed one. i is the
+// calling thread's index among those that visited the tile (threads 0..8 list, thread 0
+// counts).
 __device__ __forceinline__ void list_seen_neighbours(const SolverArgs& a, const TileCtx& c, int i, int sweep,
                                                      unsigned int sides) {
   if (i < 9 && (sides & (1U << i)) != 0U) {
@@ -678,6 +660,12 @@ __device__ __forceinline__ void list_seen_neighbours(const SolverArgs& a, const 
   }
   if (i == 0 && sides != 0U) atomicAdd(&a.header->counter[sweep % 3], 1U);
 }
+
+// Without MaxflowSchedule::rim_lists: the tile and all its neighbours. (With it the
+// caller names only the neighbours whose halo holds a region label of the tile that
+// moved: the tile itself is at its fixpoint against its halo, and only a neighbour's
+// move can change it.)
+constexpr unsigned int kTileAndNeighbours = 0x1ffU;
 
 // The first sweep of a relabel visits every live tile; later ones the tiles next to
 // (or equal to) a tile that changed a label in the previous sweep, which are never
@@ -729,11 +717,7 @@ __device__ bool bfs_tile(const SolverArgs& a, int t, int sweep, bool first, Shar
   }
   const bool tile_changed = __syncthreads_or(changed);
   if (tile_changed) {
-    if (rim_lists) {
-      list_seen_neighbours(a, c, tid, sweep, sh.sent);
-    } else {
-      list_changed_tile(a, c, tid, sweep);
-    }
+    list_seen_neighbours(a, c, tid, sweep, rim_lists ? sh.sent : kTileAndNeighbours);
   }
   return tile_changed;
 }
