@@ -427,6 +427,13 @@ int run_graph_files(int argc, char** argv) {
   return ok ? 0 : 1;
 }
 
+// `files` repeated in turn to `count` graphs (a batch of N from a few files).
+std::vector<HostGraph> cycled(const std::vector<HostGraph>& files, int count) {
+  std::vector<HostGraph> graphs;
+  for (int i = 0; i < count; ++i) graphs.push_back(files[static_cast<std::size_t>(i) % files.size()]);
+  return graphs;
+}
+
 // bench_maxflow_cuda batch N FILE...: the graph files cycled to N graphs, solved cold as
 // one batch under each picked schedule (issue 36's batches of small graphs: a throughput
 // figure, graphs a second), checked as above; the profiling build adds each schedule's
@@ -441,11 +448,8 @@ int run_batch_files(int argc, char** argv) {
   if (variants.empty()) return 2;
   std::vector<HostGraph> files;
   for (int i = 3; i < argc; ++i) files.push_back(grabcut::testing::read_graph_file(argv[i]));
-  std::vector<HostGraph> graphs;
-  for (int i = 0; i < count; ++i) graphs.push_back(files[static_cast<std::size_t>(i) % files.size()]);
+  Batch batch(cycled(files, count));
   files.clear();
-  Batch batch(graphs);
-  graphs.clear();
   std::printf("a batch of %d graphs from %d files, %zu pixels, cold\n", count, argc - 3, batch.pixels());
   bool ok = true;
   for (const auto& v : variants) {
@@ -495,10 +499,7 @@ int run_sequence(int argc, char** argv) {
                             : terminals[static_cast<std::size_t>(k - 1)].back());
     }
   }
-  std::vector<HostGraph> graphs;
-  for (int i = 0; i < count; ++i) graphs.push_back(files[static_cast<std::size_t>(i) % files.size()]);
-  Batch batch(graphs);
-  graphs.clear();
+  Batch batch(cycled(files, count));
   const auto set_iteration = [&](int k) {
     for (int i = 0; i < count; ++i) {
       batch.set_terminals(static_cast<std::size_t>(i),
