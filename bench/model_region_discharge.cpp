@@ -472,27 +472,31 @@ class RegionDischarge {
     c.reverse_barriers += c.barriers - barriers;
   }
 
-  bool tile_has_mask(int t) const {
+  // Whether f(p) holds for a pixel p of tile t, or with margin 1 of it and its halo
+  // (stops at the first).
+  template <class F>
+  bool any_tile_pixel(int t, F&& f, int margin = 0) const {
     const int x0 = (t % tiles_x_) * o_.tile_w;
     const int y0 = (t / tiles_x_) * o_.tile_h;
-    for (int y = y0; y < std::min(h_, y0 + o_.tile_h); ++y) {
-      for (int x = x0; x < std::min(w_, x0 + o_.tile_w); ++x) {
-        if (mask_[pix(y, x)] != 0U) return true;
+    for (int y = std::max(0, y0 - margin); y < std::min(h_, y0 + o_.tile_h + margin); ++y) {
+      for (int x = std::max(0, x0 - margin); x < std::min(w_, x0 + o_.tile_w + margin); ++x) {
+        if (f(pix(y, x))) return true;
       }
     }
     return false;
   }
 
+  // Pixel p has excess to move (in the reverse phase, only a pixel of S).
+  bool active_pixel(std::size_t p) const {
+    return excess_[p] > 0 && label_[p] < kDInf && (mask_.empty() || mask_[p] != 0U);
+  }
+
+  bool tile_has_mask(int t) const {
+    return any_tile_pixel(t, [&](std::size_t p) { return mask_[p] != 0U; });
+  }
+
   bool tile_active(int t) const {
-    const int x0 = (t % tiles_x_) * o_.tile_w;
-    const int y0 = (t / tiles_x_) * o_.tile_h;
-    for (int y = y0; y < std::min(h_, y0 + o_.tile_h); ++y) {
-      for (int x = x0; x < std::min(w_, x0 + o_.tile_w); ++x) {
-        const std::size_t p = pix(y, x);
-        if (excess_[p] > 0 && label_[p] < kDInf && (mask_.empty() || mask_[p] != 0U)) return true;
-      }
-    }
-    return false;
+    return any_tile_pixel(t, [&](std::size_t p) { return active_pixel(p); });
   }
 
   // The time of one phase: its tiles handed to the blocks as they free up.
@@ -518,16 +522,10 @@ class RegionDischarge {
     int lowest = kDInf;
     std::vector<int> tile_low(tiles.size(), kDInf);
     for (std::size_t i = 0; i < tiles.size(); ++i) {
-      const int t = tiles[i];
-      const int x0 = (t % tiles_x_) * o_.tile_w;
-      const int y0 = (t / tiles_x_) * o_.tile_h;
-      for (int y = y0; y < std::min(h_, y0 + o_.tile_h); ++y) {
-        for (int x = x0; x < std::min(w_, x0 + o_.tile_w); ++x) {
-          const std::size_t p = pix(y, x);
-          if (excess_[p] > 0 && label_[p] < kDInf && (mask_.empty() || mask_[p] != 0U))
-            tile_low[i] = std::min(tile_low[i], label_[p]);
-        }
-      }
+      any_tile_pixel(tiles[i], [&](std::size_t p) {
+        if (active_pixel(p)) tile_low[i] = std::min(tile_low[i], label_[p]);
+        return false;
+      });
       lowest = std::min(lowest, tile_low[i]);
     }
     std::vector<int> kept;
@@ -1055,27 +1053,15 @@ class RegionDischarge {
 
   // --sinkless-first: whether tile t or its halo holds a sink pixel (excess < 0).
   bool sink_near(int t) const {
-    const int x0 = (t % tiles_x_) * o_.tile_w;
-    const int y0 = (t / tiles_x_) * o_.tile_h;
-    for (int y = std::max(0, y0 - 1); y < std::min(h_, y0 + o_.tile_h + 1); ++y) {
-      for (int x = std::max(0, x0 - 1); x < std::min(w_, x0 + o_.tile_w + 1); ++x) {
-        if (excess_[pix(y, x)] < 0) return true;
-      }
-    }
-    return false;
+    return any_tile_pixel(t, [&](std::size_t p) { return excess_[p] < 0; }, 1);
   }
 
   // --skip-settled: after a complete relabel, the tiles whose pixels all reach no sink.
   void mark_settled() {
     settled_.assign(static_cast<std::size_t>(tiles_x_ * tiles_y_), 0);
     for (int t = 0; t < tiles_x_ * tiles_y_; ++t) {
-      const int x0 = (t % tiles_x_) * o_.tile_w;
-      const int y0 = (t / tiles_x_) * o_.tile_h;
-      bool all = true;
-      for (int y = y0; y < std::min(h_, y0 + o_.tile_h) && all; ++y) {
-        for (int x = x0; x < std::min(w_, x0 + o_.tile_w) && all; ++x) all = label_[pix(y, x)] >= kDInf;
-      }
-      settled_[static_cast<std::size_t>(t)] = all ? 1 : 0;
+      const bool reaches = any_tile_pixel(t, [&](std::size_t p) { return label_[p] < kDInf; });
+      settled_[static_cast<std::size_t>(t)] = reaches ? 0 : 1;
     }
   }
 
